@@ -1,0 +1,63 @@
+//! The conversation agent seam. The engine asks an [`Agent`] to take a turn
+//! (write the first message, answer the contact, write a follow-up); the
+//! agent acts only through the [`ConversationTools`] it is handed, which are
+//! scoped to its own conversation and carry no recipient.
+//!
+//! Until a model is configured, [`NoModel`] answers every turn with
+//! [`AgentError::NotConfigured`], and the engine hands the conversation to a
+//! human (NEEDS_HUMAN_INTERVENTION), who can drive it with `relay send`.
+
+use crate::api::{ConversationInstance, TranscriptMessage};
+use crate::util::BoxFuture;
+
+pub use crate::engine::tools::{ConversationTools, ToolCall, ToolError};
+
+/// Why the engine asks for a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnKind {
+    /// A new conversation: open it.
+    FirstMessage,
+    /// The contact wrote (one or more messages since the last turn).
+    Reply,
+    /// The contact stayed silent: write follow-up `number` of `max`.
+    FollowUp { number: u32, max: u32 },
+    /// An operator resumed the conversation, or the daemon restarted mid-turn.
+    Resume,
+}
+
+/// Everything the agent may know, rebuilt from disk for every turn.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    pub kind: TurnKind,
+    pub instance: ConversationInstance,
+    pub transcript: Vec<TranscriptMessage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    #[error("no model is configured: answer the contact with `relay send`, or configure a model with `relay init`")]
+    NotConfigured,
+    #[error("the model failed: {0}")]
+    Model(String),
+}
+
+pub trait Agent: Send + Sync + 'static {
+    /// The model, as `relay status` shows it, or None.
+    fn model(&self) -> Option<String>;
+
+    /// Takes one turn. Side effects happen only through `tools`.
+    fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>>;
+}
+
+/// The agent of a relay with no model configured.
+pub struct NoModel;
+
+impl Agent for NoModel {
+    fn model(&self) -> Option<String> {
+        None
+    }
+
+    fn run_turn(&self, _turn: Turn, _tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
+        Box::pin(async { Err(AgentError::NotConfigured) })
+    }
+}

@@ -1,0 +1,277 @@
+//! The contract: every type that crosses the daemon's HTTP API, shared by the
+//! daemon (which serves it), the CLI (which reads it) and the OpenAPI document
+//! (generated from these same types). Field names follow the design document.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+pub use crate::engine::fsm::{Event, State};
+
+/// Defaults of `relay create`.
+pub const DEFAULT_HEARTBEAT_INTERVAL_MS: u64 = 30 * 60 * 1000;
+pub const DEFAULT_MAX_FOLLOWUPS: u32 = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Skipped,
+}
+
+/// One thing the conversation should achieve. Ids are "1", "2", ... in the
+/// order given at creation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TodoItem {
+    pub id: String,
+    pub text: String,
+    pub status: TodoStatus,
+    /// What was learned, written by the agent with `mark_todo_item`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct HeartbeatConfig {
+    /// How long relay waits for the contact before a follow-up.
+    pub interval_ms: u64,
+    /// How many follow-ups before the conversation is ABANDONED.
+    pub max_followups: u32,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        HeartbeatConfig { interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS, max_followups: DEFAULT_MAX_FOLLOWUPS }
+    }
+}
+
+/// One entry of an instance's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StateTransition {
+    /// `null` for the entry that records the creation.
+    pub from_state: Option<State>,
+    pub to_state: State,
+    /// The event that caused it (`pause`, `heartbeat_fires`, ...), or `create`.
+    pub trigger: String,
+    pub timestamp: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One conversation with one contact: its objective, todos, state and timers.
+/// This is also exactly what `instances/<id>.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ConversationInstance {
+    pub id: Uuid,
+    pub objective: String,
+    /// E.164, e.g. "+56912345678".
+    pub target_contact: String,
+    pub todos: Vec<TodoItem>,
+    pub state: State,
+    /// Set while PAUSED: where `resume` returns.
+    pub previous_state: Option<State>,
+    pub heartbeat_config: HeartbeatConfig,
+    /// Follow-ups sent since the contact last wrote.
+    pub follow_up_count: u32,
+    /// Why the conversation FAILED ("cancelled", or the error).
+    pub failure_reason: Option<String>,
+    /// Why the conversation needs (or last needed) a human.
+    #[serde(default)]
+    pub intervention_reason: Option<String>,
+    /// The reason the agent gave when it ended the conversation.
+    #[serde(default)]
+    pub completion_reason: Option<String>,
+    /// When the armed heartbeat fires (WAITING_FOR_REPLY only).
+    #[serde(default)]
+    pub next_heartbeat_at: Option<DateTime<Utc>>,
+    /// Time that was left on the heartbeat when the conversation was paused.
+    #[serde(default)]
+    pub paused_heartbeat_remaining_ms: Option<u64>,
+    /// A delay the agent chose with `schedule_next_heartbeat`, used for the
+    /// next wait instead of `heartbeat_config.interval_ms`.
+    #[serde(default)]
+    pub scheduled_heartbeat_ms: Option<u64>,
+    /// Contact messages that arrived since the agent (or the operator) last
+    /// handled the conversation; a turn starts for them as soon as it may.
+    #[serde(default)]
+    pub unanswered_contact_messages: u32,
+    /// Every transition, oldest first.
+    #[serde(default)]
+    pub history: Vec<StateTransition>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ConversationInstance {
+    /// Live conversations hold their contact: at most one per contact. A
+    /// queued conversation (paused or not) does not.
+    pub fn holds_contact(&self) -> bool {
+        !self.state.is_terminal()
+            && self.state != State::Queued
+            && !(self.state == State::Paused && self.previous_state == Some(State::Queued))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Written by the conversation agent.
+    Agent,
+    /// Written by the contact.
+    Contact,
+    /// Written by relay itself (notes on what happened).
+    System,
+    /// Written by the operator with `relay send`.
+    Manual,
+}
+
+/// One line of `transcripts/<id>.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TranscriptMessage {
+    pub id: Uuid,
+    pub instance_id: Uuid,
+    pub role: Role,
+    pub content: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NewTodo {
+    pub text: String,
+}
+
+/// Optional overrides of the heartbeat defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatOverrides {
+    pub interval_ms: Option<u64>,
+    pub max_followups: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateInstanceRequest {
+    pub objective: String,
+    /// A phone number in international format; normalised to E.164.
+    pub target_contact: String,
+    pub todos: Vec<NewTodo>,
+    #[serde(default)]
+    pub heartbeat_config: Option<HeartbeatOverrides>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CreateInstanceResponse {
+    pub id: Uuid,
+    /// CREATED, or QUEUED when the contact already has a live conversation.
+    pub state: State,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessageRequest {
+    pub message: String,
+}
+
+/// Query of `GET /instances`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only instances in this state (e.g. WAITING_FOR_REPLY).
+    pub state: Option<String>,
+    /// Only instances for this contact (any format; compared as E.164).
+    pub contact: Option<String>,
+}
+
+/// The channel relay speaks through, and how its connection is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ChannelStatus {
+    /// "whatsapp" or "sandbox".
+    pub kind: String,
+    /// "connected", "not linked", ...
+    pub state: String,
+    pub connected: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DaemonStatusResponse {
+    pub pid: u32,
+    pub uptime_seconds: u64,
+    /// Kept from the design's contract: true only on a connected WhatsApp channel.
+    pub whatsapp_connected: bool,
+    /// Non-terminal instances.
+    pub active_instance_count: usize,
+    pub total_instance_count: usize,
+    pub channel: ChannelStatus,
+    /// The conversation agent's model, or null when none is configured.
+    pub model: Option<String>,
+    pub port: u16,
+    pub home: String,
+    pub version: String,
+}
+
+/// `GET /health`: the only route that needs no token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HealthResponse {
+    pub status: String,
+    pub pid: u32,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ShutdownResponse {
+    pub pid: u32,
+}
+
+/// Every error the API returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ApiErrorResponse {
+    /// One sentence for a person.
+    pub error: String,
+    /// A stable code for a program: `invalid_request`, `not_found`,
+    /// `ambiguous_id`, `invalid_transition`, `unauthorized`, `forbidden`,
+    /// `unsupported_media_type`, `payload_too_large`, `channel_unavailable`,
+    /// `not_sandbox`, `internal`.
+    pub code: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
+    /// For `invalid_transition`: the instance's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_state: Option<State>,
+    /// For `invalid_transition`: the refused event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
+}
+
+/// `relay sandbox say`: a message from a simulated contact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSayRequest {
+    pub contact: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SandboxSayResponse {
+    /// The conversation the message reached, or null when the contact has no
+    /// live conversation (the message is logged and ignored, as on WhatsApp).
+    pub instance_id: Option<Uuid>,
+    pub contact: String,
+}
+
+/// One message relay sent to a contact on the sandbox channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OutboxEntry {
+    pub contact: String,
+    pub text: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct OutboxQuery {
+    /// Only messages to this contact.
+    pub contact: Option<String>,
+}

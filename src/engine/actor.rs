@@ -1,0 +1,559 @@
+//! One task per contact with live conversations. It owns those conversations
+//! (the live one and the ones queued behind it, oldest first) and handles
+//! every event for them one at a time: creation, operator commands, contact
+//! messages, heartbeat expiry, tool calls and finished agent turns.
+//!
+//! Each change is written to disk (and published to the engine's view)
+//! before its side effects run. After every event, [`Actor::drive`] moves the
+//! conversations as far as they can go on their own: promote the next queued
+//! conversation, start the agent's turn, answer waiting contact messages.
+//! The same function recovers conversations after a restart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::fsm::{self, Event, Target};
+use super::tools::{ConversationTools, ToolCall, ToolError};
+use super::{EngineError, Shared, bounded_text, heartbeat, limits};
+use crate::agent::{AgentError, Turn, TurnKind};
+use crate::api::{
+    ConversationInstance, CreateInstanceResponse, Role, State, StateTransition, TodoStatus, TranscriptMessage,
+};
+use crate::channel::{Delivery, InboundMessage};
+use crate::contact::Contact;
+
+type Reply<T> = oneshot::Sender<T>;
+
+pub(crate) enum Msg {
+    Create { instance: ConversationInstance, reply: Reply<Result<CreateInstanceResponse, EngineError>> },
+    Operator { id: Uuid, op: Op, reply: Reply<Result<(ConversationInstance, Option<TranscriptMessage>), EngineError>> },
+    Inbound { message: InboundMessage, reply: Reply<Delivery> },
+    Tool { id: Uuid, turn: u64, call: ToolCall, reply: Reply<Result<String, ToolError>> },
+    TurnDone { id: Uuid, turn: u64, result: Result<(), AgentError> },
+    Shutdown,
+}
+
+/// Operator commands.
+pub(crate) enum Op {
+    Pause,
+    Resume,
+    Cancel,
+    Send(String),
+}
+
+struct RunningTurn {
+    instance: Uuid,
+    id: u64,
+    /// Messages this turn delivered to the contact.
+    sent: u32,
+    task: JoinHandle<()>,
+}
+
+/// The armed heartbeat: the persisted wall-clock deadline and the monotonic
+/// instant it maps to (computed once, so other events do not shift it).
+struct Timer {
+    instance: Uuid,
+    at: DateTime<Utc>,
+    deadline: Instant,
+}
+
+struct Actor {
+    shared: Arc<Shared>,
+    contact: Contact,
+    me: mpsc::UnboundedSender<Msg>,
+    /// This contact's non-terminal conversations, oldest first.
+    convs: Vec<ConversationInstance>,
+    turn: Option<RunningTurn>,
+    turns_started: u64,
+    timer: Option<Timer>,
+}
+
+/// What `drive` does next.
+enum Step {
+    Promote(Uuid),
+    Transition(Uuid, Event),
+    RunTurn(Uuid, TurnKind),
+    Abandon(Uuid),
+}
+
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    contact: Contact,
+    convs: Vec<ConversationInstance>,
+    me: mpsc::UnboundedSender<Msg>,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+) {
+    let mut actor = Actor { shared, contact, me, convs, turn: None, turns_started: 0, timer: None };
+    actor.drive();
+    loop {
+        if actor.convs.is_empty() && actor.shared.retire(&actor.contact, &rx) {
+            break;
+        }
+        let deadline = actor.sync_timer();
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                None | Some(Msg::Shutdown) => break,
+                Some(msg) => actor.handle(msg).await,
+            },
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                actor.heartbeat_fired();
+            }
+        }
+        actor.drive();
+    }
+    actor.abort_turn();
+}
+
+impl Actor {
+    async fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Create { instance, reply } => {
+                let _ = reply.send(self.create(instance));
+            }
+            Msg::Operator { id, op, reply } => {
+                let result = self.operate(id, op).await;
+                // Let the conversation move on first, so the caller sees where it went.
+                self.drive();
+                let result = result.map(|(instance, message)| (self.current(instance), message));
+                let _ = reply.send(result);
+            }
+            Msg::Inbound { message, reply } => {
+                let _ = reply.send(self.inbound(message));
+            }
+            Msg::Tool { id, turn, call, reply } => {
+                let _ = reply.send(self.tool(id, turn, call).await);
+            }
+            Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
+            Msg::Shutdown => unreachable!("handled by the loop"),
+        }
+    }
+
+    // ---- creation and the queue --------------------------------------------
+
+    fn create(&mut self, mut instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
+        if self.convs.iter().any(|c| c.holds_contact()) {
+            let event = Event::ContactHasActiveInstance;
+            let target = fsm::next(instance.state, event, None)
+                .map_err(|source| EngineError::Transition { id: instance.id, source })?;
+            let to = fsm::resolve(instance.state, target, None);
+            instance.history.push(entry(instance.state, to, event, None, instance.created_at));
+            instance.state = to;
+        }
+        self.shared.store.save_instance(&instance)?;
+        self.shared.publish(&instance);
+        tracing::info!(instance = %instance.id, state = %instance.state, "conversation created");
+        let response = CreateInstanceResponse { id: instance.id, state: instance.state };
+        self.convs.push(instance);
+        Ok(response)
+    }
+
+    /// Moves the conversations as far as they go on their own. Idempotent.
+    fn drive(&mut self) {
+        while let Some(step) = self.next_step() {
+            let done = match step {
+                Step::Promote(id) => self.transition(id, Event::PriorInstanceTerminal, None, |_| {}).map(drop),
+                Step::Transition(id, event) => {
+                    self.transition(id, event, None, |i| i.unanswered_contact_messages = 0).map(drop)
+                }
+                Step::Abandon(id) => {
+                    let reason = "the contact did not reply to the last follow-up".to_string();
+                    self.transition(id, Event::MaxFollowupsExceeded, Some(reason), |_| {}).map(drop)
+                }
+                Step::RunTurn(id, kind) => self.start_turn(id, kind),
+            };
+            if let Err(error) = done {
+                tracing::error!(contact = %self.contact, %error, "cannot move the conversation on");
+                break;
+            }
+        }
+    }
+
+    fn next_step(&self) -> Option<Step> {
+        if self.turn.is_some() {
+            return None;
+        }
+        let Some(live) = self.convs.iter().find(|c| c.holds_contact()) else {
+            // FIFO: the oldest conversation still waiting in the queue.
+            return self.convs.iter().find(|c| c.state == State::Queued).map(|c| Step::Promote(c.id));
+        };
+        let id = live.id;
+        match live.state {
+            State::Created => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
+            State::WaitingForAgent => Some(Step::Transition(id, Event::AgentProcessesReply)),
+            State::WaitingForReply if live.unanswered_contact_messages > 0 => {
+                Some(Step::Transition(id, Event::ContactReplies))
+            }
+            State::Active => Some(Step::RunTurn(id, self.turn_kind(live))),
+            State::HeartbeatScheduled if live.follow_up_count > live.heartbeat_config.max_followups => {
+                Some(Step::Abandon(id))
+            }
+            State::HeartbeatScheduled => Some(Step::RunTurn(
+                id,
+                TurnKind::FollowUp { number: live.follow_up_count, max: live.heartbeat_config.max_followups },
+            )),
+            _ => None,
+        }
+    }
+
+    /// Why an ACTIVE conversation needs a turn, from its last transition.
+    fn turn_kind(&self, instance: &ConversationInstance) -> TurnKind {
+        match instance.history.last().map(|t| t.trigger.as_str()) {
+            Some("agent_sends_first_message") => TurnKind::FirstMessage,
+            Some("agent_processes_reply") => TurnKind::Reply,
+            _ => TurnKind::Resume,
+        }
+    }
+
+    // ---- transitions -------------------------------------------------------
+
+    /// Applies `event` to conversation `id` if the table allows it: the new
+    /// state, `previous_state`, heartbeat fields, `change`, and a history
+    /// entry, all written to disk before this returns.
+    fn transition(
+        &mut self,
+        id: Uuid,
+        event: Event,
+        reason: Option<String>,
+        change: impl FnOnce(&mut ConversationInstance),
+    ) -> Result<ConversationInstance, EngineError> {
+        let index = self.index(id)?;
+        let current = &self.convs[index];
+        let (from, previous) = (current.state, current.previous_state);
+        let target = fsm::next(from, event, previous).map_err(|source| {
+            tracing::warn!(instance = %id, state = %from, event = %event, "invalid transition refused");
+            EngineError::Transition { id, source }
+        })?;
+        let to = fsm::resolve(from, target, previous);
+        let now = Utc::now();
+        let mut next = current.clone();
+        next.state = to;
+        if to == State::Paused {
+            next.previous_state = Some(from);
+        } else if from == State::Paused {
+            next.previous_state = None;
+        }
+        heartbeat::on_transition(&mut next, from, to, now);
+        change(&mut next);
+        if target != Target::Stay {
+            next.history.push(entry(from, to, event, reason, now));
+            tracing::info!(instance = %id, from = %from, to = %to, trigger = %event, "transition");
+        }
+        next.updated_at = now;
+        self.commit(index, next)
+    }
+
+    /// Changes conversation `id` without a transition (todos, counters).
+    fn update(&mut self, id: Uuid, change: impl FnOnce(&mut ConversationInstance)) -> Result<(), EngineError> {
+        let index = self.index(id)?;
+        let mut next = self.convs[index].clone();
+        change(&mut next);
+        next.updated_at = Utc::now();
+        self.commit(index, next).map(drop)
+    }
+
+    fn commit(&mut self, index: usize, next: ConversationInstance) -> Result<ConversationInstance, EngineError> {
+        self.shared.store.save_instance(&next)?;
+        self.shared.publish(&next);
+        if next.state.is_terminal() {
+            self.convs.remove(index);
+            if self.turn.as_ref().is_some_and(|t| t.instance == next.id) {
+                self.abort_turn();
+            }
+        } else {
+            self.convs[index] = next.clone();
+        }
+        Ok(next)
+    }
+
+    fn index(&self, id: Uuid) -> Result<usize, EngineError> {
+        self.convs.iter().position(|c| c.id == id).ok_or_else(|| EngineError::NotFound(id.to_string()))
+    }
+
+    /// The latest persisted form of `instance` (it may have moved on).
+    fn current(&self, instance: ConversationInstance) -> ConversationInstance {
+        self.shared.snapshot(instance.id).map(|i| (*i).clone()).unwrap_or(instance)
+    }
+
+    fn record(&self, id: Uuid, role: Role, content: String) -> Result<TranscriptMessage, EngineError> {
+        let message = TranscriptMessage { id: Uuid::new_v4(), instance_id: id, role, content, timestamp: Utc::now() };
+        self.shared.store.append_message(&message)?;
+        Ok(message)
+    }
+
+    // ---- operator commands -------------------------------------------------
+
+    async fn operate(
+        &mut self,
+        id: Uuid,
+        op: Op,
+    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
+        match op {
+            Op::Pause => {
+                let instance = self.transition(id, Event::Pause, None, |_| {})?;
+                if self.turn.as_ref().is_some_and(|t| t.instance == id) {
+                    // The turn re-runs from disk on resume.
+                    self.abort_turn();
+                }
+                Ok((instance, None))
+            }
+            Op::Resume => Ok((self.transition(id, Event::Resume, None, |_| {})?, None)),
+            Op::Cancel => {
+                let reason = "cancelled".to_string();
+                let instance = self.transition(id, Event::Cancel, Some(reason.clone()), |i| {
+                    i.failure_reason = Some(reason);
+                })?;
+                Ok((instance, None))
+            }
+            Op::Send(text) => self.manual_send(id, text).await,
+        }
+    }
+
+    /// `relay send`: checked against the table, delivered, recorded, and then
+    /// the conversation waits for the reply (from NEEDS_HUMAN_INTERVENTION:
+    /// ACTIVE, then WAITING_FOR_REPLY with its heartbeat armed).
+    async fn manual_send(
+        &mut self,
+        id: Uuid,
+        text: String,
+    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
+        let index = self.index(id)?;
+        let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
+        fsm::next(state, Event::ManualSend, previous).map_err(|source| {
+            tracing::warn!(instance = %id, state = %state, event = %Event::ManualSend, "invalid transition refused");
+            EngineError::Transition { id, source }
+        })?;
+        self.shared.channel.send(&self.contact, &text).await?;
+        let message = self.record(id, Role::Manual, text)?;
+        let instance = match state {
+            State::NeedsHumanIntervention => {
+                // The operator has answered whatever the contact said meanwhile.
+                self.transition(id, Event::ManualSend, None, |i| i.unanswered_contact_messages = 0)?;
+                self.transition(id, Event::MessageSent, None, |_| {})?
+            }
+            State::WaitingForReply => {
+                self.update(id, |i| heartbeat::rearm(i, Utc::now()))?;
+                self.convs[self.index(id)?].clone()
+            }
+            _ => self.convs[index].clone(),
+        };
+        Ok((instance, Some(message)))
+    }
+
+    // ---- contact messages and heartbeats -----------------------------------
+
+    fn inbound(&mut self, message: InboundMessage) -> Delivery {
+        let Some(live) = self.convs.iter().find(|c| c.holds_contact()) else {
+            tracing::info!(contact = %self.contact, "message from a contact whose conversations are all queued; ignored");
+            return Delivery::NoConversation;
+        };
+        let (id, state) = (live.id, live.state);
+        // Recorded first: whatever happens next, the message is not lost.
+        if let Err(error) = self.record(id, Role::Contact, message.text) {
+            tracing::error!(instance = %id, %error, "cannot record a contact message");
+            return Delivery::NotRecorded(error.to_string());
+        }
+        tracing::info!(instance = %id, state = %state, "contact message received");
+        let count = |i: &mut ConversationInstance| {
+            i.unanswered_contact_messages += 1;
+            i.follow_up_count = 0;
+        };
+        let saved = match state {
+            State::WaitingForReply => self.transition(id, Event::ContactReplies, None, count).map(drop),
+            _ => self.update(id, count),
+        };
+        if let Err(error) = saved {
+            tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
+        }
+        Delivery::Delivered(id)
+    }
+
+    /// Keeps the timer in step with the live conversation's persisted deadline.
+    fn sync_timer(&mut self) -> Option<Instant> {
+        let armed = self
+            .convs
+            .iter()
+            .find(|c| c.state == State::WaitingForReply)
+            .and_then(|c| c.next_heartbeat_at.map(|at| (c.id, at)));
+        let Some((instance, at)) = armed else {
+            self.timer = None;
+            return None;
+        };
+        if let Some(timer) = self.timer.as_ref().filter(|t| t.instance == instance && t.at == at) {
+            return Some(timer.deadline);
+        }
+        let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        let deadline = Instant::now() + wait;
+        self.timer = Some(Timer { instance, at, deadline });
+        Some(deadline)
+    }
+
+    fn heartbeat_fired(&mut self) {
+        let Some(timer) = self.timer.take() else { return };
+        let id = timer.instance;
+        let lateness_ms = (Utc::now() - timer.at).num_milliseconds();
+        tracing::debug!(instance = %id, lateness_ms, "heartbeat fired");
+        match self.transition(id, Event::HeartbeatFires, None, |i| i.follow_up_count += 1) {
+            // drive() writes the follow-up, or abandons past max_followups.
+            Ok(instance) => tracing::info!(instance = %id, follow_up = instance.follow_up_count, "heartbeat"),
+            Err(error) => tracing::warn!(instance = %id, %error, "heartbeat discarded"),
+        }
+    }
+
+    // ---- agent turns -------------------------------------------------------
+
+    fn start_turn(&mut self, id: Uuid, kind: TurnKind) -> Result<(), EngineError> {
+        let index = self.index(id)?;
+        if self.convs[index].unanswered_contact_messages > 0 {
+            self.update(id, |i| i.unanswered_contact_messages = 0)?;
+        }
+        let instance = self.convs[self.index(id)?].clone();
+        let transcript = self.shared.store.read_transcript(id)?;
+        self.turns_started += 1;
+        let turn = self.turns_started;
+        let tools = ConversationTools { actor: self.me.clone(), instance: id, turn };
+        let (agent, me) = (self.shared.agent.clone(), self.me.clone());
+        tracing::debug!(instance = %id, ?kind, "turn started");
+        let task = tokio::spawn(async move {
+            let result = agent.run_turn(Turn { kind, instance, transcript }, tools).await;
+            let _ = me.send(Msg::TurnDone { id, turn, result });
+        });
+        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, task });
+        Ok(())
+    }
+
+    fn turn_done(&mut self, id: Uuid, turn: u64, result: Result<(), AgentError>) {
+        let Some(finished) = self.turn.take_if(|t| t.id == turn) else {
+            return; // a turn that was interrupted or detached
+        };
+        let Ok(index) = self.index(id) else { return };
+        let state = self.convs[index].state;
+        let outcome = match (state, result) {
+            (State::Active | State::HeartbeatScheduled, Err(error)) => {
+                tracing::warn!(instance = %id, %error, "the agent could not take its turn");
+                let reason = error.to_string();
+                self.transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
+            }
+            (State::Active, Ok(())) if finished.sent > 0 => self.transition(id, Event::MessageSent, None, |_| {}),
+            (State::HeartbeatScheduled, Ok(())) if finished.sent > 0 => {
+                self.transition(id, Event::FollowupSent, None, |_| {})
+            }
+            (State::Active | State::HeartbeatScheduled, Ok(())) => self.transition(id, Event::AgentWaits, None, |_| {}),
+            _ => return,
+        };
+        if let Err(error) = outcome {
+            tracing::error!(instance = %id, %error, "cannot record the end of a turn");
+        }
+    }
+
+    fn abort_turn(&mut self) {
+        if let Some(turn) = self.turn.take() {
+            turn.task.abort();
+        }
+    }
+
+    /// The agent ended its own turn (end_conversation, request_human_intervention):
+    /// let it finish on its own; anything it still tries is refused.
+    fn detach_turn(&mut self) {
+        self.turn = None;
+    }
+
+    // ---- the six tools -----------------------------------------------------
+
+    async fn tool(&mut self, id: Uuid, turn: u64, call: ToolCall) -> Result<String, ToolError> {
+        let mine = self.turn.as_ref().is_some_and(|t| t.id == turn && t.instance == id);
+        if !mine || self.index(id).is_err() {
+            return Err(ToolError(
+                "this turn is over (the conversation was paused, cancelled or ended): do nothing more".into(),
+            ));
+        }
+        let refused = |e: EngineError| ToolError(e.to_string());
+        tracing::debug!(instance = %id, tool = call.name(), "tool call");
+        match call {
+            ToolCall::SendMessage { text } => {
+                let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(refused)?;
+                self.shared
+                    .channel
+                    .send(&self.contact, &text)
+                    .await
+                    .map_err(|e| ToolError(format!("not sent: {e}")))?;
+                self.record(id, Role::Agent, text).map_err(refused)?;
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.sent += 1;
+                }
+                Ok("sent".into())
+            }
+            ToolCall::MarkTodoItem { todo_id, status, note } => {
+                let instance = &self.convs[self.index(id).map_err(refused)?];
+                if !instance.todos.iter().any(|t| t.id == todo_id) {
+                    let ids: Vec<&str> = instance.todos.iter().map(|t| t.id.as_str()).collect();
+                    return Err(ToolError(format!(
+                        "there is no todo '{todo_id}'; the todo ids are {}",
+                        ids.join(", ")
+                    )));
+                }
+                let note =
+                    note.map(|n| bounded_text("note", n, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
+                self.update(id, |i| {
+                    let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
+                    todo.status = status;
+                    if note.is_some() {
+                        todo.note = note;
+                    }
+                })
+                .map_err(refused)?;
+                Ok(format!("todo {todo_id} is now {}", status_name(status)))
+            }
+            ToolCall::EndConversation { reason } => {
+                let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
+                self.transition(id, Event::EndConversation, Some(reason.clone()), |i| {
+                    i.completion_reason = Some(reason);
+                })
+                .map_err(refused)?;
+                self.detach_turn();
+                Ok("the conversation is ended; stop here".into())
+            }
+            ToolCall::ScheduleNextHeartbeat { delay } => {
+                let delay = heartbeat::clamp(delay);
+                self.update(id, |i| i.scheduled_heartbeat_ms = Some(delay.as_millis() as u64)).map_err(refused)?;
+                Ok(format!(
+                    "if the contact stays silent, the next follow-up is due {} after this turn",
+                    crate::duration::format(delay)
+                ))
+            }
+            ToolCall::PlaceCall => {
+                tracing::info!(instance = %id, "the agent asked to place a call; calls are not available");
+                let note = "The agent tried to place a call; calls are not available yet.".to_string();
+                self.record(id, Role::System, note).map_err(refused)?;
+                Ok("Calls are not available yet: no call was placed. Continue by message.".into())
+            }
+            ToolCall::RequestHumanIntervention { reason } => {
+                let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
+                self.transition(id, Event::RequestIntervention, Some(reason.clone()), |i| {
+                    i.intervention_reason = Some(reason);
+                })
+                .map_err(refused)?;
+                self.detach_turn();
+                Ok("a human operator has been asked to step in; stop here".into())
+            }
+        }
+    }
+}
+
+fn entry(from: State, to: State, event: Event, reason: Option<String>, at: DateTime<Utc>) -> StateTransition {
+    StateTransition { from_state: Some(from), to_state: to, trigger: event.as_str().into(), timestamp: at, reason }
+}
+
+fn status_name(status: TodoStatus) -> &'static str {
+    match status {
+        TodoStatus::Pending => "pending",
+        TodoStatus::InProgress => "in_progress",
+        TodoStatus::Completed => "completed",
+        TodoStatus::Skipped => "skipped",
+    }
+}

@@ -1,0 +1,448 @@
+//! The conversation state machine: the 11 states, the events that move them,
+//! and [`TABLE`], the one place that says which event moves which state where.
+//!
+//! Rows marked `addition` are not in the seeds' table; `docs/state-machine.md`
+//! explains each one. Everything else about a transition (persisting it,
+//! timers, the agent, the queue) lives in the conversation actor
+//! (`engine/conversation.rs`); this module only answers "is this allowed, and
+//! where does it lead?".
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Where a conversation is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum State {
+    /// Created; the agent is about to write the first message.
+    Created,
+    /// Another conversation with the same contact is live; waits its turn (FIFO).
+    Queued,
+    /// The agent is taking a turn.
+    Active,
+    /// relay spoke; waiting for the contact, with a heartbeat armed.
+    WaitingForReply,
+    /// The contact replied; the agent is about to take a turn.
+    WaitingForAgent,
+    /// The contact stayed silent; the agent is writing follow-up N of M.
+    HeartbeatScheduled,
+    /// Suspended by the operator; `previous_state` says where resume returns.
+    Paused,
+    /// The agent asked for a human, or could not go on.
+    NeedsHumanIntervention,
+    /// The agent ended the conversation. Terminal.
+    Completed,
+    /// The contact never answered the last follow-up. Terminal.
+    Abandoned,
+    /// Cancelled by the operator, or an unrecoverable error. Terminal.
+    Failed,
+}
+
+impl State {
+    pub const ALL: [State; 11] = [
+        State::Created,
+        State::Queued,
+        State::Active,
+        State::WaitingForReply,
+        State::WaitingForAgent,
+        State::HeartbeatScheduled,
+        State::Paused,
+        State::NeedsHumanIntervention,
+        State::Completed,
+        State::Abandoned,
+        State::Failed,
+    ];
+
+    /// Terminal states absorb every event.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, State::Completed | State::Abandoned | State::Failed)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Created => "CREATED",
+            State::Queued => "QUEUED",
+            State::Active => "ACTIVE",
+            State::WaitingForReply => "WAITING_FOR_REPLY",
+            State::WaitingForAgent => "WAITING_FOR_AGENT",
+            State::HeartbeatScheduled => "HEARTBEAT_SCHEDULED",
+            State::Paused => "PAUSED",
+            State::NeedsHumanIntervention => "NEEDS_HUMAN_INTERVENTION",
+            State::Completed => "COMPLETED",
+            State::Abandoned => "ABANDONED",
+            State::Failed => "FAILED",
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for State {
+    type Err = String;
+
+    /// Accepts `WAITING_FOR_REPLY`, `waiting_for_reply` and `waiting-for-reply`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_uppercase().replace('-', "_");
+        State::ALL.into_iter().find(|st| st.as_str() == wanted).ok_or_else(|| {
+            let names: Vec<_> = State::ALL.iter().map(|s| s.as_str()).collect();
+            format!("unknown state '{s}' (expected one of {})", names.join(", "))
+        })
+    }
+}
+
+/// Something that happened to a conversation. The name is recorded as the
+/// `trigger` of each transition in the instance's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// The agent starts its first turn on a new conversation.
+    AgentSendsFirstMessage,
+    /// A new conversation finds its contact busy with another one.
+    ContactHasActiveInstance,
+    /// The contact's live conversation ended; the oldest queued one starts.
+    PriorInstanceTerminal,
+    /// A turn (or an operator's `send`) delivered a message; wait for the contact.
+    MessageSent,
+    /// A turn ended without sending anything; wait for the contact anyway. (addition)
+    AgentWaits,
+    /// The agent called `end_conversation`.
+    EndConversation,
+    /// The agent called `request_human_intervention`.
+    RequestIntervention,
+    /// The agent could not run its turn (no model, provider down). (addition)
+    AgentError,
+    /// Something relay cannot recover from (the channel refused a send for good).
+    UnrecoverableError,
+    /// The contact wrote while relay was waiting for them.
+    ContactReplies,
+    /// The agent starts a turn on the contact's reply.
+    AgentProcessesReply,
+    /// The heartbeat expired without a reply.
+    HeartbeatFires,
+    /// The agent sent its follow-up.
+    FollowupSent,
+    /// The heartbeat fired once more than `max_followups` allows.
+    MaxFollowupsExceeded,
+    /// Operator: `relay pause`.
+    Pause,
+    /// Operator: `relay resume`.
+    Resume,
+    /// Operator: `relay cancel`.
+    Cancel,
+    /// Operator: `relay send`.
+    ManualSend,
+}
+
+impl Event {
+    pub const ALL: [Event; 18] = [
+        Event::AgentSendsFirstMessage,
+        Event::ContactHasActiveInstance,
+        Event::PriorInstanceTerminal,
+        Event::MessageSent,
+        Event::AgentWaits,
+        Event::EndConversation,
+        Event::RequestIntervention,
+        Event::AgentError,
+        Event::UnrecoverableError,
+        Event::ContactReplies,
+        Event::AgentProcessesReply,
+        Event::HeartbeatFires,
+        Event::FollowupSent,
+        Event::MaxFollowupsExceeded,
+        Event::Pause,
+        Event::Resume,
+        Event::Cancel,
+        Event::ManualSend,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::AgentSendsFirstMessage => "agent_sends_first_message",
+            Event::ContactHasActiveInstance => "contact_has_active_instance",
+            Event::PriorInstanceTerminal => "prior_instance_terminal",
+            Event::MessageSent => "message_sent",
+            Event::AgentWaits => "agent_waits",
+            Event::EndConversation => "end_conversation",
+            Event::RequestIntervention => "request_intervention",
+            Event::AgentError => "agent_error",
+            Event::UnrecoverableError => "unrecoverable_error",
+            Event::ContactReplies => "contact_replies",
+            Event::AgentProcessesReply => "agent_processes_reply",
+            Event::HeartbeatFires => "heartbeat_fires",
+            Event::FollowupSent => "followup_sent",
+            Event::MaxFollowupsExceeded => "max_followups_exceeded",
+            Event::Pause => "pause",
+            Event::Resume => "resume",
+            Event::Cancel => "cancel",
+            Event::ManualSend => "manual_send",
+        }
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an allowed event leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// To this state.
+    To(State),
+    /// Back to the state recorded in `previous_state` (resume from PAUSED).
+    Previous,
+    /// The event is allowed and changes nothing about the state (an operator
+    /// `send` while relay waits for a reply). Not recorded in the history.
+    Stay,
+}
+
+use Event as E;
+use State as S;
+use Target::{Previous, Stay, To};
+
+/// The transition table: `(from, event, target)`. A pair that is not here is
+/// an invalid transition (HTTP 409). Terminal states have no rows.
+#[rustfmt::skip]
+pub const TABLE: &[(State, Event, Target)] = &[
+    (S::Created,                E::AgentSendsFirstMessage,   To(S::Active)),
+    (S::Created,                E::ContactHasActiveInstance, To(S::Queued)),
+    (S::Created,                E::Pause,                    To(S::Paused)),
+    (S::Created,                E::Cancel,                   To(S::Failed)),
+
+    (S::Queued,                 E::PriorInstanceTerminal,    To(S::Created)),
+    (S::Queued,                 E::Pause,                    To(S::Paused)),
+    (S::Queued,                 E::Cancel,                   To(S::Failed)),
+
+    (S::Active,                 E::MessageSent,              To(S::WaitingForReply)),
+    (S::Active,                 E::AgentWaits,               To(S::WaitingForReply)),        // addition
+    (S::Active,                 E::EndConversation,          To(S::Completed)),
+    (S::Active,                 E::RequestIntervention,      To(S::NeedsHumanIntervention)),
+    (S::Active,                 E::AgentError,               To(S::NeedsHumanIntervention)), // addition
+    (S::Active,                 E::UnrecoverableError,       To(S::Failed)),
+    (S::Active,                 E::ManualSend,               Stay),                          // addition
+    (S::Active,                 E::Pause,                    To(S::Paused)),
+    (S::Active,                 E::Cancel,                   To(S::Failed)),
+
+    (S::WaitingForReply,        E::ContactReplies,           To(S::WaitingForAgent)),
+    (S::WaitingForReply,        E::HeartbeatFires,           To(S::HeartbeatScheduled)),
+    (S::WaitingForReply,        E::EndConversation,          To(S::Completed)),
+    (S::WaitingForReply,        E::UnrecoverableError,       To(S::Failed)),                 // addition
+    (S::WaitingForReply,        E::ManualSend,               Stay),                          // addition
+    (S::WaitingForReply,        E::Pause,                    To(S::Paused)),
+    (S::WaitingForReply,        E::Cancel,                   To(S::Failed)),
+
+    (S::WaitingForAgent,        E::AgentProcessesReply,      To(S::Active)),
+    (S::WaitingForAgent,        E::EndConversation,          To(S::Completed)),
+    (S::WaitingForAgent,        E::UnrecoverableError,       To(S::Failed)),                 // addition
+    (S::WaitingForAgent,        E::ManualSend,               Stay),                          // addition
+    (S::WaitingForAgent,        E::Pause,                    To(S::Paused)),
+    (S::WaitingForAgent,        E::Cancel,                   To(S::Failed)),
+
+    (S::HeartbeatScheduled,     E::FollowupSent,             To(S::WaitingForReply)),
+    (S::HeartbeatScheduled,     E::AgentWaits,               To(S::WaitingForReply)),        // addition
+    (S::HeartbeatScheduled,     E::MaxFollowupsExceeded,     To(S::Abandoned)),
+    (S::HeartbeatScheduled,     E::EndConversation,          To(S::Completed)),              // addition
+    (S::HeartbeatScheduled,     E::RequestIntervention,      To(S::NeedsHumanIntervention)), // addition
+    (S::HeartbeatScheduled,     E::AgentError,               To(S::NeedsHumanIntervention)), // addition
+    (S::HeartbeatScheduled,     E::UnrecoverableError,       To(S::Failed)),                 // addition
+    (S::HeartbeatScheduled,     E::ManualSend,               Stay),                          // addition
+    (S::HeartbeatScheduled,     E::Pause,                    To(S::Paused)),
+    (S::HeartbeatScheduled,     E::Cancel,                   To(S::Failed)),
+
+    (S::Paused,                 E::Resume,                   Previous),
+    (S::Paused,                 E::Cancel,                   To(S::Failed)),
+
+    (S::NeedsHumanIntervention, E::Resume,                   To(S::Active)),
+    (S::NeedsHumanIntervention, E::ManualSend,               To(S::Active)),
+    (S::NeedsHumanIntervention, E::Pause,                    To(S::Paused)),
+    (S::NeedsHumanIntervention, E::Cancel,                   To(S::Failed)),
+];
+
+/// Why an event was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot {event} a conversation that is {state}")]
+pub struct InvalidTransition {
+    pub state: State,
+    pub event: Event,
+}
+
+/// Looks `(state, event)` up in [`TABLE`]. `previous` is the recorded
+/// `previous_state`, needed only to resolve [`Target::Previous`].
+pub fn next(state: State, event: Event, previous: Option<State>) -> Result<Target, InvalidTransition> {
+    let refused = InvalidTransition { state, event };
+    let target = TABLE
+        .iter()
+        .find(|(from, ev, _)| *from == state && *ev == event)
+        .map(|(_, _, target)| *target)
+        .ok_or(refused.clone())?;
+    match target {
+        // A PAUSED instance without a previous state would break an
+        // invariant; refuse rather than guess where to go.
+        Previous if previous.is_none() => Err(refused),
+        other => Ok(other),
+    }
+}
+
+/// The state a `Target` resolves to, given where the instance is now.
+pub fn resolve(state: State, target: Target, previous: Option<State>) -> State {
+    match target {
+        To(s) => s,
+        Previous => previous.unwrap_or(state),
+        Stay => state,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    /// The seeds' table (design document, "Full State Transition Table", plus
+    /// ADR-006's NEEDS_HUMAN_INTERVENTION -> PAUSED), written out again by hand
+    /// so that a change to [`TABLE`] that drops a seed row fails here.
+    const SEED_ROWS: &[(State, Event, Target)] = &[
+        (S::Created, E::AgentSendsFirstMessage, To(S::Active)),
+        (S::Created, E::ContactHasActiveInstance, To(S::Queued)),
+        (S::Created, E::Pause, To(S::Paused)),
+        (S::Created, E::Cancel, To(S::Failed)),
+        (S::Queued, E::PriorInstanceTerminal, To(S::Created)),
+        (S::Queued, E::Pause, To(S::Paused)),
+        (S::Queued, E::Cancel, To(S::Failed)),
+        (S::Active, E::MessageSent, To(S::WaitingForReply)),
+        (S::Active, E::EndConversation, To(S::Completed)),
+        (S::Active, E::RequestIntervention, To(S::NeedsHumanIntervention)),
+        (S::Active, E::UnrecoverableError, To(S::Failed)),
+        (S::Active, E::Pause, To(S::Paused)),
+        (S::Active, E::Cancel, To(S::Failed)),
+        (S::WaitingForReply, E::ContactReplies, To(S::WaitingForAgent)),
+        (S::WaitingForReply, E::HeartbeatFires, To(S::HeartbeatScheduled)),
+        (S::WaitingForReply, E::EndConversation, To(S::Completed)),
+        (S::WaitingForReply, E::Pause, To(S::Paused)),
+        (S::WaitingForReply, E::Cancel, To(S::Failed)),
+        (S::WaitingForAgent, E::AgentProcessesReply, To(S::Active)),
+        (S::WaitingForAgent, E::EndConversation, To(S::Completed)),
+        (S::WaitingForAgent, E::Pause, To(S::Paused)),
+        (S::WaitingForAgent, E::Cancel, To(S::Failed)),
+        (S::HeartbeatScheduled, E::FollowupSent, To(S::WaitingForReply)),
+        (S::HeartbeatScheduled, E::MaxFollowupsExceeded, To(S::Abandoned)),
+        (S::HeartbeatScheduled, E::Pause, To(S::Paused)),
+        (S::HeartbeatScheduled, E::Cancel, To(S::Failed)),
+        (S::Paused, E::Resume, Previous),
+        (S::Paused, E::Cancel, To(S::Failed)),
+        (S::NeedsHumanIntervention, E::Resume, To(S::Active)),
+        (S::NeedsHumanIntervention, E::ManualSend, To(S::Active)),
+        (S::NeedsHumanIntervention, E::Pause, To(S::Paused)),
+        (S::NeedsHumanIntervention, E::Cancel, To(S::Failed)),
+    ];
+
+    #[test]
+    fn every_state_event_pair_matches_the_table() {
+        let mut allowed = 0;
+        for state in State::ALL {
+            for event in Event::ALL {
+                let row = TABLE.iter().find(|(s, e, _)| *s == state && *e == event);
+                let got = next(state, event, Some(State::WaitingForReply));
+                match row {
+                    Some((_, _, target)) => {
+                        allowed += 1;
+                        assert_eq!(got, Ok(*target), "{state} + {event}");
+                    }
+                    None => assert_eq!(got, Err(InvalidTransition { state, event }), "{state} + {event}"),
+                }
+            }
+        }
+        assert_eq!(allowed, TABLE.len());
+    }
+
+    #[test]
+    fn the_table_has_no_duplicate_pairs() {
+        let mut seen = HashSet::new();
+        for (state, event, _) in TABLE {
+            assert!(seen.insert((state, event)), "duplicate row {state} + {event}");
+        }
+    }
+
+    #[test]
+    fn every_seed_row_is_kept() {
+        for row in SEED_ROWS {
+            assert!(TABLE.contains(row), "seed row missing: {row:?}");
+        }
+    }
+
+    #[test]
+    fn terminal_states_absorb_every_event() {
+        for state in State::ALL.into_iter().filter(|s| s.is_terminal()) {
+            for event in Event::ALL {
+                assert!(next(state, event, None).is_err(), "{state} + {event} must be refused");
+            }
+        }
+    }
+
+    #[test]
+    fn every_non_terminal_state_can_be_cancelled_to_failed() {
+        for state in State::ALL.into_iter().filter(|s| !s.is_terminal()) {
+            assert_eq!(next(state, E::Cancel, None), Ok(To(S::Failed)), "{state}");
+        }
+    }
+
+    #[test]
+    fn every_non_terminal_state_but_paused_can_be_paused() {
+        for state in State::ALL.into_iter().filter(|s| !s.is_terminal() && *s != S::Paused) {
+            assert_eq!(next(state, E::Pause, None), Ok(To(S::Paused)), "{state}");
+        }
+        assert!(next(S::Paused, E::Pause, None).is_err());
+    }
+
+    #[test]
+    fn resume_returns_exactly_to_the_previous_state() {
+        for previous in State::ALL.into_iter().filter(|s| !s.is_terminal() && *s != S::Paused) {
+            let target = next(S::Paused, E::Resume, Some(previous)).unwrap();
+            assert_eq!(resolve(S::Paused, target, Some(previous)), previous);
+        }
+        assert!(next(S::Paused, E::Resume, None).is_err(), "PAUSED without previous_state");
+    }
+
+    #[test]
+    fn every_state_is_reachable_from_created() {
+        let mut reached = HashSet::from([S::Created]);
+        loop {
+            let before = reached.len();
+            for (from, _, target) in TABLE {
+                if reached.contains(from)
+                    && let To(s) = target
+                {
+                    reached.insert(*s);
+                }
+            }
+            if reached.len() == before {
+                break;
+            }
+        }
+        assert_eq!(reached.len(), State::ALL.len());
+    }
+
+    #[test]
+    fn states_parse_in_any_case_and_separator() {
+        assert_eq!("waiting-for-reply".parse::<State>(), Ok(S::WaitingForReply));
+        assert_eq!("PAUSED".parse::<State>(), Ok(S::Paused));
+        assert!("SLEEPING".parse::<State>().unwrap_err().contains("expected one of"));
+    }
+
+    #[test]
+    fn serde_names_match_display_names() {
+        for state in State::ALL {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.as_str());
+        }
+        for event in Event::ALL {
+            assert_eq!(serde_json::to_value(event).unwrap(), event.as_str());
+        }
+    }
+}

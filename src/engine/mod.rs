@@ -1,0 +1,429 @@
+//! The conversation engine: creates conversations, routes every event to the
+//! task that owns it, and answers reads.
+//!
+//! - [`fsm`]: the state machine table.
+//! - [`actor`]: one task per contact with live conversations. Every event of
+//!   those conversations (contact message, heartbeat, operator command, tool
+//!   call, finished turn) is handled there, one at a time, so a reply and a
+//!   heartbeat can never race. The per-contact FIFO queue lives there too.
+//! - [`heartbeat`]: when follow-ups are due.
+//! - [`tools`]: the agent's six tools, as requests to the actor.
+//!
+//! Reads (`get`, `list`) never wait for an actor: each actor publishes every
+//! instance it has persisted into a shared view.
+
+pub mod actor;
+pub mod fsm;
+pub mod heartbeat;
+pub mod tools;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use chrono::Utc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use crate::agent::Agent;
+use crate::api::{
+    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, State, StateTransition,
+    TodoItem, TodoStatus, TranscriptMessage,
+};
+use crate::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink};
+use crate::contact::Contact;
+use crate::store::{Store, StoreError};
+use crate::util::BoxFuture;
+use actor::{Msg, Op};
+use fsm::{Event, InvalidTransition};
+
+/// Limits on what callers may ask for.
+pub mod limits {
+    use std::time::Duration;
+
+    pub const MAX_OBJECTIVE_CHARS: usize = 4_000;
+    pub const MAX_TODOS: usize = 50;
+    pub const MAX_TODO_CHARS: usize = 500;
+    /// WhatsApp's own limit is 65,536; a person should never get more than this.
+    pub const MAX_MESSAGE_CHARS: usize = 4_096;
+    pub const MAX_NOTE_CHARS: usize = 1_000;
+    pub const MAX_REASON_CHARS: usize = 1_000;
+    pub const MIN_HEARTBEAT: Duration = Duration::from_secs(1);
+    pub const MAX_HEARTBEAT: Duration = Duration::from_secs(30 * 24 * 3600);
+    pub const MAX_FOLLOWUPS: u32 = 100;
+    /// Shortest id prefix accepted in place of a full id.
+    pub const MIN_ID_PREFIX: usize = 4;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no conversation has the id '{0}'")]
+    NotFound(String),
+    #[error("the id prefix '{prefix}' matches {} conversations: {}", matches.len(), matches.join(", "))]
+    Ambiguous { prefix: String, matches: Vec<String> },
+    #[error("conversation {id}: {source}")]
+    Transition { id: Uuid, source: InvalidTransition },
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("relay is shutting down")]
+    ShuttingDown,
+}
+
+/// A cheap handle to the engine; clone it freely.
+#[derive(Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) store: Store,
+    pub(crate) channel: Arc<dyn Channel>,
+    pub(crate) agent: Arc<dyn Agent>,
+    /// Every instance as last persisted, keyed by its hyphenated id (so a
+    /// prefix lookup is a range scan).
+    view: RwLock<BTreeMap<String, Arc<ConversationInstance>>>,
+    actors: Mutex<HashMap<Contact, ActorHandle>>,
+    stopping: AtomicBool,
+}
+
+struct ActorHandle {
+    tx: mpsc::UnboundedSender<Msg>,
+    task: JoinHandle<()>,
+}
+
+impl Engine {
+    /// Loads every conversation from `store` and restarts the live ones:
+    /// timers re-armed (past deadlines fire at once), interrupted turns re-run.
+    pub fn start(store: Store, channel: Arc<dyn Channel>, agent: Arc<dyn Agent>) -> Result<Engine, StoreError> {
+        let instances = store.load_instances()?;
+        let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
+        let engine = Engine {
+            shared: Arc::new(Shared {
+                store,
+                channel: channel.clone(),
+                agent,
+                view: RwLock::new(view),
+                actors: Mutex::new(HashMap::new()),
+                stopping: AtomicBool::new(false),
+            }),
+        };
+        channel.attach(Arc::new(engine.clone()));
+        let mut live: Vec<Contact> = engine
+            .shared
+            .read_view(|view| view.values().filter(|i| !i.state.is_terminal()).map(|i| contact_of(i)).collect());
+        live.sort();
+        live.dedup();
+        let mut actors = engine.shared.actors.lock().expect("actors lock");
+        for contact in live {
+            engine.shared.spawn_actor(&mut actors, contact);
+        }
+        drop(actors);
+        Ok(engine)
+    }
+
+    pub fn channel(&self) -> &Arc<dyn Channel> {
+        &self.shared.channel
+    }
+
+    pub fn agent(&self) -> &Arc<dyn Agent> {
+        &self.shared.agent
+    }
+
+    pub async fn create(&self, request: CreateInstanceRequest) -> Result<CreateInstanceResponse, EngineError> {
+        let instance = new_instance(request)?;
+        let contact = contact_of(&instance);
+        self.shared.ask(&contact, |reply| Msg::Create { instance, reply }).await?
+    }
+
+    /// Every conversation, oldest first, optionally filtered.
+    pub fn list(&self, state: Option<State>, contact: Option<&Contact>) -> Vec<ConversationInstance> {
+        let mut all: Vec<ConversationInstance> = self.shared.read_view(|view| {
+            view.values()
+                .filter(|i| state.is_none_or(|s| i.state == s))
+                .filter(|i| contact.is_none_or(|c| i.target_contact == c.as_str()))
+                .map(|i| (**i).clone())
+                .collect()
+        });
+        all.sort_by_key(|a| (a.created_at, a.id));
+        all
+    }
+
+    pub fn get(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
+        let id = self.resolve(id_or_prefix)?;
+        self.shared.snapshot(id).map(|i| (*i).clone()).ok_or_else(|| EngineError::NotFound(id.to_string()))
+    }
+
+    /// Turns a full id or a unique prefix (at least 4 characters) into an id.
+    pub fn resolve(&self, id_or_prefix: &str) -> Result<Uuid, EngineError> {
+        let wanted = id_or_prefix.trim().to_ascii_lowercase();
+        if let Ok(id) = Uuid::parse_str(&wanted) {
+            return match self.shared.snapshot(id) {
+                Some(_) => Ok(id),
+                None => Err(EngineError::NotFound(id_or_prefix.to_string())),
+            };
+        }
+        if wanted.len() < limits::MIN_ID_PREFIX || !wanted.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(EngineError::Invalid(format!(
+                "'{id_or_prefix}' is not a conversation id: give the full id or at least {} of its first characters",
+                limits::MIN_ID_PREFIX
+            )));
+        }
+        let matches: Vec<String> = self.shared.read_view(|view| {
+            view.range(wanted.clone()..)
+                .take_while(|(k, _)| k.starts_with(&wanted))
+                .take(5)
+                .map(|(k, _)| k.clone())
+                .collect()
+        });
+        match matches.as_slice() {
+            [] => Err(EngineError::NotFound(id_or_prefix.to_string())),
+            [one] => Ok(Uuid::parse_str(one).expect("view keys are ids")),
+            _ => Err(EngineError::Ambiguous { prefix: id_or_prefix.to_string(), matches }),
+        }
+    }
+
+    pub fn transcript(&self, id_or_prefix: &str) -> Result<Vec<TranscriptMessage>, EngineError> {
+        let id = self.resolve(id_or_prefix)?;
+        Ok(self.shared.store.read_transcript(id)?)
+    }
+
+    pub async fn pause(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
+        self.operate(id_or_prefix, Op::Pause).await.map(|(i, _)| i)
+    }
+
+    pub async fn resume(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
+        self.operate(id_or_prefix, Op::Resume).await.map(|(i, _)| i)
+    }
+
+    pub async fn cancel(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
+        self.operate(id_or_prefix, Op::Cancel).await.map(|(i, _)| i)
+    }
+
+    /// The operator speaks to the contact (`relay send`).
+    pub async fn send(&self, id_or_prefix: &str, text: String) -> Result<TranscriptMessage, EngineError> {
+        let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)?;
+        let (_, message) = self.operate(id_or_prefix, Op::Send(text)).await?;
+        Ok(message.expect("a send returns its message"))
+    }
+
+    async fn operate(
+        &self,
+        id_or_prefix: &str,
+        op: Op,
+    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
+        let id = self.resolve(id_or_prefix)?;
+        let instance = self.shared.snapshot(id).ok_or_else(|| EngineError::NotFound(id.to_string()))?;
+        if instance.state.is_terminal() {
+            // Terminal conversations have no actor; the table refuses anyway.
+            let event = op.event();
+            return Err(EngineError::Transition { id, source: InvalidTransition { state: instance.state, event } });
+        }
+        let contact = contact_of(&instance);
+        self.shared.ask(&contact, |reply| Msg::Operator { id, op, reply }).await?
+    }
+
+    /// (conversations not yet ended, all conversations)
+    pub fn counts(&self) -> (usize, usize) {
+        self.shared.read_view(|view| (view.values().filter(|i| !i.state.is_terminal()).count(), view.len()))
+    }
+
+    /// Stops every actor (interrupting running turns; they re-run at the next
+    /// start) and waits for them. Everything is already on disk.
+    pub async fn shutdown(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        let handles: Vec<ActorHandle> = {
+            let mut actors = self.shared.actors.lock().expect("actors lock");
+            actors.drain().map(|(_, h)| h).collect()
+        };
+        for handle in &handles {
+            let _ = handle.tx.send(Msg::Shutdown);
+        }
+        for handle in handles {
+            let _ = handle.task.await;
+        }
+    }
+}
+
+impl InboundSink for Engine {
+    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
+        Box::pin(async move {
+            let contact = message.from.clone();
+            let has_live = self.shared.read_view(|view| {
+                view.values().any(|i| !i.state.is_terminal() && i.target_contact == contact.as_str())
+            });
+            if !has_live {
+                tracing::info!(contact = %contact, "message from a contact with no live conversation; ignored");
+                return Delivery::NoConversation;
+            }
+            match self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await {
+                Ok(delivery) => delivery,
+                Err(_) => Delivery::NoConversation,
+            }
+        })
+    }
+}
+
+impl Shared {
+    fn read_view<T>(&self, f: impl FnOnce(&BTreeMap<String, Arc<ConversationInstance>>) -> T) -> T {
+        f(&self.view.read().expect("view lock"))
+    }
+
+    pub(crate) fn snapshot(&self, id: Uuid) -> Option<Arc<ConversationInstance>> {
+        self.read_view(|view| view.get(&id.to_string()).cloned())
+    }
+
+    /// Called by actors after every successful write.
+    pub(crate) fn publish(&self, instance: &ConversationInstance) {
+        let mut view = self.view.write().expect("view lock");
+        view.insert(instance.id.to_string(), Arc::new(instance.clone()));
+    }
+
+    /// The live conversations of one contact, oldest first (an actor's state at spawn).
+    fn live_of(&self, contact: &Contact) -> Vec<ConversationInstance> {
+        let mut live: Vec<ConversationInstance> = self.read_view(|view| {
+            view.values()
+                .filter(|i| !i.state.is_terminal() && i.target_contact == contact.as_str())
+                .map(|i| (**i).clone())
+                .collect()
+        });
+        live.sort_by_key(|a| (a.created_at, a.id));
+        live
+    }
+
+    fn spawn_actor(self: &Arc<Self>, actors: &mut HashMap<Contact, ActorHandle>, contact: Contact) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let live = self.live_of(&contact);
+        let task = tokio::spawn(actor::run(self.clone(), contact.clone(), live, tx.clone(), rx));
+        actors.insert(contact, ActorHandle { tx, task });
+    }
+
+    /// Sends a message to the contact's actor (spawning it if needed) and
+    /// waits for the answer. Sending under the map lock means an actor that
+    /// retires (see [`Shared::retire`]) can never miss a message.
+    async fn ask<T>(
+        self: &Arc<Self>,
+        contact: &Contact,
+        msg: impl FnOnce(oneshot::Sender<T>) -> Msg,
+    ) -> Result<T, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut actors = self.actors.lock().expect("actors lock");
+            if self.stopping.load(Ordering::SeqCst) {
+                return Err(EngineError::ShuttingDown);
+            }
+            if !actors.contains_key(contact) {
+                self.spawn_actor(&mut actors, contact.clone());
+            }
+            let handle = actors.get(contact).expect("actor just ensured");
+            handle.tx.send(msg(reply)).map_err(|_| EngineError::ShuttingDown)?;
+        }
+        answer.await.map_err(|_| EngineError::ShuttingDown)
+    }
+
+    /// An actor with nothing left to do removes itself, unless a message is
+    /// already waiting for it. Returns whether it may exit.
+    pub(crate) fn retire(&self, contact: &Contact, rx: &mpsc::UnboundedReceiver<Msg>) -> bool {
+        let mut actors = self.actors.lock().expect("actors lock");
+        if !rx.is_empty() {
+            return false;
+        }
+        actors.remove(contact);
+        true
+    }
+}
+
+pub(crate) fn contact_of(instance: &ConversationInstance) -> Contact {
+    Contact::parse(&instance.target_contact).expect("stored contacts are E.164")
+}
+
+/// Validates a create request and builds the instance it describes (CREATED;
+/// the contact's actor may queue it).
+fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, EngineError> {
+    let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
+    let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
+    if request.todos.is_empty() {
+        return Err(EngineError::Invalid("give at least one todo (--todo TEXT)".into()));
+    }
+    if request.todos.len() > limits::MAX_TODOS {
+        return Err(EngineError::Invalid(format!("at most {} todos per conversation", limits::MAX_TODOS)));
+    }
+    let mut todos = Vec::with_capacity(request.todos.len());
+    for (n, todo) in request.todos.into_iter().enumerate() {
+        let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
+        todos.push(TodoItem { id: (n + 1).to_string(), text, status: TodoStatus::Pending, note: None });
+    }
+    let overrides = request.heartbeat_config.unwrap_or_default();
+    let defaults = HeartbeatConfig::default();
+    let heartbeat_config = HeartbeatConfig {
+        interval_ms: overrides.interval_ms.unwrap_or(defaults.interval_ms),
+        max_followups: overrides.max_followups.unwrap_or(defaults.max_followups),
+    };
+    let (min, max) = (limits::MIN_HEARTBEAT.as_millis() as u64, limits::MAX_HEARTBEAT.as_millis() as u64);
+    if !(min..=max).contains(&heartbeat_config.interval_ms) {
+        return Err(EngineError::Invalid(format!(
+            "the heartbeat interval must be between {} and {} (got {} ms)",
+            crate::duration::format(limits::MIN_HEARTBEAT),
+            crate::duration::format(limits::MAX_HEARTBEAT),
+            heartbeat_config.interval_ms
+        )));
+    }
+    if heartbeat_config.max_followups > limits::MAX_FOLLOWUPS {
+        return Err(EngineError::Invalid(format!("max_followups must be at most {}", limits::MAX_FOLLOWUPS)));
+    }
+    let now = Utc::now();
+    Ok(ConversationInstance {
+        id: Uuid::new_v4(),
+        objective,
+        target_contact: contact.to_string(),
+        todos,
+        state: State::Created,
+        previous_state: None,
+        heartbeat_config,
+        follow_up_count: 0,
+        failure_reason: None,
+        intervention_reason: None,
+        completion_reason: None,
+        next_heartbeat_at: None,
+        paused_heartbeat_remaining_ms: None,
+        scheduled_heartbeat_ms: None,
+        unanswered_contact_messages: 0,
+        history: vec![StateTransition {
+            from_state: None,
+            to_state: State::Created,
+            trigger: "create".into(),
+            timestamp: now,
+            reason: None,
+        }],
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// Trims `text` and checks it is neither empty nor longer than `max` characters.
+pub(crate) fn bounded_text(what: &str, text: String, max: usize) -> Result<String, EngineError> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(EngineError::Invalid(format!("the {what} is empty")));
+    }
+    let chars = trimmed.chars().count();
+    if chars > max {
+        return Err(EngineError::Invalid(format!("the {what} is too long ({chars} characters; at most {max})")));
+    }
+    Ok(trimmed.to_string())
+}
+
+impl Op {
+    fn event(&self) -> Event {
+        match self {
+            Op::Pause => Event::Pause,
+            Op::Resume => Event::Resume,
+            Op::Cancel => Event::Cancel,
+            Op::Send(_) => Event::ManualSend,
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The relay home (`RELAY_HOME`, default `~/.relay-agent`): where every file
+//! relay keeps lives. `.relay-agent.example/` in the repository shows each one.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    /// `RELAY_HOME` if set, else `~/.relay-agent`.
+    pub fn from_env() -> io::Result<Home> {
+        if let Some(dir) = std::env::var_os("RELAY_HOME").filter(|v| !v.is_empty()) {
+            return Ok(Home::at(PathBuf::from(dir)));
+        }
+        let home = std::env::home_dir().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, "cannot find your home directory: set RELAY_HOME")
+        })?;
+        Ok(Home::at(home.join(".relay-agent")))
+    }
+
+    pub fn at(root: impl Into<PathBuf>) -> Home {
+        Home { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Creates the home and its folders, owner-only (0700).
+    pub fn create(&self) -> io::Result<()> {
+        for dir in [self.root.clone(), self.instances_dir(), self.transcripts_dir()] {
+            DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(())
+    }
+
+    pub fn exists(&self) -> bool {
+        self.config_file().exists()
+    }
+
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("config.json")
+    }
+    pub fn instances_dir(&self) -> PathBuf {
+        self.root.join("instances")
+    }
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.root.join("transcripts")
+    }
+    pub fn sandbox_outbox_file(&self) -> PathBuf {
+        self.root.join("sandbox-outbox.jsonl")
+    }
+    pub fn pid_file(&self) -> PathBuf {
+        self.root.join("daemon.pid")
+    }
+    /// Held (flock) by the running daemon for its whole life.
+    pub fn lock_file(&self) -> PathBuf {
+        self.root.join("daemon.lock")
+    }
+    /// The bearer token of the local API, rewritten at every daemon start.
+    pub fn token_file(&self) -> PathBuf {
+        self.root.join("api-token")
+    }
+    pub fn log_file(&self) -> PathBuf {
+        self.root.join("relay.log")
+    }
+    /// What the daemon printed before its log was open (start-up errors).
+    pub fn daemon_stderr_file(&self) -> PathBuf {
+        self.root.join("daemon.stderr")
+    }
+}
+
+/// Writes a file only its owner can read (config with keys, the API token).
+pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    file.write_all(contents)?;
+    file.sync_all()
+}

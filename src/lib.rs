@@ -1,0 +1,34 @@
+//! relay: a sandboxed WhatsApp conversation agent that a Main Agent drives
+//! from the shell.
+//!
+//! One binary, `relay`. Most subcommands are thin clients of a background
+//! daemon's REST API on 127.0.0.1; the daemon holds the channel (WhatsApp or
+//! the sandbox) and runs, for each conversation, a small agent whose only
+//! powers are six conversation-scoped tools.
+//!
+//! Where each concept lives:
+//!
+//! | module | what it is |
+//! |---|---|
+//! | [`api`] | the contract: every type on the wire, shared by daemon, CLI and OpenAPI |
+//! | [`engine`] | conversations: the state machine table ([`engine::fsm`]), one actor per contact (events one at a time, the FIFO queue), heartbeats, the six tools |
+//! | [`agent`] | the `Agent` seam the engine calls for a turn |
+//! | [`channel`] | the `Channel` seam, and the sandbox channel |
+//! | [`store`] | crash-safe files in the relay home |
+//! | [`daemon`] | the HTTP server, its guards, routes and lifecycle |
+//! | [`cli`] | one file per subcommand, and output formatting |
+//! | [`home`], [`config`] | where files live, and `config.json` |
+//! | [`contact`], [`duration`] | E.164 numbers and `30m`-style durations |
+
+pub mod agent;
+pub mod api;
+pub mod channel;
+pub mod cli;
+pub mod config;
+pub mod contact;
+pub mod daemon;
+pub mod duration;
+pub mod engine;
+pub mod home;
+pub mod store;
+pub mod util;

@@ -1,0 +1,166 @@
+//! Persistence in the relay home, as plain files a person can read:
+//!
+//! - `instances/<id>.json`: one conversation, replaced atomically on every change;
+//! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line.
+//!
+//! Per-instance files keep every write O(1) in the number of conversations.
+//! Every write is durable (fsync) before it returns, so nothing the API
+//! acknowledges can be lost.
+
+pub mod atomic;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use crate::api::{ConversationInstance, TranscriptMessage};
+use crate::home::Home;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot write {path}: {source}")]
+    Write { path: String, source: io::Error },
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: io::Error },
+    #[error("{path} is damaged ({source}); move it out of the way to start relay")]
+    Corrupt { path: String, source: serde_json::Error },
+}
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    instances: PathBuf,
+    transcripts: PathBuf,
+}
+
+impl Store {
+    /// Opens (and creates, owner-only) the store's folders in `home`.
+    pub fn open(home: &Home) -> io::Result<Store> {
+        home.create()?;
+        Ok(Store { instances: home.instances_dir(), transcripts: home.transcripts_dir() })
+    }
+
+    fn instance_path(&self, id: Uuid) -> PathBuf {
+        self.instances.join(format!("{id}.json"))
+    }
+
+    fn transcript_path(&self, id: Uuid) -> PathBuf {
+        self.transcripts.join(format!("{id}.jsonl"))
+    }
+
+    pub fn save_instance(&self, instance: &ConversationInstance) -> Result<(), StoreError> {
+        let path = self.instance_path(instance.id);
+        atomic::replace(&path, &to_pretty_json(instance)).map_err(|source| write_error(&path, source))
+    }
+
+    /// Every instance on disk, oldest first. Leftover temp files from a crash
+    /// are removed; a file that does not parse stops the load with its path.
+    pub fn load_instances(&self) -> Result<Vec<ConversationInstance>, StoreError> {
+        let entries = fs::read_dir(&self.instances).map_err(|source| read_error(&self.instances, source))?;
+        let mut instances = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(|source| read_error(&self.instances, source))?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name.ends_with(atomic::TEMP_SUFFIX) {
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            if !name.ends_with(".json") {
+                continue;
+            }
+            instances.push(read_json::<ConversationInstance>(&path)?);
+        }
+        instances.sort_by_key(|a| (a.created_at, a.id));
+        Ok(instances)
+    }
+
+    pub fn append_message(&self, message: &TranscriptMessage) -> Result<(), StoreError> {
+        let path = self.transcript_path(message.instance_id);
+        let line = serde_json::to_vec(message).expect("messages serialise");
+        atomic::append_line(&path, &line).map_err(|source| write_error(&path, source))
+    }
+
+    /// The transcript of one conversation, oldest first (empty if none yet).
+    pub fn read_transcript(&self, id: Uuid) -> Result<Vec<TranscriptMessage>, StoreError> {
+        read_jsonl(&self.transcript_path(id))
+    }
+}
+
+/// Reads a JSONL file. A last line without its newline is a write still in
+/// progress (or cut by a crash) and is skipped; any other bad line is an error.
+pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, StoreError> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(read_error(path, source)),
+    };
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..end],
+        None => "",
+    };
+    complete
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).map_err(|source| corrupt(path, source)))
+        .collect()
+}
+
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, StoreError> {
+    let bytes = fs::read(path).map_err(|source| read_error(path, source))?;
+    serde_json::from_slice(&bytes).map_err(|source| corrupt(path, source))
+}
+
+pub fn to_pretty_json<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).expect("store types serialise");
+    bytes.push(b'\n');
+    bytes
+}
+
+fn write_error(path: &Path, source: io::Error) -> StoreError {
+    StoreError::Write { path: path.display().to_string(), source }
+}
+
+fn read_error(path: &Path, source: io::Error) -> StoreError {
+    StoreError::Read { path: path.display().to_string(), source }
+}
+
+fn corrupt(path: &Path, source: serde_json::Error) -> StoreError {
+    StoreError::Corrupt { path: path.display().to_string(), source }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Role;
+    use chrono::Utc;
+
+    #[test]
+    fn a_torn_last_line_is_skipped_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Home::at(dir.path())).unwrap();
+        let id = Uuid::new_v4();
+        let msg = TranscriptMessage {
+            id: Uuid::new_v4(),
+            instance_id: id,
+            role: Role::Contact,
+            content: "hola".into(),
+            timestamp: Utc::now(),
+        };
+        store.append_message(&msg).unwrap();
+        let path = store.transcript_path(id);
+        let mut text = fs::read_to_string(&path).unwrap();
+        text.push_str("{\"id\":\"trunc");
+        fs::write(&path, text).unwrap();
+        assert_eq!(store.read_transcript(id).unwrap(), vec![msg]);
+    }
+
+    #[test]
+    fn a_missing_transcript_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Home::at(dir.path())).unwrap();
+        assert!(store.read_transcript(Uuid::new_v4()).unwrap().is_empty());
+    }
+}

@@ -59,6 +59,10 @@ impl Home {
     pub fn pid_file(&self) -> PathBuf {
         self.root.join("daemon.pid")
     }
+    /// The port of the running daemon.
+    pub fn port_file(&self) -> PathBuf {
+        self.root.join("daemon.port")
+    }
     /// Held (flock) by the running daemon for its whole life.
     pub fn lock_file(&self) -> PathBuf {
         self.root.join("daemon.lock")

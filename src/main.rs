@@ -1,1 +1,5 @@
-fn main() {}
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    relay::cli::main(relay::cli::Cli::parse())
+}

@@ -1,1 +1,234 @@
+//! The `relay` command line: argument definitions here, one file per
+//! subcommand. Every subcommand but `init`, `start`, `stop` and `daemon` is a
+//! thin client of the daemon's API.
 
+mod client;
+mod control;
+mod create;
+mod daemon;
+mod get;
+mod init;
+mod list;
+mod output;
+mod sandbox;
+mod send;
+mod start;
+mod status;
+mod stop;
+mod transcript;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::api::ApiErrorResponse;
+use crate::config::{Config, ConfigError};
+use crate::home::Home;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  failure (daemon error, I/O, channel unavailable)
+  2  invalid arguments or request
+  3  the daemon is not running (run `relay start`)
+  4  no such conversation (unknown id or prefix)
+  5  not allowed in the conversation's current state
+  6  relay is not initialised (run `relay init`)
+  7  refused by the daemon's API guard (token, host)";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "relay",
+    version,
+    about = "A sandboxed WhatsApp conversation agent for your AI agent",
+    long_about = "relay runs conversations with people over WhatsApp on behalf of an AI agent (the Main Agent).\n\
+                  Each conversation has an objective and a todo list, and its own small agent whose only powers \
+                  are six conversation-scoped tools.",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    /// Print exactly one JSON document on stdout (errors as JSON on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// The daemon's port [default: the running daemon's, else config.json's, else 3214].
+    #[arg(long, global = true, env = "RELAY_PORT")]
+    pub port: Option<u16>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the relay home and its config.json.
+    Init(init::Args),
+    /// Start the daemon in the background and wait until it answers.
+    Start,
+    /// Stop the daemon gracefully and wait until it is gone.
+    Stop,
+    /// Run the daemon in the foreground (for service managers).
+    Daemon,
+    /// Show the daemon, its channel and its conversations at a glance.
+    Status,
+    /// Start a conversation; prints its id.
+    Create(create::Args),
+    /// List conversations.
+    List(list::Args),
+    /// Show one conversation: state, todos and notes, heartbeat, history.
+    Get(IdArg),
+    /// Show a conversation's messages.
+    Transcript(IdArg),
+    /// Cancel a conversation (FAILED, reason "cancelled"); nothing is sent.
+    Cancel(IdArg),
+    /// Pause a conversation: no follow-ups, no agent, until resumed.
+    Pause(IdArg),
+    /// Resume a paused conversation, or hand one that needs a human back to the agent.
+    Resume(IdArg),
+    /// Send a message to the conversation's contact yourself.
+    Send(send::Args),
+    /// Play a contact on the sandbox channel (for trying relay and for tests).
+    #[command(subcommand)]
+    Sandbox(sandbox::Command),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IdArg {
+    /// The conversation id, or a unique prefix of at least 4 characters.
+    pub id: String,
+}
+
+/// What every subcommand gets.
+pub struct Context {
+    pub home: Home,
+    pub json: bool,
+    pub port: Option<u16>,
+}
+
+impl Context {
+    pub fn config(&self) -> Result<Config, CliError> {
+        Config::load(&self.home).map_err(CliError::from)
+    }
+
+    /// `--port`/`RELAY_PORT`, else the running daemon's, else the config's.
+    pub fn port(&self, config: &Config) -> u16 {
+        self.port.or_else(|| crate::daemon::lifecycle::read_port(&self.home)).unwrap_or(config.daemon_port)
+    }
+}
+
+/// A failed command: its exit code and message (and the API's error, if any).
+#[derive(Debug)]
+pub struct CliError {
+    pub exit: u8,
+    pub error: ApiErrorResponse,
+}
+
+impl CliError {
+    fn new(exit: u8, code: &str, message: impl Into<String>) -> CliError {
+        CliError {
+            exit,
+            error: ApiErrorResponse {
+                error: message.into(),
+                code: code.into(),
+                details: None,
+                current_state: None,
+                event: None,
+            },
+        }
+    }
+
+    pub fn failure(message: impl Into<String>) -> CliError {
+        CliError::new(1, "failure", message)
+    }
+
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError::new(2, "invalid_arguments", message)
+    }
+
+    pub fn not_running() -> CliError {
+        CliError::new(3, "daemon_not_running", "the relay daemon is not running: run `relay start` first")
+    }
+
+    /// Maps the API's error codes onto the documented exit codes.
+    pub fn api(error: ApiErrorResponse) -> CliError {
+        let exit = match error.code.as_str() {
+            "invalid_request" | "ambiguous_id" | "payload_too_large" | "unsupported_media_type" => 2,
+            "not_found" => 4,
+            "invalid_transition" | "not_sandbox" => 5,
+            "unauthorized" | "forbidden" => 7,
+            _ => 1,
+        };
+        CliError { exit, error }
+    }
+}
+
+impl From<ConfigError> for CliError {
+    fn from(error: ConfigError) -> CliError {
+        let exit = if matches!(error, ConfigError::Missing(_)) { 6 } else { 1 };
+        CliError::new(exit, "not_initialised", error.to_string())
+    }
+}
+
+/// Runs the parsed command line and returns the process exit code.
+pub fn main(cli: Cli) -> ExitCode {
+    let home = match Home::from_env() {
+        Ok(home) => home,
+        Err(e) => return report(cli.json, CliError::failure(e.to_string())),
+    };
+    let ctx = Context { home, json: cli.json, port: cli.port };
+    let result = match cli.command {
+        // The daemon gets the multi-threaded runtime; every client command a
+        // single thread, which starts faster.
+        Command::Daemon => daemon::run(&ctx),
+        command => {
+            // Like any Unix filter, die quietly when the reader goes away
+            // (`relay list | head`). Only clients: the daemon keeps ignoring it.
+            // SAFETY: restoring the default disposition before any thread starts.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+            runtime.block_on(dispatch(&ctx, command))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(ctx.json, error),
+    }
+}
+
+async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Init(args) => init::run(ctx, args),
+        Command::Start => start::run(ctx).await,
+        Command::Stop => stop::run(ctx).await,
+        Command::Daemon => unreachable!("run before dispatch"),
+        Command::Status => status::run(ctx).await,
+        Command::Create(args) => create::run(ctx, args).await,
+        Command::List(args) => list::run(ctx, args).await,
+        Command::Get(IdArg { id }) => get::run(ctx, &id).await,
+        Command::Transcript(IdArg { id }) => transcript::run(ctx, &id).await,
+        Command::Cancel(IdArg { id }) => control::run(ctx, &id, control::Action::Cancel).await,
+        Command::Pause(IdArg { id }) => control::run(ctx, &id, control::Action::Pause).await,
+        Command::Resume(IdArg { id }) => control::run(ctx, &id, control::Action::Resume).await,
+        Command::Send(args) => send::run(ctx, args).await,
+        Command::Sandbox(command) => sandbox::run(ctx, command).await,
+    }
+}
+
+fn report(json: bool, error: CliError) -> ExitCode {
+    if json {
+        eprintln!("{}", serde_json::to_string(&error.error).expect("errors serialise"));
+    } else {
+        eprintln!("relay: {}", error.error.error);
+    }
+    ExitCode::from(error.exit)
+}
+
+/// `/instances/<id>`: ids and prefixes are hex and dashes, so anything else
+/// is refused here rather than put into a URL.
+fn instance_path(id: &str) -> Result<String, CliError> {
+    let id = id.trim();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return Err(CliError::usage(format!("'{id}' is not a conversation id (ids look like 3f2a9c1e-...)")));
+    }
+    Ok(format!("/instances/{id}"))
+}

@@ -1,1 +1,117 @@
+//! The daemon: binds 127.0.0.1, holds the channel, runs the engine, serves
+//! the API, and shuts down on `POST /shutdown`, SIGTERM or SIGINT.
+//!
+//! Start-up order matters: lock the home (one daemon per home), bind the port
+//! (a clear error if taken), load every conversation, and only then write the
+//! pid file and serve. Shutdown is the reverse; every change is already on
+//! disk, so "flushing" means letting in-flight requests finish and stopping
+//! the conversation actors.
 
+pub mod error;
+pub mod guard;
+pub mod lifecycle;
+pub mod routes;
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::agent::{Agent, NoModel};
+use crate::channel::{Channel, SandboxChannel, unavailable::NotLinked};
+use crate::config::{ChannelKind, Config, ConfigError};
+use crate::engine::Engine;
+use crate::home::Home;
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Lock(#[from] lifecycle::LockError),
+    #[error(
+        "port {0} on 127.0.0.1 is already in use by another program: stop it, or choose another port with --port or RELAY_PORT"
+    )]
+    PortInUse(u16),
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind { port: u16, source: io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Runs the daemon in the foreground until it is told to stop.
+pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
+    let config = Config::load(&home)?;
+    let port = port.unwrap_or(config.daemon_port);
+    home.create()?;
+    let _lock = lifecycle::lock(&home)?;
+    init_logging(&home)?;
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|source| match source.kind() {
+        io::ErrorKind::AddrInUse => DaemonError::PortInUse(port),
+        _ => DaemonError::Bind { port, source },
+    })?;
+    let port = listener.local_addr()?.port();
+    let token = lifecycle::write_token(&home)?;
+    let store = Store::open(&home)?;
+    let channel: Arc<dyn Channel> = match config.channel {
+        ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home.sandbox_outbox_file())?),
+        ChannelKind::Whatsapp => Arc::new(NotLinked),
+    };
+    let agent: Arc<dyn Agent> = Arc::new(NoModel);
+    let engine = Engine::start(store, channel, agent)?;
+    let (stop, mut stopped) = watch::channel(false);
+    let app = routes::App {
+        engine: engine.clone(),
+        token: token.into(),
+        started: Instant::now(),
+        port,
+        home: home.root().display().to_string().into(),
+        stop: stop.clone(),
+    };
+    lifecycle::write_port(&home, port)?;
+    lifecycle::write_pid(&home)?;
+    tracing::info!(pid = std::process::id(), port, channel = config.channel.as_str(), "daemon started");
+
+    tokio::spawn(stop_on_signals(stop));
+    let served = axum::serve(listener, routes::router(app))
+        .with_graceful_shutdown(async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        })
+        .await;
+    engine.shutdown().await;
+    lifecycle::clean_up(&home);
+    tracing::info!("daemon stopped");
+    served.map_err(DaemonError::Io)
+}
+
+async fn stop_on_signals(stop: watch::Sender<bool>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers; stop the daemon with `relay stop`");
+        return;
+    };
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    tracing::info!(signal = name, "stopping");
+    let _ = stop.send(true);
+}
+
+/// Logs go to `<home>/relay.log`; the level comes from `RELAY_LOG` (default
+/// info). A bare level applies to relay only, so no dependency can log
+/// request internals; a full filter (`relay=debug,hyper=info`) is taken as is.
+fn init_logging(home: &Home) -> io::Result<()> {
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(home.log_file())?;
+    let wanted = std::env::var("RELAY_LOG").unwrap_or_else(|_| "info".into());
+    let directive = if wanted.contains('=') { wanted } else { format!("warn,relay={wanted}") };
+    let filter = tracing_subscriber::EnvFilter::try_new(&directive)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,relay=info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(file)).try_init();
+    Ok(())
+}

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::Utc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -89,6 +89,8 @@ pub(crate) struct Shared {
     view: RwLock<BTreeMap<String, Arc<ConversationInstance>>>,
     actors: Mutex<HashMap<Contact, ActorHandle>>,
     stopping: AtomicBool,
+    /// Bumped after every persisted change, for whoever waits for one.
+    changes: watch::Sender<u64>,
 }
 
 struct ActorHandle {
@@ -110,6 +112,7 @@ impl Engine {
                 view: RwLock::new(view),
                 actors: Mutex::new(HashMap::new()),
                 stopping: AtomicBool::new(false),
+                changes: watch::Sender::new(0),
             }),
         };
         channel.attach(Arc::new(engine.clone()));
@@ -227,6 +230,11 @@ impl Engine {
         self.shared.ask(&contact, |reply| Msg::Operator { id, op, reply }).await?
     }
 
+    /// Notified after every change to any conversation (a counter).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.changes.subscribe()
+    }
+
     /// (conversations not yet ended, all conversations)
     pub fn counts(&self) -> (usize, usize) {
         self.shared.read_view(|view| (view.values().filter(|i| !i.state.is_terminal()).count(), view.len()))
@@ -281,6 +289,8 @@ impl Shared {
     pub(crate) fn publish(&self, instance: &ConversationInstance) {
         let mut view = self.view.write().expect("view lock");
         view.insert(instance.id.to_string(), Arc::new(instance.clone()));
+        drop(view);
+        self.changes.send_modify(|n| *n += 1);
     }
 
     /// The live conversations of one contact, oldest first (an actor's state at spawn).

@@ -1,0 +1,99 @@
+//! The CLI's side of the local API: one HTTP/1.1 request per command over a
+//! plain loopback TCP connection (hyper's client connection, no TLS and no
+//! connection pool: nothing to set up, so commands start fast).
+
+use std::io;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request, header};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::net::TcpStream;
+
+use super::{CliError, Context};
+use crate::api::ApiErrorResponse;
+use crate::daemon::lifecycle;
+
+pub struct Client {
+    port: u16,
+    token: Option<String>,
+}
+
+impl Client {
+    /// A client for the daemon of `ctx`'s home. Fails early, with the right
+    /// advice, when relay is not initialised or its daemon is not running.
+    pub fn new(ctx: &Context) -> Result<Client, CliError> {
+        let config = ctx.config()?;
+        let token = lifecycle::read_token(&ctx.home);
+        if token.is_none() && !lifecycle::is_locked(&ctx.home) {
+            return Err(CliError::not_running());
+        }
+        Ok(Client { port: ctx.port(&config), token })
+    }
+
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
+        self.request(Method::GET, path, None::<&()>).await
+    }
+
+    pub async fn post<T: DeserializeOwned>(&self, path: &str, body: Option<&impl Serialize>) -> Result<T, CliError> {
+        self.request(Method::POST, path, body).await
+    }
+
+    async fn request<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<T, CliError> {
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).await.map_err(|e| match e.kind() {
+            io::ErrorKind::ConnectionRefused => CliError::not_running(),
+            _ => CliError::failure(format!("cannot reach the daemon on 127.0.0.1:{}: {e}", self.port)),
+        })?;
+        let _ = stream.set_nodelay(true);
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| CliError::failure(format!("cannot talk to the daemon: {e}")))?;
+        tokio::spawn(connection);
+
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, format!("127.0.0.1:{}", self.port))
+            .header(header::ACCEPT, "application/json");
+        if let Some(token) = &self.token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let bytes = match body {
+            Some(body) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Bytes::from(serde_json::to_vec(body).expect("requests serialise"))
+            }
+            None => Bytes::new(),
+        };
+        let request = request.body(Full::new(bytes)).expect("valid request");
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| CliError::failure(format!("the daemon did not answer: {e}")))?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| CliError::failure(format!("the daemon's answer was cut: {e}")))?
+            .to_bytes();
+        if status.is_success() {
+            return serde_json::from_slice(&body)
+                .map_err(|e| CliError::failure(format!("the daemon's answer is not what this relay expects: {e}")));
+        }
+        match serde_json::from_slice::<ApiErrorResponse>(&body) {
+            Ok(error) => Err(CliError::api(error)),
+            Err(_) => Err(CliError::failure(format!(
+                "the daemon answered {status}: {}",
+                String::from_utf8_lossy(&body).trim()
+            ))),
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! `relay get`: one conversation in full.
+
+use super::client::Client;
+use super::{CliError, Context, instance_path, output};
+use crate::api::{ConversationInstance, State, TodoStatus};
+
+pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
+    let instance: ConversationInstance = Client::new(ctx)?.get(&instance_path(id)?).await?;
+    if ctx.json {
+        output::json(&instance);
+    } else {
+        print(&instance);
+    }
+    Ok(())
+}
+
+pub fn print(i: &ConversationInstance) {
+    let state = match i.previous_state {
+        Some(previous) => format!("{} (resumes to {previous})", i.state),
+        None => i.state.to_string(),
+    };
+    println!("id          {}", i.id);
+    println!("state       {state}");
+    println!("contact     {}", i.target_contact);
+    println!("objective   {}", i.objective);
+    let hb = &i.heartbeat_config;
+    let interval = crate::duration::format(std::time::Duration::from_millis(hb.interval_ms));
+    println!(
+        "heartbeat   every {interval}, at most {} follow-ups ({} sent since the contact last wrote)",
+        hb.max_followups, i.follow_up_count
+    );
+    if let Some(at) = i.next_heartbeat_at {
+        println!("next        follow-up {} ({})", output::relative(at), output::time(at));
+    }
+    if let Some(ms) = i.paused_heartbeat_remaining_ms {
+        let left = crate::duration::format(std::time::Duration::from_millis(ms));
+        println!("paused      {left} left on the heartbeat");
+    }
+    if i.state == State::NeedsHumanIntervention
+        && let Some(reason) = &i.intervention_reason
+    {
+        println!("needs       {reason}");
+    }
+    if let Some(reason) = &i.completion_reason {
+        println!("completed   {reason}");
+    }
+    if let Some(reason) = &i.failure_reason {
+        println!("failed      {reason}");
+    }
+    println!("created     {}", output::time(i.created_at));
+    println!("todos");
+    for todo in &i.todos {
+        let mark = match todo.status {
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::InProgress => "[~]",
+            TodoStatus::Completed => "[x]",
+            TodoStatus::Skipped => "[-]",
+        };
+        match &todo.note {
+            Some(note) => println!("  {mark} {}. {}: {note}", todo.id, todo.text),
+            None => println!("  {mark} {}. {}", todo.id, todo.text),
+        }
+    }
+    println!("history");
+    for t in &i.history {
+        let from = t.from_state.map(|s| format!("{s} -> ")).unwrap_or_default();
+        let reason = t.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        println!("  {}  {from}{} ({}){reason}", output::time(t.timestamp), t.to_state, t.trigger);
+    }
+}

@@ -1,0 +1,125 @@
+//! `relay start`: spawns `relay daemon` detached (its own session, no
+//! terminal), then waits until it answers on its port. Already running: says
+//! so and succeeds. A stale pid file is cleaned up; a daemon that dies while
+//! starting (port taken, bad config) has its error shown.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::{CliError, Context, output};
+use crate::api::HealthResponse;
+use crate::daemon::lifecycle;
+
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+const POLL: Duration = Duration::from_millis(5);
+
+#[derive(Serialize)]
+struct Started {
+    pid: u32,
+    port: u16,
+    already_running: bool,
+}
+
+pub async fn run(ctx: &Context) -> Result<(), CliError> {
+    let config = ctx.config()?;
+    let home = &ctx.home;
+    if lifecycle::is_locked(home) {
+        let port = ctx.port(&config);
+        let health = wait_ready(port, None, None).await?;
+        return report(ctx, Started { pid: health.pid, port, already_running: true });
+    }
+    if let Some(pid) = lifecycle::read_pid(home) {
+        // No daemon holds the lock, so this pid file outlived its daemon.
+        lifecycle::clean_up(home);
+        if !ctx.json {
+            eprintln!("relay: removed a stale pid file (pid {pid} is gone)");
+        }
+    }
+
+    let port = ctx.port.unwrap_or(config.daemon_port);
+    let exe = std::env::current_exe().map_err(|e| CliError::failure(format!("cannot find the relay binary: {e}")))?;
+    let stderr_path = home.daemon_stderr_file();
+    let stderr = File::create(&stderr_path)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", stderr_path.display())))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("daemon")
+        .arg("--port")
+        .arg(port.to_string())
+        .env("RELAY_HOME", home.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe; it detaches the daemon from the
+    // terminal so closing it (or Ctrl-C) does not stop relay.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(|e| CliError::failure(format!("cannot start the daemon: {e}")))?;
+    let pid = child.id();
+    let health = wait_ready(port, Some(pid), Some(&mut child)).await.map_err(|e| {
+        let said = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        let said = said.trim().trim_start_matches("relay: ");
+        if said.is_empty() { e } else { CliError::failure(format!("the daemon did not start: {said}")) }
+    })?;
+    report(ctx, Started { pid: health.pid, port, already_running: false })
+}
+
+/// Polls `/health` until the daemon (with `pid`, if given) answers.
+async fn wait_ready(
+    port: u16,
+    pid: Option<u32>,
+    mut child: Option<&mut std::process::Child>,
+) -> Result<HealthResponse, CliError> {
+    let started = Instant::now();
+    loop {
+        if let Some(child) = child.as_deref_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            return Err(CliError::failure(format!("the daemon exited while starting ({status})")));
+        }
+        if let Some(health) = health(port).await
+            && pid.is_none_or(|p| p == health.pid)
+        {
+            return Ok(health);
+        }
+        if started.elapsed() > READY_TIMEOUT {
+            return Err(CliError::failure(format!(
+                "the daemon did not answer on 127.0.0.1:{port} within {}s; see relay.log in the relay home",
+                READY_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `GET /health` with a bare connection; None if nothing (or not relay) answers.
+pub async fn health(port: u16) -> Option<HealthResponse> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut response)).await.ok()?.ok()?;
+    let text = String::from_utf8_lossy(&response);
+    let body = text.split_once("\r\n\r\n")?.1;
+    serde_json::from_str(body).ok()
+}
+
+fn report(ctx: &Context, started: Started) -> Result<(), CliError> {
+    if ctx.json {
+        output::json(&started);
+    } else if started.already_running {
+        println!("relay is already running (pid {}, port {}).", started.pid, started.port);
+    } else {
+        println!("relay started (pid {}, port {}).", started.pid, started.port);
+    }
+    Ok(())
+}

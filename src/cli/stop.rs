@@ -1,0 +1,72 @@
+//! `relay stop`: asks the daemon to shut down and returns once the process is
+//! gone (its lock released). Not running: says so and succeeds.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::client::Client;
+use super::{CliError, Context, output};
+use crate::api::ShutdownResponse;
+use crate::daemon::lifecycle;
+
+const GRACE: Duration = Duration::from_secs(20);
+
+#[derive(Serialize)]
+struct Stopped {
+    pid: Option<u32>,
+    was_running: bool,
+}
+
+pub async fn run(ctx: &Context) -> Result<(), CliError> {
+    let home = &ctx.home;
+    if !lifecycle::is_locked(home) {
+        lifecycle::clean_up(home);
+        return report(ctx, Stopped { pid: None, was_running: false });
+    }
+    let asked = match Client::new(ctx) {
+        Ok(client) => client.post::<ShutdownResponse>("/shutdown", None::<&()>).await.map(|r| r.pid),
+        Err(e) => Err(e),
+    };
+    let pid = match asked {
+        Ok(pid) => pid,
+        // The API did not take it (wrong port, token gone): signal the pid instead.
+        Err(_) => {
+            let pid = lifecycle::read_pid(home)
+                .ok_or_else(|| CliError::failure("the daemon holds its lock but has no pid file; stop it by hand"))?;
+            signal_term(pid)?;
+            pid
+        }
+    };
+    let started = Instant::now();
+    while lifecycle::is_locked(home) {
+        if started.elapsed() > GRACE {
+            return Err(CliError::failure(format!(
+                "the daemon (pid {pid}) did not stop within {}s; `kill {pid}` ends it, and nothing on disk is lost",
+                GRACE.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    report(ctx, Stopped { pid: Some(pid), was_running: true })
+}
+
+fn signal_term(pid: u32) -> Result<(), CliError> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| CliError::failure("bad pid file"))?;
+    // SAFETY: kill has no memory effects; a wrong pid fails with ESRCH.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+        return Err(CliError::failure(format!("cannot signal the daemon: {}", std::io::Error::last_os_error())));
+    }
+    Ok(())
+}
+
+fn report(ctx: &Context, stopped: Stopped) -> Result<(), CliError> {
+    if ctx.json {
+        output::json(&stopped);
+    } else if let Some(pid) = stopped.pid {
+        println!("relay stopped (pid {pid}).");
+    } else {
+        println!("relay is not running.");
+    }
+    Ok(())
+}

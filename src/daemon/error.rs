@@ -1,0 +1,79 @@
+//! How errors leave the daemon: always an `ApiErrorResponse` body.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::api::ApiErrorResponse;
+use crate::channel::ChannelError;
+use crate::engine::EngineError;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub body: ApiErrorResponse,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &str, error: String) -> ApiError {
+        ApiError {
+            status,
+            body: ApiErrorResponse { error, code: code.into(), details: None, current_state: None, event: None },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(error: EngineError) -> ApiError {
+        let message = error.to_string();
+        match error {
+            EngineError::Invalid(_) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message),
+            EngineError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", message),
+            EngineError::Ambiguous { .. } => ApiError::new(StatusCode::BAD_REQUEST, "ambiguous_id", message),
+            EngineError::Transition { source, .. } => {
+                let mut e = ApiError::new(StatusCode::CONFLICT, "invalid_transition", message);
+                e.body.current_state = Some(source.state);
+                e.body.event = Some(source.event);
+                e
+            }
+            EngineError::Channel(ChannelError::Unavailable { .. } | ChannelError::Rejected { .. }) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "channel_unavailable", message)
+            }
+            EngineError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message),
+            EngineError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", message),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> ApiError {
+        match rejection {
+            JsonRejection::MissingJsonContentType(_) => ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "request bodies must be JSON (Content-Type: application/json)".into(),
+            ),
+            JsonRejection::BytesRejection(ref r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                super::guard::too_large()
+            }
+            other => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("invalid JSON body: {}", other.body_text()),
+            ),
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid query: {}", rejection.body_text()))
+    }
+}

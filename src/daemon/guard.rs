@@ -1,0 +1,122 @@
+//! Local-API safety, applied to every request before any route runs:
+//!
+//! - the Host must be a loopback name (defeats DNS rebinding);
+//! - no `Origin` header (a web page must never drive relay);
+//! - `Authorization: Bearer <token>` on everything but `/health`;
+//! - bodies must be `application/json` and at most 64 KiB.
+
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiError;
+use super::routes::App;
+
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+pub async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    match check(&app, &request) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+fn check(app: &App, request: &Request) -> Result<(), ApiError> {
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    if !is_loopback_host(host) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("requests must be addressed to 127.0.0.1, [::1] or localhost (Host was '{host}')"),
+        ));
+    }
+    if headers.contains_key(header::ORIGIN) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "requests from web pages (with an Origin header) are refused".to_string(),
+        ));
+    }
+    if request.uri().path() != "/health" {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !constant_time_eq(presented.as_bytes(), app.token.as_bytes()) {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing or wrong API token: send 'Authorization: Bearer <token>' with the token from <RELAY_HOME>/api-token".to_string(),
+            ));
+        }
+    }
+    let length = headers.get(header::CONTENT_LENGTH).and_then(|h| h.to_str().ok()).and_then(|h| h.parse::<u64>().ok());
+    if length.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let has_body = length.is_some_and(|n| n > 0) || headers.contains_key(header::TRANSFER_ENCODING);
+    if request.method() == Method::POST && has_body && !is_json(headers.get(header::CONTENT_TYPE)) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "request bodies must be JSON (Content-Type: application/json)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+pub fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!("request bodies are limited to {} KiB", MAX_BODY_BYTES / 1024),
+    )
+}
+
+fn is_json(content_type: Option<&header::HeaderValue>) -> bool {
+    content_type
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// `127.0.0.1`, `localhost` or `[::1]`, with or without a port.
+fn is_loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, _)| name)
+    };
+    matches!(name.to_ascii_lowercase().as_str(), "127.0.0.1" | "localhost" | "::1")
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_only() {
+        for ok in ["127.0.0.1", "127.0.0.1:3214", "localhost:3214", "LOCALHOST", "[::1]:3214", "[::1]"] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in ["", "evil.com", "evil.com:3214", "127.0.0.1.evil.com", "10.0.0.1:3214", "localhost.evil:80"] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn json_content_types() {
+        let v = |s: &'static str| Some(header::HeaderValue::from_static(s));
+        assert!(is_json(v("application/json").as_ref()));
+        assert!(is_json(v("application/json; charset=utf-8").as_ref()));
+        assert!(!is_json(v("text/plain").as_ref()));
+        assert!(!is_json(None));
+    }
+}

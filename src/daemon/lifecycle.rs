@@ -1,0 +1,86 @@
+//! The daemon's footprint in the home: the lock it holds for its whole life
+//! (one daemon per home), its pid file, and the API token file.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io;
+
+use crate::home::{self, Home};
+
+/// Held while the daemon runs; the OS releases it when the process dies, so
+/// a crash can never leave a home locked.
+pub struct DaemonLock {
+    _file: File,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("another relay daemon is already running on {0}")]
+    Held(String),
+    #[error("cannot open the daemon lock {path}: {source}")]
+    Io { path: String, source: io::Error },
+}
+
+pub fn lock(home: &Home) -> Result<DaemonLock, LockError> {
+    let path = home.lock_file();
+    let io_error = |source| LockError::Io { path: path.display().to_string(), source };
+    let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io_error)?;
+    match file.try_lock() {
+        Ok(()) => Ok(DaemonLock { _file: file }),
+        Err(TryLockError::WouldBlock) => Err(LockError::Held(home.root().display().to_string())),
+        Err(TryLockError::Error(e)) => Err(io_error(e)),
+    }
+}
+
+/// Whether a daemon holds this home's lock right now.
+pub fn is_locked(home: &Home) -> bool {
+    let Ok(file) = OpenOptions::new().write(true).open(home.lock_file()) else { return false };
+    match file.try_lock() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(_) => true,
+    }
+}
+
+pub fn write_pid(home: &Home) -> io::Result<()> {
+    home::write_private(&home.pid_file(), format!("{}\n", std::process::id()).as_bytes())
+}
+
+pub fn read_pid(home: &Home) -> Option<u32> {
+    fs::read_to_string(home.pid_file()).ok()?.trim().parse().ok()
+}
+
+/// The port the running daemon listens on, for clients started without --port.
+pub fn write_port(home: &Home, port: u16) -> io::Result<()> {
+    home::write_private(&home.port_file(), format!("{port}\n").as_bytes())
+}
+
+pub fn read_port(home: &Home) -> Option<u16> {
+    fs::read_to_string(home.port_file()).ok()?.trim().parse().ok()
+}
+
+/// A fresh random bearer token, written owner-only.
+pub fn write_token(home: &Home) -> io::Result<String> {
+    let token = format!("relay_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    home::write_private(&home.token_file(), token.as_bytes())?;
+    Ok(token)
+}
+
+pub fn read_token(home: &Home) -> Option<String> {
+    fs::read_to_string(home.token_file()).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
+}
+
+/// Removes what only a running daemon should leave behind.
+pub fn clean_up(home: &Home) {
+    let _ = fs::remove_file(home.pid_file());
+    let _ = fs::remove_file(home.port_file());
+    let _ = fs::remove_file(home.token_file());
+}
+
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // Signal 0 checks existence without sending anything.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

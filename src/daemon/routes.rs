@@ -1,0 +1,277 @@
+//! The REST API: one handler per route, each annotated for the OpenAPI
+//! document (`GET /openapi.json`), which is generated from these handlers
+//! and the types in `api`, so it cannot drift from the code.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::{Json, Router, middleware};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::error::ApiError;
+use super::guard;
+use crate::api::*;
+use crate::channel::{Delivery, SandboxChannel};
+use crate::contact::Contact;
+use crate::engine::Engine;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct App {
+    pub engine: Engine,
+    pub token: Arc<str>,
+    pub started: Instant,
+    pub port: u16,
+    pub home: Arc<str>,
+    pub stop: watch::Sender<bool>,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "relay",
+        description = "The local API of the relay daemon. Every route but /health needs \
+                       'Authorization: Bearer <token>' (the token is in <RELAY_HOME>/api-token). \
+                       Requests must be addressed to a loopback host and carry no Origin header.",
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    tags(
+        (name = "instances", description = "Conversations"),
+        (name = "daemon", description = "The daemon itself"),
+        (name = "sandbox", description = "The sandbox channel: simulated contacts, for trying relay and for tests"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+    }
+}
+
+pub fn router(app: App) -> Router {
+    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health))
+        .routes(routes!(status))
+        .routes(routes!(shutdown))
+        .routes(routes!(create_instance, list_instances))
+        .routes(routes!(get_instance))
+        .routes(routes!(get_transcript))
+        .routes(routes!(cancel_instance))
+        .routes(routes!(pause_instance))
+        .routes(routes!(resume_instance))
+        .routes(routes!(send_message))
+        .routes(routes!(sandbox_say))
+        .routes(routes!(sandbox_outbox))
+        .split_for_parts();
+    let openapi = Arc::new(openapi);
+    router
+        .route("/openapi.json", axum::routing::get(move || async move { Json(openapi.as_ref().clone()) }))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(guard::MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(app.clone(), guard::guard))
+        .with_state(app)
+}
+
+/// A JSON body whose rejections are `ApiErrorResponse`s (415, 413, 400).
+pub struct Body<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let Json(value) = Json::<T>::from_request(request, state).await?;
+        Ok(Body(value))
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// Liveness, without a token.
+#[utoipa::path(get, path = "/health", tag = "daemon", security(()),
+    responses((status = 200, body = HealthResponse)))]
+async fn health() -> Json<HealthResponse> {
+    Json(HealthResponse { status: "ok".into(), pid: std::process::id(), version: env!("CARGO_PKG_VERSION").into() })
+}
+
+/// The daemon, its channel and its conversations at a glance.
+#[utoipa::path(get, path = "/status", tag = "daemon",
+    responses((status = 200, body = DaemonStatusResponse), (status = 401, body = ApiErrorResponse)))]
+async fn status(State(app): State<App>) -> Json<DaemonStatusResponse> {
+    let (active, total) = app.engine.counts();
+    let channel = app.engine.channel().status();
+    Json(DaemonStatusResponse {
+        pid: std::process::id(),
+        uptime_seconds: app.started.elapsed().as_secs(),
+        whatsapp_connected: channel.kind == "whatsapp" && channel.connected,
+        active_instance_count: active,
+        total_instance_count: total,
+        channel,
+        model: app.engine.agent().model(),
+        port: app.port,
+        home: app.home.to_string(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
+}
+
+/// Stops the daemon gracefully (what `relay stop` calls).
+#[utoipa::path(post, path = "/shutdown", tag = "daemon",
+    responses((status = 202, body = ShutdownResponse)))]
+async fn shutdown(State(app): State<App>) -> (StatusCode, Json<ShutdownResponse>) {
+    let _ = app.stop.send(true);
+    (StatusCode::ACCEPTED, Json(ShutdownResponse { pid: std::process::id() }))
+}
+
+/// Creates a conversation: CREATED, or QUEUED behind the contact's live one.
+#[utoipa::path(post, path = "/instances", tag = "instances", request_body = CreateInstanceRequest,
+    responses((status = 201, body = CreateInstanceResponse), (status = 400, body = ApiErrorResponse)))]
+async fn create_instance(
+    State(app): State<App>,
+    Body(request): Body<CreateInstanceRequest>,
+) -> ApiResult<(StatusCode, Json<CreateInstanceResponse>)> {
+    Ok((StatusCode::CREATED, Json(app.engine.create(request).await?)))
+}
+
+/// Every conversation, oldest first.
+#[utoipa::path(get, path = "/instances", tag = "instances", params(ListQuery),
+    responses((status = 200, body = Vec<ConversationInstance>), (status = 400, body = ApiErrorResponse)))]
+async fn list_instances(
+    State(app): State<App>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Vec<ConversationInstance>>> {
+    let Query(query) = query?;
+    let state = query.state.as_deref().map(str::parse::<crate::api::State>).transpose().map_err(invalid)?;
+    let contact = query.contact.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
+    Ok(Json(app.engine.list(state, contact.as_ref())))
+}
+
+/// One conversation. `id` may be a unique prefix of at least 4 characters.
+#[utoipa::path(get, path = "/instances/{id}", tag = "instances",
+    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse)))]
+async fn get_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+    Ok(Json(app.engine.get(&id)?))
+}
+
+/// The conversation's messages, oldest first.
+#[utoipa::path(get, path = "/instances/{id}/transcript", tag = "instances",
+    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    responses((status = 200, body = Vec<TranscriptMessage>), (status = 404, body = ApiErrorResponse)))]
+async fn get_transcript(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<Vec<TranscriptMessage>>> {
+    Ok(Json(app.engine.transcript(&id)?))
+}
+
+/// Cancels: FAILED with reason "cancelled"; nothing is sent to the contact.
+#[utoipa::path(post, path = "/instances/{id}/cancel", tag = "instances",
+    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse)))]
+async fn cancel_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+    Ok(Json(app.engine.cancel(&id).await?))
+}
+
+/// Pauses: no timers, no agent; `previous_state` records where to resume.
+#[utoipa::path(post, path = "/instances/{id}/pause", tag = "instances",
+    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse)))]
+async fn pause_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+    Ok(Json(app.engine.pause(&id).await?))
+}
+
+/// Resumes a PAUSED conversation exactly where it was, or hands a
+/// NEEDS_HUMAN_INTERVENTION one back to the agent (ACTIVE).
+#[utoipa::path(post, path = "/instances/{id}/resume", tag = "instances",
+    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse)))]
+async fn resume_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+    Ok(Json(app.engine.resume(&id).await?))
+}
+
+/// The operator writes to the contact; recorded with role "manual".
+#[utoipa::path(post, path = "/instances/{id}/send", tag = "instances", request_body = SendMessageRequest,
+    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    responses((status = 200, body = TranscriptMessage), (status = 404, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse)))]
+async fn send_message(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Body(request): Body<SendMessageRequest>,
+) -> ApiResult<Json<TranscriptMessage>> {
+    Ok(Json(app.engine.send(&id, request.message).await?))
+}
+
+/// Sandbox only: a simulated contact writes to relay.
+#[utoipa::path(post, path = "/sandbox/messages", tag = "sandbox", request_body = SandboxSayRequest,
+    responses((status = 200, body = SandboxSayResponse), (status = 409, body = ApiErrorResponse)))]
+async fn sandbox_say(
+    State(app): State<App>,
+    Body(request): Body<SandboxSayRequest>,
+) -> ApiResult<Json<SandboxSayResponse>> {
+    let sandbox = sandbox(&app)?;
+    let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
+    let text = crate::engine::bounded_text("message", request.text, crate::engine::limits::MAX_MESSAGE_CHARS)?;
+    let instance_id = match sandbox.say(contact.clone(), text).await {
+        Delivery::Delivered(id) => Some(id),
+        Delivery::NoConversation => None,
+        Delivery::NotRecorded(error) => {
+            return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error));
+        }
+    };
+    Ok(Json(SandboxSayResponse { instance_id, contact: contact.to_string() }))
+}
+
+/// Sandbox only: what relay sent to contacts, oldest first.
+#[utoipa::path(get, path = "/sandbox/outbox", tag = "sandbox", params(OutboxQuery),
+    responses((status = 200, body = Vec<OutboxEntry>), (status = 409, body = ApiErrorResponse)))]
+async fn sandbox_outbox(
+    State(app): State<App>,
+    query: Result<Query<OutboxQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Vec<OutboxEntry>>> {
+    let Query(query) = query?;
+    let contact = query.contact.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
+    Ok(Json(sandbox(&app)?.outbox(contact.as_ref())))
+}
+
+fn sandbox(app: &App) -> ApiResult<&SandboxChannel> {
+    app.engine.channel().as_sandbox().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "not_sandbox",
+            format!(
+                "the sandbox commands need the sandbox channel; this daemon runs the {} channel",
+                app.engine.channel().status().kind
+            ),
+        )
+    })
+}
+
+fn invalid(message: String) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+}
+
+async fn not_found(request: Request) -> impl IntoResponse {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route {} {}", request.method(), request.uri().path()))
+}
+
+async fn method_not_allowed(request: Request) -> impl IntoResponse {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", request.method(), request.uri().path()),
+    )
+}

@@ -77,10 +77,3 @@ pub fn clean_up(home: &Home) {
     let _ = fs::remove_file(home.port_file());
     let _ = fs::remove_file(home.token_file());
 }
-
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
-    // Signal 0 checks existence without sending anything.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}

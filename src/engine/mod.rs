@@ -224,6 +224,7 @@ impl Engine {
         if instance.state.is_terminal() {
             // Terminal conversations have no actor; the table refuses anyway.
             let event = op.event();
+            tracing::warn!(instance = %id, state = %instance.state, event = %event, "invalid transition refused");
             return Err(EngineError::Transition { id, source: InvalidTransition { state: instance.state, event } });
         }
         let contact = contact_of(&instance);

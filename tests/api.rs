@@ -1,0 +1,162 @@
+//! The local API's guard and contract: token, Host, Origin, content type,
+//! body size, malformed input, and the OpenAPI document.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn code(body: &str) -> String {
+    let error: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("not an ApiErrorResponse ({e}): {body}"));
+    assert!(error["error"].is_string(), "{body}");
+    error["code"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_guard_refuses_what_a_web_page_or_stranger_would_send() {
+    let relay = Relay::started();
+    let host = format!("127.0.0.1:{}", relay.port);
+    let token = format!("Bearer {}", relay.token());
+
+    // No token, or a wrong one: 401.
+    let (status, body) = raw_http(relay.port, "GET", "/instances", &[("Host", &host)], b"");
+    assert_eq!((status, code(&body).as_str()), (401, "unauthorized"));
+    let (status, _) =
+        raw_http(relay.port, "GET", "/instances", &[("Host", &host), ("Authorization", "Bearer nope")], b"");
+    assert_eq!(status, 401);
+    let (status, _) = raw_http(relay.port, "GET", "/instances", &[("Host", &host), ("Authorization", &token)], b"");
+    assert_eq!(status, 200);
+
+    // A foreign Host (DNS rebinding): 403, even with the token, even on /health.
+    for path in ["/instances", "/health"] {
+        let (status, body) =
+            raw_http(relay.port, "GET", path, &[("Host", "evil.example:80"), ("Authorization", &token)], b"");
+        assert_eq!((status, code(&body).as_str()), (403, "forbidden"), "{path}");
+    }
+    for ok_host in [format!("localhost:{}", relay.port), format!("[::1]:{}", relay.port)] {
+        let (status, _) =
+            raw_http(relay.port, "GET", "/instances", &[("Host", &ok_host), ("Authorization", &token)], b"");
+        assert_eq!(status, 200, "{ok_host}");
+    }
+
+    // Any Origin: 403.
+    let (status, body) = relay.http("GET", "/instances", &[("Origin", "http://127.0.0.1:3000")], None);
+    assert_eq!((status, code(&body).as_str()), (403, "forbidden"));
+
+    // Bodies must be JSON: 415.
+    let create = r#"{"objective":"o","target_contact":"+56912345678","todos":[{"text":"t"}]}"#;
+    let (status, body) = relay.http("POST", "/instances", &[("Content-Type", "text/plain")], Some(create));
+    assert_eq!((status, code(&body).as_str()), (415, "unsupported_media_type"));
+    let (status, body) =
+        raw_http(relay.port, "POST", "/instances", &[("Host", &host), ("Authorization", &token)], create.as_bytes());
+    assert_eq!((status, code(&body).as_str()), (415, "unsupported_media_type"));
+
+    // Over 64 KiB: 413.
+    let big = format!(
+        r#"{{"objective":"{}","target_contact":"+56912345678","todos":[{{"text":"t"}}]}}"#,
+        "x".repeat(70 * 1024)
+    );
+    let (status, body) = relay.http("POST", "/instances", &[], Some(&big));
+    assert_eq!((status, code(&body).as_str()), (413, "payload_too_large"));
+
+    // Nothing of the above created anything.
+    assert_eq!(relay.json(&["list"]), Value::Array(vec![]));
+    let (status, _) = relay.http("POST", "/instances", &[], Some(create));
+    assert_eq!(status, 201);
+}
+
+#[test]
+fn malformed_requests_get_400_and_unknown_routes_404_as_json() {
+    let relay = Relay::started();
+    for bad in [
+        "{not json",
+        "[]",
+        r#"{"objective":"o"}"#,
+        r#"{"objective":"o","target_contact":"+56912345678","todos":[{"text":"t"}],"extra":1}"#,
+        r#"{"objective":"o","target_contact":"+56912345678","todos":[{"text":"t"}],"heartbeat_config":{"interval_ms":-5}}"#,
+        r#"{"objective":"o","target_contact":"+56912345678","todos":[{"text":"t"}],"heartbeat_config":{"interval_ms":1e30}}"#,
+        r#"{"objective":"o","target_contact":"+56912345678","todos":[]}"#,
+    ] {
+        let (status, body) = relay.http("POST", "/instances", &[], Some(bad));
+        assert_eq!((status, code(&body).as_str()), (400, "invalid_request"), "{bad}: {body}");
+    }
+    let (status, body) = relay.http("GET", "/instances?state=NOPE", &[], None);
+    assert_eq!((status, code(&body).as_str()), (400, "invalid_request"));
+    let (status, body) = relay.http("GET", "/nowhere", &[], None);
+    assert_eq!((status, code(&body).as_str()), (404, "not_found"));
+    let (status, body) = relay.http("DELETE", "/instances", &[], None);
+    assert_eq!((status, code(&body).as_str()), (405, "method_not_allowed"));
+    assert_eq!(relay.json(&["list"]), Value::Array(vec![]));
+}
+
+#[test]
+fn the_api_follows_the_design_contract() {
+    let relay = Relay::started();
+    let body = r#"{"objective":"Confirm","target_contact":"+56 9 1234 5678","todos":[{"text":"a"},{"text":"b"}],"heartbeat_config":{"interval_ms":60000}}"#;
+    let (status, created) = relay.http("POST", "/instances", &[], Some(body));
+    assert_eq!(status, 201);
+    let created: Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(created["state"], "CREATED");
+    let id = created["id"].as_str().unwrap();
+    let instance = relay.wait_for_state(id, "NEEDS_HUMAN_INTERVENTION");
+    for field in [
+        "id",
+        "objective",
+        "target_contact",
+        "todos",
+        "state",
+        "previous_state",
+        "heartbeat_config",
+        "follow_up_count",
+        "failure_reason",
+        "created_at",
+        "updated_at",
+        "history",
+    ] {
+        assert!(instance.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(instance["target_contact"], "+56912345678");
+    assert_eq!(instance["heartbeat_config"], serde_json::json!({"interval_ms": 60000, "max_followups": 5}));
+
+    let (status, sent) = relay.http("POST", &format!("/instances/{id}/send"), &[], Some(r#"{"message":"hello"}"#));
+    assert_eq!(status, 200);
+    let sent: Value = serde_json::from_str(&sent).unwrap();
+    assert_eq!((sent["role"].as_str(), sent["content"].as_str()), (Some("manual"), Some("hello")));
+    let (status, transcript) = relay.http("GET", &format!("/instances/{id}/transcript"), &[], None);
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&transcript).unwrap()[0], sent);
+}
+
+#[test]
+fn the_openapi_document_describes_every_route() {
+    let relay = Relay::started();
+    let (status, body) = relay.http("GET", "/openapi.json", &[], None);
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/health", "get"),
+        ("/status", "get"),
+        ("/shutdown", "post"),
+        ("/instances", "post"),
+        ("/instances", "get"),
+        ("/instances/{id}", "get"),
+        ("/instances/{id}/transcript", "get"),
+        ("/instances/{id}/cancel", "post"),
+        ("/instances/{id}/pause", "post"),
+        ("/instances/{id}/resume", "post"),
+        ("/instances/{id}/send", "post"),
+        ("/sandbox/messages", "post"),
+        ("/sandbox/outbox", "get"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} is not documented");
+    }
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for schema in ["ConversationInstance", "TranscriptMessage", "ApiErrorResponse", "DaemonStatusResponse", "State"] {
+        assert!(schemas.contains_key(schema), "schema {schema} missing");
+    }
+    // The document itself needs the token like every route but /health.
+    let host = format!("127.0.0.1:{}", relay.port);
+    assert_eq!(raw_http(relay.port, "GET", "/openapi.json", &[("Host", &host)], b"").0, 401);
+}

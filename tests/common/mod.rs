@@ -1,0 +1,241 @@
+//! Runs the real `relay` binary against a temporary RELAY_HOME and a free
+//! port, as a user would. Waiting is done by asking the daemon (no fixed sleeps).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const CONTACT: &str = "+56912345678";
+pub const OTHER_CONTACT: &str = "+447911123456";
+
+pub struct Relay {
+    pub home: tempfile::TempDir,
+    pub port: u16,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Relay {
+    /// A fresh home initialised on the sandbox channel (daemon not started).
+    pub fn sandbox() -> Relay {
+        Relay::init("sandbox")
+    }
+
+    pub fn init(channel: &str) -> Relay {
+        let relay = Relay::uninitialised();
+        relay.ok(&["init", "--channel", channel]);
+        relay
+    }
+
+    pub fn uninitialised() -> Relay {
+        Relay { home: tempfile::tempdir().expect("temp home"), port: free_port() }
+    }
+
+    /// A fresh sandbox home with the daemon running.
+    pub fn started() -> Relay {
+        let relay = Relay::sandbox();
+        relay.ok(&["start"]);
+        relay
+    }
+
+    pub fn path(&self) -> &Path {
+        self.home.path()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_relay"));
+        command
+            .args(args)
+            .env("RELAY_HOME", self.path())
+            .env("RELAY_PORT", self.port.to_string())
+            .env_remove("RELAY_LOG");
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        let Output { status, stdout, stderr } = self.command(args).output().expect("run relay");
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    /// Runs and expects success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let run = self.run(args);
+        assert_eq!(run.code, 0, "relay {args:?} failed: {}{}", run.stdout, run.stderr);
+        run.stdout
+    }
+
+    /// Runs with --json and expects success and exactly one JSON document.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let out = self.ok(&args);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("relay {args:?} printed no single JSON document ({e}): {out}"))
+    }
+
+    /// Runs and expects failure with `code`; returns stderr.
+    pub fn fails(&self, args: &[&str], code: i32) -> String {
+        let run = self.run(args);
+        assert_eq!(
+            run.code, code,
+            "relay {args:?}: expected exit {code}, got {}: {}{}",
+            run.code, run.stdout, run.stderr
+        );
+        run.stderr
+    }
+
+    pub fn create(&self, extra: &[&str]) -> String {
+        let mut args = vec![
+            "create",
+            "--objective",
+            "Confirm the delivery date",
+            "--contact",
+            CONTACT,
+            "--todo",
+            "Ask which day suits",
+        ];
+        args.extend_from_slice(extra);
+        self.ok(&args).trim().to_string()
+    }
+
+    pub fn get(&self, id: &str) -> Value {
+        self.json(&["get", id])
+    }
+
+    pub fn state(&self, id: &str) -> String {
+        self.get(id)["state"].as_str().unwrap().to_string()
+    }
+
+    pub fn transcript(&self, id: &str) -> Vec<Value> {
+        self.json(&["transcript", id]).as_array().unwrap().clone()
+    }
+
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.path().join("api-token")).expect("token file").trim().to_string()
+    }
+
+    pub fn pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.path().join("daemon.pid")).ok()?.trim().parse().ok()
+    }
+
+    /// Asks the daemon (over HTTP, cheaper than the CLI) until `done` holds
+    /// for the instance, or panics after 10 s with what it last saw.
+    pub fn wait_for(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let (status, body) = self.http("GET", &format!("/instances/{id}"), &[], None);
+            assert_eq!(status, 200, "{body}");
+            let instance: Value = serde_json::from_str(&body).unwrap();
+            if done(&instance) {
+                return instance;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "timed out waiting for {what}: {instance:#}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn wait_for_state(&self, id: &str, state: &str) -> Value {
+        self.wait_for(id, state, |i| i["state"] == state)
+    }
+
+    /// One authorised JSON request.
+    pub fn http(&self, method: &str, path: &str, extra_headers: &[(&str, &str)], body: Option<&str>) -> (u16, String) {
+        let token = format!("Bearer {}", self.token());
+        let host = format!("127.0.0.1:{}", self.port);
+        let mut headers = vec![("Host", host.as_str()), ("Authorization", token.as_str())];
+        if body.is_some() {
+            headers.push(("Content-Type", "application/json"));
+        }
+        for (name, value) in extra_headers {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            headers.push((name, value));
+        }
+        raw_http(self.port, method, path, &headers, body.unwrap_or("").as_bytes())
+    }
+
+    /// Whether process `pid` still runs (a zombie waiting for a parent that
+    /// does not reap it counts as gone).
+    pub fn daemon_alive(&self, pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Sends `headers` exactly as given (no Host added) and returns (status, body).
+pub fn raw_http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to daemon");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    // The daemon may refuse before reading a large body; that is fine.
+    let _ = stream.write_all(body);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, dechunk(&body))
+}
+
+/// Undoes chunked transfer encoding if the body looks chunked.
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    loop {
+        let Some((size, after)) = rest.split_once("\r\n") else { return body.to_string() };
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { return body.to_string() };
+        if size == 0 {
+            return out;
+        }
+        if after.len() < size {
+            return body.to_string();
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub fn history_triggers(instance: &Value) -> Vec<String> {
+    instance["history"].as_array().unwrap().iter().map(|t| t["trigger"].as_str().unwrap().to_string()).collect()
+}
+
+pub fn file_mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_relay"))
+}

@@ -1,0 +1,155 @@
+//! The daemon's life: start, status, stop, signals, stale files, port
+//! conflicts, and the errors of a CLI without a daemon.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn commands_without_a_daemon_say_to_run_relay_start() {
+    let relay = Relay::sandbox();
+    for args in [vec!["list"], vec!["status"], vec!["get", "12345678"], vec!["send", "12345678", "hi"]] {
+        let stderr = relay.fails(&args, 3);
+        assert!(stderr.contains("run `relay start`"), "{args:?}: {stderr}");
+    }
+    // With --json the error is one JSON document on stderr.
+    let run = relay.run(&["status", "--json"]);
+    assert_eq!(run.code, 3);
+    let error: Value = serde_json::from_str(run.stderr.trim()).unwrap();
+    assert_eq!(error["code"], "daemon_not_running");
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn commands_before_init_say_to_run_relay_init() {
+    let relay = Relay::uninitialised();
+    assert!(relay.fails(&["start"], 6).contains("relay init"));
+    assert!(relay.fails(&["list"], 6).contains("relay init"));
+}
+
+#[test]
+fn init_creates_an_owner_only_home_and_is_repeatable() {
+    let relay = Relay::uninitialised();
+    let done = relay.json(&["init", "--channel", "sandbox"]);
+    assert_eq!(done["channel"], "sandbox");
+    assert_eq!(done["created"], true);
+    assert_eq!(file_mode(relay.path()), 0o700);
+    assert_eq!(file_mode(&relay.path().join("config.json")), 0o600);
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(relay.path().join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["channel"], "sandbox");
+    // Again, without flags: keeps the channel.
+    let again = relay.json(&["init"]);
+    assert_eq!(again["channel"], "sandbox");
+    assert_eq!(again["created"], false);
+}
+
+#[test]
+fn start_status_stop() {
+    let relay = Relay::sandbox();
+    let started = relay.json(&["start"]);
+    let pid = started["pid"].as_i64().unwrap() as i32;
+    assert_eq!(started["port"], relay.port);
+    assert_eq!(started["already_running"], false);
+    assert_eq!(relay.pid(), Some(pid));
+
+    let status = relay.json(&["status"]);
+    assert_eq!(status["pid"], pid);
+    assert!(status["uptime_seconds"].is_u64());
+    assert_eq!(status["whatsapp_connected"], false);
+    assert_eq!(status["channel"]["kind"], "sandbox");
+    assert_eq!(status["channel"]["connected"], true);
+    assert_eq!(status["active_instance_count"], 0);
+    assert_eq!(status["total_instance_count"], 0);
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
+    assert!(status["model"].is_null());
+
+    // Secrets are owner-only.
+    assert_eq!(file_mode(&relay.path().join("api-token")), 0o600);
+
+    // Starting again says so and succeeds.
+    let again = relay.json(&["start"]);
+    assert_eq!(again["already_running"], true);
+    assert_eq!(again["pid"], pid);
+    assert!(relay.ok(&["start"]).contains("already running"));
+
+    let stopped = relay.json(&["stop"]);
+    assert_eq!(stopped["pid"], pid);
+    // `stop` returns once the process is gone and has cleaned up after itself.
+    assert!(!relay.daemon_alive(pid));
+    assert!(!relay.path().join("daemon.pid").exists());
+    assert!(!relay.path().join("api-token").exists());
+    assert!(relay.ok(&["stop"]).contains("not running"));
+    relay.fails(&["status"], 3);
+}
+
+#[test]
+fn a_stale_pid_file_is_cleaned_up() {
+    let relay = Relay::sandbox();
+    std::fs::write(relay.path().join("daemon.pid"), "999999\n").unwrap();
+    let run = relay.run(&["start"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("stale pid file"), "{}", run.stderr);
+    assert_ne!(relay.pid(), Some(999999));
+    relay.ok(&["status"]);
+}
+
+#[test]
+fn a_port_taken_by_another_program_is_a_clear_error() {
+    let relay = Relay::sandbox();
+    let _squatter = std::net::TcpListener::bind(("127.0.0.1", relay.port)).unwrap();
+    let stderr = relay.fails(&["start"], 1);
+    assert!(stderr.contains(&format!("port {} on 127.0.0.1 is already in use", relay.port)), "{stderr}");
+    assert!(relay.pid().is_none());
+}
+
+#[test]
+fn a_second_daemon_on_the_same_home_refuses_to_start() {
+    let relay = Relay::started();
+    let other_port = free_port().to_string();
+    let run = relay.command(&["daemon", "--port", &other_port]).output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("already running"));
+    relay.ok(&["status"]);
+}
+
+#[test]
+fn sigterm_stops_the_daemon_gracefully() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let relay = Relay::started();
+        let pid = relay.pid().unwrap();
+        unsafe { libc::kill(pid, signal) };
+        // The same clean-up as `relay stop`: wait until the lock is free.
+        let done = std::time::Instant::now();
+        while relay.path().join("daemon.pid").exists() || relay.daemon_alive(pid) {
+            assert!(done.elapsed().as_secs() < 10, "daemon did not stop on signal {signal}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(relay.ok(&["stop"]).contains("not running"));
+    }
+}
+
+#[test]
+fn health_needs_no_token_and_names_the_pid() {
+    let relay = Relay::started();
+    let host = format!("127.0.0.1:{}", relay.port);
+    let (status, body) = raw_http(relay.port, "GET", "/health", &[("Host", &host)], b"");
+    assert_eq!(status, 200);
+    let health: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["pid"], relay.pid().unwrap());
+}
+
+#[test]
+fn the_log_is_written_and_never_holds_message_text_at_info() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.ok(&["send", &id, "secret-text-for-the-contact"]);
+    relay.ok(&["sandbox", "say", CONTACT, "secret-reply-from-the-contact"]);
+    relay.ok(&["stop"]);
+    let log = std::fs::read_to_string(relay.path().join("relay.log")).unwrap();
+    assert!(log.contains("daemon started") && log.contains("transition"), "{log}");
+    assert!(!log.contains("secret-"), "message bodies must stay out of the log at info: {log}");
+    assert!(!log.contains(&relay.path().join("api-token").display().to_string()) || !log.contains("relay_"));
+}

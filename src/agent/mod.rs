@@ -21,7 +21,8 @@ pub enum TurnKind {
     Reply,
     /// The contact stayed silent: write follow-up `number` of `max`.
     FollowUp { number: u32, max: u32 },
-    /// An operator resumed the conversation, or the daemon restarted mid-turn.
+    /// An operator handed the conversation back (`relay resume`). A turn cut
+    /// short by a daemon restart re-runs with its original kind.
     Resume,
 }
 

@@ -1,0 +1,426 @@
+//! The engine in-process, with a scripted test agent acting through the real
+//! tools on the sandbox channel. Time is tokio's paused clock, so 30-minute
+//! heartbeats run instantly and exactly.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use relay::agent::{Agent, AgentError, ConversationTools, ToolCall, Turn, TurnKind};
+use relay::api::{ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, State, TodoStatus};
+use relay::channel::{Channel, SandboxChannel};
+use relay::contact::Contact;
+use relay::engine::Engine;
+use relay::home::Home;
+use relay::store::Store;
+use relay::util::BoxFuture;
+use tokio::sync::Notify;
+
+const CONTACT: &str = "+56912345678";
+
+type Behaviour = dyn Fn(Turn, ConversationTools) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync;
+
+/// Runs `behaviour` for every turn and remembers what each turn was given.
+struct TestAgent {
+    behaviour: Box<Behaviour>,
+    turns: Mutex<Vec<Turn>>,
+}
+
+impl Agent for TestAgent {
+    fn model(&self) -> Option<String> {
+        Some("test-agent".into())
+    }
+
+    fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
+        self.turns.lock().unwrap().push(turn.clone());
+        (self.behaviour)(turn, tools)
+    }
+}
+
+impl TestAgent {
+    fn kinds(&self) -> Vec<TurnKind> {
+        self.turns.lock().unwrap().iter().map(|t| t.kind).collect()
+    }
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    home: Home,
+    engine: Engine,
+    sandbox: Arc<SandboxChannel>,
+    agent: Arc<TestAgent>,
+}
+
+fn world(
+    behaviour: impl Fn(Turn, ConversationTools) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync + 'static,
+) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path());
+    let agent = Arc::new(TestAgent { behaviour: Box::new(behaviour), turns: Mutex::new(Vec::new()) });
+    let (engine, sandbox) = boot(&home, agent.clone());
+    World { _dir: dir, home, engine, sandbox, agent }
+}
+
+fn boot(home: &Home, agent: Arc<TestAgent>) -> (Engine, Arc<SandboxChannel>) {
+    let sandbox = Arc::new(SandboxChannel::open(home.sandbox_outbox_file()).unwrap());
+    let channel: Arc<dyn Channel> = sandbox.clone();
+    let engine = Engine::start(Store::open(home).unwrap(), channel, agent).unwrap();
+    (engine, sandbox)
+}
+
+fn request(todos: &[&str], interval: Option<Duration>, max_followups: Option<u32>) -> CreateInstanceRequest {
+    CreateInstanceRequest {
+        objective: "Confirm the delivery".into(),
+        target_contact: CONTACT.into(),
+        todos: todos.iter().map(|t| NewTodo { text: t.to_string() }).collect(),
+        heartbeat_config: Some(HeartbeatOverrides {
+            interval_ms: interval.map(|d| d.as_millis() as u64),
+            max_followups,
+        }),
+    }
+}
+
+/// Waits (on the engine's change notifications, never a fixed sleep) until
+/// `done` holds for conversation `id`.
+async fn until(engine: &Engine, id: uuid::Uuid, done: impl Fn(&ConversationInstance) -> bool) -> ConversationInstance {
+    let mut changes = engine.subscribe();
+    loop {
+        let instance = engine.get(&id.to_string()).unwrap();
+        if done(&instance) {
+            return instance;
+        }
+        tokio::time::timeout(Duration::from_secs(24 * 3600), changes.changed())
+            .await
+            .unwrap_or_else(|_| panic!("conversation stuck in {:?}", instance.state))
+            .unwrap();
+    }
+}
+
+async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> ConversationInstance {
+    until(engine, id, |i| i.state == state).await
+}
+
+fn triggers(instance: &ConversationInstance) -> Vec<&str> {
+    instance.history.iter().map(|t| t.trigger.as_str()).collect()
+}
+
+async fn say(w: &World, text: &str) {
+    w.sandbox.say(Contact::parse(CONTACT).unwrap(), text.into()).await;
+}
+
+fn send(text: &str) -> ToolCall {
+    ToolCall::SendMessage { text: text.into() }
+}
+
+/// The PRD's first success criterion: CREATED to COMPLETED with no human.
+#[tokio::test(start_paused = true)]
+async fn a_full_conversation_completes_with_no_manual_intervention() {
+    let w = world(|turn, tools| {
+        Box::pin(async move {
+            match turn.kind {
+                TurnKind::FirstMessage => {
+                    tools.call(send("Hi! Which day suits you for the delivery?")).await.unwrap();
+                }
+                TurnKind::Reply => {
+                    let last = turn.transcript.last().unwrap();
+                    assert_eq!(last.role, Role::Contact);
+                    tools
+                        .call(ToolCall::MarkTodoItem {
+                            todo_id: "1".into(),
+                            status: TodoStatus::Completed,
+                            note: Some(format!("contact said: {}", last.content)),
+                        })
+                        .await
+                        .unwrap();
+                    tools.call(send("Great, Friday 3pm it is. Thank you!")).await.unwrap();
+                    tools.call(ToolCall::EndConversation { reason: "delivery day confirmed".into() }).await.unwrap();
+                }
+                other => panic!("unexpected turn {other:?}"),
+            }
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["Ask which day suits"], None, None)).await.unwrap();
+    assert_eq!(created.state, State::Created);
+    until_state(&w.engine, created.id, State::WaitingForReply).await;
+    say(&w, "Friday 3pm").await;
+    let done = until_state(&w.engine, created.id, State::Completed).await;
+
+    assert_eq!(
+        triggers(&done),
+        [
+            "create",
+            "agent_sends_first_message",
+            "message_sent",
+            "contact_replies",
+            "agent_processes_reply",
+            "end_conversation"
+        ]
+    );
+    assert_eq!(done.completion_reason.as_deref(), Some("delivery day confirmed"));
+    assert_eq!(done.todos[0].status, TodoStatus::Completed);
+    assert_eq!(done.todos[0].note.as_deref(), Some("contact said: Friday 3pm"));
+    let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+    assert_eq!(sent, ["Hi! Which day suits you for the delivery?", "Great, Friday 3pm it is. Thank you!"]);
+    let roles: Vec<Role> = w.engine.transcript(&done.id.to_string()).unwrap().iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::Agent, Role::Contact, Role::Agent]);
+}
+
+/// The PRD's second success criterion: follow-ups at the interval, then ABANDONED.
+#[tokio::test(start_paused = true)]
+async fn a_silent_contact_gets_max_followups_then_the_conversation_is_abandoned() {
+    let w = world(|turn, tools| {
+        Box::pin(async move {
+            let text = match turn.kind {
+                TurnKind::FirstMessage => "Hello!".to_string(),
+                TurnKind::FollowUp { number, max } => format!("Follow-up {number} of {max}"),
+                other => panic!("unexpected turn {other:?}"),
+            };
+            tools.call(send(&text)).await.unwrap();
+            Ok(())
+        })
+    });
+    let interval = Duration::from_secs(30 * 60);
+    let started = tokio::time::Instant::now();
+    let created = w.engine.create(request(&["t"], Some(interval), Some(3))).await.unwrap();
+    let abandoned = until_state(&w.engine, created.id, State::Abandoned).await;
+
+    let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+    assert_eq!(
+        sent,
+        ["Hello!", "Follow-up 1 of 3", "Follow-up 2 of 3", "Follow-up 3 of 3"],
+        "exactly 1 + max_followups"
+    );
+    assert_eq!(abandoned.follow_up_count, 4);
+    assert!(abandoned.follow_up_count <= abandoned.heartbeat_config.max_followups + 1);
+    // Four waits of one interval each, on tokio's clock (deadlines are kept
+    // in wall-clock time, which moves a few real milliseconds meanwhile).
+    let elapsed = started.elapsed();
+    let slack = Duration::from_secs(1);
+    assert!(elapsed + slack >= interval * 4 && elapsed < interval * 4 + slack, "{elapsed:?}");
+    assert_eq!(
+        w.agent.kinds(),
+        [
+            TurnKind::FirstMessage,
+            TurnKind::FollowUp { number: 1, max: 3 },
+            TurnKind::FollowUp { number: 2, max: 3 },
+            TurnKind::FollowUp { number: 3, max: 3 }
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_during_a_turn_is_answered_by_the_next_turn() {
+    let gate = Arc::new(Notify::new());
+    let g = gate.clone();
+    let w = world(move |turn, tools| {
+        let gate = g.clone();
+        Box::pin(async move {
+            if turn.kind == TurnKind::Reply && turn.transcript.len() == 2 {
+                gate.notified().await; // hold the first reply turn open
+            }
+            tools.call(send("ok")).await.unwrap();
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
+    until_state(&w.engine, created.id, State::WaitingForReply).await;
+    say(&w, "first").await;
+    until_state(&w.engine, created.id, State::Active).await;
+    say(&w, "second, while the agent is busy").await;
+    let busy = w.engine.get(&created.id.to_string()).unwrap();
+    assert_eq!((busy.state, busy.unanswered_contact_messages), (State::Active, 1));
+    gate.notify_one();
+    until(&w.engine, created.id, |i| i.state == State::WaitingForReply && w.agent.kinds().len() == 3).await;
+    let turns = w.agent.turns.lock().unwrap();
+    let last = turns.last().unwrap();
+    assert_eq!(last.kind, TurnKind::Reply);
+    let from_contact: Vec<&str> =
+        last.transcript.iter().filter(|m| m.role == Role::Contact).map(|m| m.content.as_str()).collect();
+    assert_eq!(from_contact, ["first", "second, while the agent is busy"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn pause_interrupts_a_turn_and_resume_runs_it_again() {
+    let gate = Arc::new(Notify::new());
+    let g = gate.clone();
+    let w = world(move |turn, tools| {
+        let gate = g.clone();
+        Box::pin(async move {
+            if turn.kind == TurnKind::FirstMessage {
+                gate.notified().await; // never released: the pause interrupts it
+            }
+            tools.call(send("Hello after resume")).await.unwrap();
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
+    until_state(&w.engine, created.id, State::Active).await;
+    let paused = w.engine.pause(&created.id.to_string()).await.unwrap();
+    assert_eq!((paused.state, paused.previous_state), (State::Paused, Some(State::Active)));
+    assert!(w.sandbox.outbox(None).is_empty());
+    w.engine.resume(&created.id.to_string()).await.unwrap();
+    until_state(&w.engine, created.id, State::WaitingForReply).await;
+    assert_eq!(w.agent.kinds(), [TurnKind::FirstMessage, TurnKind::Resume]);
+    assert_eq!(w.sandbox.outbox(None).len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn asking_for_a_human_ends_the_turn_and_later_calls_are_refused() {
+    let refused = Arc::new(Mutex::new(None));
+    let r = refused.clone();
+    let w = world(move |_turn, tools| {
+        let refused = r.clone();
+        Box::pin(async move {
+            let reason = "the contact asks for a refund; I cannot decide that".to_string();
+            tools.call(ToolCall::RequestHumanIntervention { reason }).await.unwrap();
+            *refused.lock().unwrap() = Some(tools.call(send("one more thing")).await);
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
+    let needs = until_state(&w.engine, created.id, State::NeedsHumanIntervention).await;
+    assert_eq!(needs.intervention_reason.as_deref(), Some("the contact asks for a refund; I cannot decide that"));
+    assert_eq!(triggers(&needs).last(), Some(&"request_intervention"));
+    let refused = loop {
+        if let Some(result) = refused.lock().unwrap().take() {
+            break result;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(refused.unwrap_err().0.contains("this turn is over"));
+    assert!(w.sandbox.outbox(None).is_empty());
+    // The operator answers; the conversation waits for the reply with its heartbeat armed.
+    w.engine.send(&created.id.to_string(), "Hi, I am the human in charge.".into()).await.unwrap();
+    let waiting = w.engine.get(&created.id.to_string()).unwrap();
+    assert_eq!(waiting.state, State::WaitingForReply);
+    assert!(waiting.next_heartbeat_at.is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let r = results.clone();
+    let w = world(move |_turn, tools| {
+        let results = r.clone();
+        Box::pin(async move {
+            let calls = [
+                ToolCall::MarkTodoItem { todo_id: "7".into(), status: TodoStatus::Completed, note: None },
+                ToolCall::MarkTodoItem {
+                    todo_id: "2".into(),
+                    status: TodoStatus::InProgress,
+                    note: Some("x".repeat(2000)),
+                },
+                send("   "),
+                send(&"y".repeat(5000)),
+                ToolCall::PlaceCall,
+                ToolCall::ScheduleNextHeartbeat { delay: Duration::from_secs(0) },
+                ToolCall::MarkTodoItem {
+                    todo_id: "2".into(),
+                    status: TodoStatus::Skipped,
+                    note: Some("not needed".into()),
+                },
+            ];
+            for call in calls {
+                let result = tools.call(call).await;
+                results.lock().unwrap().push(result);
+            }
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["a", "b"], None, None)).await.unwrap();
+    let waiting = until_state(&w.engine, created.id, State::WaitingForReply).await;
+    let results = results.lock().unwrap();
+    let text = |i: usize| match &results[i] {
+        Ok(s) => s.clone(),
+        Err(e) => format!("error: {e}"),
+    };
+    assert!(text(0).contains("there is no todo '7'; the todo ids are 1, 2"), "{}", text(0));
+    assert!(text(1).contains("note is too long"), "{}", text(1));
+    assert!(text(2).contains("message is empty"), "{}", text(2));
+    assert!(text(3).contains("message is too long"), "{}", text(3));
+    assert!(text(4).contains("Calls are not available yet"), "{}", text(4));
+    assert!(text(5).contains("next follow-up is due 1s"), "clamped to the minimum: {}", text(5));
+    assert_eq!(text(6), "todo 2 is now skipped");
+    // Nothing was sent; the turn ended without a message, so relay waits
+    // (agent_waits), with the agent's (clamped) delay for the heartbeat.
+    assert!(w.sandbox.outbox(None).is_empty());
+    assert_eq!(triggers(&waiting).last(), Some(&"agent_waits"));
+    assert_eq!(waiting.todos[1].status, TodoStatus::Skipped);
+    assert_eq!(waiting.todos[1].note.as_deref(), Some("not needed"));
+    let due = waiting.next_heartbeat_at.unwrap() - waiting.updated_at;
+    assert!(due <= chrono::Duration::seconds(1), "{due}");
+    // place_call leaves a note for the operator in the transcript.
+    let transcript = w.engine.transcript(&created.id.to_string()).unwrap();
+    assert_eq!(transcript.len(), 1);
+    assert_eq!(transcript[0].role, Role::System);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_model_failure_hands_the_conversation_to_a_human_with_the_reason() {
+    let w =
+        world(|_turn, _tools| Box::pin(async { Err(AgentError::Model("provider answered 401: invalid key".into())) }));
+    let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
+    let needs = until_state(&w.engine, created.id, State::NeedsHumanIntervention).await;
+    assert!(needs.intervention_reason.unwrap().contains("provider answered 401: invalid key"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_engine_reruns_an_interrupted_turn_with_the_whole_transcript() {
+    let gate = Arc::new(Notify::new());
+    let g = gate.clone();
+    let w = world(move |turn, tools| {
+        let gate = g.clone();
+        Box::pin(async move {
+            match turn.kind {
+                TurnKind::FirstMessage => tools.call(send("Hello!")).await.map(drop).unwrap(),
+                _ => gate.notified().await, // the reply turn hangs until the daemon stops
+            }
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
+    until_state(&w.engine, created.id, State::WaitingForReply).await;
+    say(&w, "Hi, who is this?").await;
+    until_state(&w.engine, created.id, State::Active).await;
+    w.engine.shutdown().await;
+
+    let (_engine, _sandbox) = boot(&w.home, w.agent.clone());
+    // A re-run turn changes nothing on disk until it acts, so watch the agent.
+    while w.agent.kinds().len() < 3 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let turns = w.agent.turns.lock().unwrap();
+    let resumed = turns.last().unwrap();
+    assert_eq!(resumed.kind, TurnKind::Reply, "a restart is invisible to the agent");
+    let contents: Vec<&str> = resumed.transcript.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, ["Hello!", "Hi, who is this?"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_and_a_heartbeat_never_race() {
+    // The contact answers exactly when the heartbeat is due: whichever the
+    // actor sees first wins, and the conversation stays consistent.
+    let w = world(|turn, tools| {
+        Box::pin(async move {
+            let text = match turn.kind {
+                TurnKind::FirstMessage => "Hello!",
+                TurnKind::FollowUp { .. } => "Just checking in",
+                _ => "Thanks!",
+            };
+            tools.call(send(text)).await.unwrap();
+            Ok(())
+        })
+    });
+    let interval = Duration::from_secs(60);
+    let created = w.engine.create(request(&["t"], Some(interval), Some(5))).await.unwrap();
+    let waiting = until_state(&w.engine, created.id, State::WaitingForReply).await;
+    tokio::time::sleep(interval).await;
+    say(&w, "Here!").await;
+    let settled = until(&w.engine, created.id, |i| {
+        i.state == State::WaitingForReply && i.unanswered_contact_messages == 0 && i.updated_at > waiting.updated_at
+    })
+    .await;
+    assert!(settled.follow_up_count <= 1);
+    let transcript = w.engine.transcript(&created.id.to_string()).unwrap();
+    assert!(transcript.iter().any(|m| m.content == "Here!"));
+}

@@ -115,7 +115,8 @@ impl Engine {
                 changes: watch::Sender::new(0),
             }),
         };
-        channel.attach(Arc::new(engine.clone()));
+        // Weak: the channel must not keep the engine (which owns it) alive.
+        channel.attach(Arc::new(Inbound(Arc::downgrade(&engine.shared))));
         let mut live: Vec<Contact> = engine
             .shared
             .read_view(|view| view.values().filter(|i| !i.state.is_terminal()).map(|i| contact_of(i)).collect());
@@ -258,22 +259,35 @@ impl Engine {
     }
 }
 
-impl InboundSink for Engine {
+/// The engine as its channel's inbound sink.
+struct Inbound(std::sync::Weak<Shared>);
+
+impl InboundSink for Inbound {
     fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
         Box::pin(async move {
-            let contact = message.from.clone();
-            let has_live = self.shared.read_view(|view| {
-                view.values().any(|i| !i.state.is_terminal() && i.target_contact == contact.as_str())
-            });
-            if !has_live {
-                tracing::info!(contact = %contact, "message from a contact with no live conversation; ignored");
-                return Delivery::NoConversation;
-            }
-            match self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await {
-                Ok(delivery) => delivery,
-                Err(_) => Delivery::NoConversation,
+            match self.0.upgrade() {
+                Some(shared) => Engine { shared }.deliver(message).await,
+                None => Delivery::NoConversation,
             }
         })
+    }
+}
+
+impl Engine {
+    /// A contact wrote: record it in their live conversation, which answers
+    /// as soon as it may. Contacts with no live conversation are ignored.
+    pub async fn deliver(&self, message: InboundMessage) -> Delivery {
+        let contact = message.from.clone();
+        // A contact has an actor exactly while it has conversations not yet ended.
+        let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);
+        if !has_actor {
+            tracing::info!(contact = %contact, "message from a contact with no live conversation; ignored");
+            return Delivery::NoConversation;
+        }
+        match self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await {
+            Ok(delivery) => delivery,
+            Err(_) => Delivery::NoConversation,
+        }
     }
 }
 

@@ -114,7 +114,10 @@ fn send(text: &str) -> ToolCall {
 /// The PRD's first success criterion: CREATED to COMPLETED with no human.
 #[tokio::test(start_paused = true)]
 async fn a_full_conversation_completes_with_no_manual_intervention() {
-    let w = world(|turn, tools| {
+    let ended = Arc::new(Mutex::new(None));
+    let e = ended.clone();
+    let w = world(move |turn, tools| {
+        let ended = e.clone();
         Box::pin(async move {
             match turn.kind {
                 TurnKind::FirstMessage => {
@@ -132,7 +135,9 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
                         .await
                         .unwrap();
                     tools.call(send("Great, Friday 3pm it is. Thank you!")).await.unwrap();
-                    tools.call(ToolCall::EndConversation { reason: "delivery day confirmed".into() }).await.unwrap();
+                    let reason = "delivery day confirmed".into();
+                    // The agent's own turn hears back from end_conversation.
+                    *ended.lock().unwrap() = Some(tools.call(ToolCall::EndConversation { reason }).await);
                 }
                 other => panic!("unexpected turn {other:?}"),
             }
@@ -157,6 +162,14 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
         ]
     );
     assert_eq!(done.completion_reason.as_deref(), Some("delivery day confirmed"));
+    for _ in 0..1000 {
+        if ended.lock().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let answer = ended.lock().unwrap().take().expect("the agent's turn was cut off before end_conversation answered");
+    assert!(answer.unwrap().contains("ended"));
     assert_eq!(done.todos[0].status, TodoStatus::Completed);
     assert_eq!(done.todos[0].note.as_deref(), Some("contact said: Friday 3pm"));
     let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();

@@ -262,9 +262,6 @@ impl Actor {
         self.shared.publish(&next);
         if next.state.is_terminal() {
             self.convs.remove(index);
-            if self.turn.as_ref().is_some_and(|t| t.instance == next.id) {
-                self.abort_turn();
-            }
         } else {
             self.convs[index] = next.clone();
         }
@@ -296,10 +293,8 @@ impl Actor {
         match op {
             Op::Pause => {
                 let instance = self.transition(id, Event::Pause, None, |_| {})?;
-                if self.turn.as_ref().is_some_and(|t| t.instance == id) {
-                    // The turn re-runs from disk on resume.
-                    self.abort_turn();
-                }
+                // The turn re-runs from disk on resume.
+                self.abort_turn_of(id);
                 Ok((instance, None))
             }
             Op::Resume => Ok((self.transition(id, Event::Resume, None, |_| {})?, None)),
@@ -308,6 +303,7 @@ impl Actor {
                 let instance = self.transition(id, Event::Cancel, Some(reason.clone()), |i| {
                     i.failure_reason = Some(reason);
                 })?;
+                self.abort_turn_of(id);
                 Ok((instance, None))
             }
             Op::Send(text) => self.manual_send(id, text).await,
@@ -454,6 +450,13 @@ impl Actor {
     fn abort_turn(&mut self) {
         if let Some(turn) = self.turn.take() {
             turn.task.abort();
+        }
+    }
+
+    /// The operator stopped conversation `id` (pause, cancel): stop its turn now.
+    fn abort_turn_of(&mut self, id: Uuid) {
+        if self.turn.as_ref().is_some_and(|t| t.instance == id) {
+            self.abort_turn();
         }
     }
 

@@ -14,10 +14,10 @@ use crate::api::{ConversationInstance, State};
 /// back from PAUSED, else the agent's scheduled delay, else the interval);
 /// leaving it disarms the timer, remembering the time left when pausing.
 pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State, now: DateTime<Utc>) {
-    let remaining_when_paused = instance.paused_heartbeat_remaining_ms.take();
     if from == to {
         return;
     }
+    let remaining_when_paused = instance.paused_heartbeat_remaining_ms.take();
     if to == State::WaitingForReply {
         let delay_ms = match from {
             State::Paused => remaining_when_paused,

@@ -65,8 +65,10 @@ fn start_status_stop() {
     assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
     assert!(status["model"].is_null());
 
-    // Secrets are owner-only.
-    assert_eq!(file_mode(&relay.path().join("api-token")), 0o600);
+    // Every file relay keeps is owner-only.
+    for file in ["api-token", "config.json", "daemon.pid", "daemon.port", "daemon.lock", "relay.log", "daemon.stderr"] {
+        assert_eq!(file_mode(&relay.path().join(file)), 0o600, "{file}");
+    }
 
     // Starting again says so and succeeds.
     let again = relay.json(&["start"]);

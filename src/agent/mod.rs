@@ -36,7 +36,7 @@ pub struct Turn {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
-    #[error("no model is configured: answer the contact with `relay send`, or configure a model with `relay init`")]
+    #[error("no model is configured: answer the contact with `relay send`")]
     NotConfigured,
     #[error("the model failed: {0}")]
     Model(String),

@@ -3,7 +3,8 @@
 //! so and succeeds. A stale pid file is cleaned up; a daemon that dies while
 //! starting (port taken, bad config) has its error shown.
 
-use std::fs::File;
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -43,7 +44,12 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let port = ctx.port.unwrap_or(config.daemon_port);
     let exe = std::env::current_exe().map_err(|e| CliError::failure(format!("cannot find the relay binary: {e}")))?;
     let stderr_path = home.daemon_stderr_file();
-    let stderr = File::create(&stderr_path)
+    let stderr = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&stderr_path)
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", stderr_path.display())))?;
     let mut command = Command::new(exe);
     command

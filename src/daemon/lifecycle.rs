@@ -3,6 +3,7 @@
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 
 use crate::home::{self, Home};
 
@@ -23,7 +24,7 @@ pub enum LockError {
 pub fn lock(home: &Home) -> Result<DaemonLock, LockError> {
     let path = home.lock_file();
     let io_error = |source| LockError::Io { path: path.display().to_string(), source };
-    let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io_error)?;
+    let file = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&path).map_err(io_error)?;
     match file.try_lock() {
         Ok(()) => Ok(DaemonLock { _file: file }),
         Err(TryLockError::WouldBlock) => Err(LockError::Held(home.root().display().to_string())),

@@ -13,6 +13,7 @@ pub mod lifecycle;
 pub mod routes;
 
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -107,7 +108,7 @@ async fn stop_on_signals(stop: watch::Sender<bool>) {
 /// info). A bare level applies to relay only, so no dependency can log
 /// request internals; a full filter (`relay=debug,hyper=info`) is taken as is.
 fn init_logging(home: &Home) -> io::Result<()> {
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(home.log_file())?;
+    let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(home.log_file())?;
     let wanted = std::env::var("RELAY_LOG").unwrap_or_else(|_| "info".into());
     let directive = if wanted.contains('=') { wanted } else { format!("warn,relay={wanted}") };
     let filter = tracing_subscriber::EnvFilter::try_new(&directive)

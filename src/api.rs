@@ -48,6 +48,22 @@ impl Default for HeartbeatConfig {
     }
 }
 
+/// Tokens used by model calls (as the provider reports them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub model_calls: u64,
+}
+
+impl std::ops::AddAssign for TokenUsage {
+    fn add_assign(&mut self, other: TokenUsage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.model_calls += other.model_calls;
+    }
+}
+
 /// One entry of an instance's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StateTransition {
@@ -98,6 +114,9 @@ pub struct ConversationInstance {
     /// handled the conversation; a turn starts for them as soon as it may.
     #[serde(default)]
     pub unanswered_contact_messages: u32,
+    /// Tokens the conversation's model calls used, in all.
+    #[serde(default)]
+    pub usage: TokenUsage,
     /// Every transition, oldest first.
     #[serde(default)]
     pub history: Vec<StateTransition>,
@@ -205,8 +224,10 @@ pub struct DaemonStatusResponse {
     pub active_instance_count: usize,
     pub total_instance_count: usize,
     pub channel: ChannelStatus,
-    /// The conversation agent's model, or null when none is configured.
+    /// The conversation agent's model ("provider/name"), or null when none is configured.
     pub model: Option<String>,
+    /// The model's last failure (unreachable, key rejected), until a call succeeds.
+    pub model_error: Option<String>,
     pub port: u16,
     pub home: String,
     pub version: String,

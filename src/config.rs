@@ -34,6 +34,91 @@ pub struct Config {
     pub channel: ChannelKind,
     #[serde(default = "default_port")]
     pub daemon_port: u16,
+    /// The conversation agent's model; none means conversations go to a human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelConfig>,
+    #[serde(default)]
+    pub agent: AgentSettings,
+}
+
+/// The LLM providers relay speaks to (through rig-core).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// OpenAI's Chat Completions API.
+    Openai,
+    /// Any server speaking Chat Completions at <base-url>/chat/completions
+    /// (vLLM, llama.cpp, LM Studio, Ollama's /v1).
+    OpenaiCompatible,
+    /// Ollama's native API.
+    Ollama,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+            Provider::OpenaiCompatible => "openai-compatible",
+            Provider::Ollama => "ollama",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    /// The model's name at the provider, e.g. "claude-haiku-4-5" or "gpt-4o-mini".
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The environment variable that holds the API key (preferred).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// The API key itself; this file is owner-only (0600). Never logged or shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+}
+
+impl ModelConfig {
+    /// "provider/name", as `relay status` shows it.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.provider.as_str(), self.name)
+    }
+}
+
+/// How turns run. Every field has a safe default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentSettings {
+    /// Model calls in one turn before it is cut off.
+    pub max_rounds: u32,
+    /// How long one model call may take.
+    pub request_timeout_secs: u64,
+    /// Retries of a call that timed out or got 429/5xx, with backoff.
+    pub max_retries: u32,
+    /// The first retry waits this long; each next one twice as long.
+    pub retry_backoff_ms: u64,
+    /// The transcript characters a turn's context may hold (newest kept).
+    pub history_budget_chars: usize,
+    /// The longest answer a model call may write.
+    pub max_output_tokens: u64,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        AgentSettings {
+            max_rounds: 8,
+            request_timeout_secs: 60,
+            max_retries: 3,
+            retry_backoff_ms: 1000,
+            history_budget_chars: 24_000,
+            max_output_tokens: 1024,
+        }
+    }
 }
 
 fn default_port() -> u16 {
@@ -52,7 +137,7 @@ pub enum ConfigError {
 
 impl Config {
     pub fn new(channel: ChannelKind) -> Config {
-        Config { channel, daemon_port: DEFAULT_PORT }
+        Config { channel, daemon_port: DEFAULT_PORT, model: None, agent: AgentSettings::default() }
     }
 
     pub fn load(home: &Home) -> Result<Config, ConfigError> {

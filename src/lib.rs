@@ -12,13 +12,14 @@
 //! |---|---|
 //! | [`api`] | the contract: every type on the wire, shared by daemon, CLI and OpenAPI |
 //! | [`engine`] | conversations: the state machine table ([`engine::fsm`]), one actor per contact (events one at a time, the FIFO queue), heartbeats, the six tools |
-//! | [`agent`] | the `Agent` seam the engine calls for a turn |
+//! | [`agent`] | the `Agent` seam the engine calls for a turn; the LLM agent (prompt, tools, rig-core loop, providers) |
 //! | [`channel`] | the `Channel` seam, and the sandbox channel |
 //! | [`store`] | crash-safe files in the relay home |
 //! | [`daemon`] | the HTTP server, its guards, routes and lifecycle |
 //! | [`cli`] | one file per subcommand, and output formatting |
 //! | [`home`], [`config`] | where files live, and `config.json` |
 //! | [`contact`], [`duration`] | E.164 numbers and `30m`-style durations |
+//! | [`scripted_model`] | a scripted Chat Completions server, for tests and trying relay without a key |
 
 pub mod agent;
 pub mod api;
@@ -30,5 +31,6 @@ pub mod daemon;
 pub mod duration;
 pub mod engine;
 pub mod home;
+pub mod scripted_model;
 pub mod store;
 pub mod util;

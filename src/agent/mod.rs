@@ -7,6 +7,11 @@
 //! [`AgentError::NotConfigured`], and the engine hands the conversation to a
 //! human (NEEDS_HUMAN_INTERVENTION), who can drive it with `relay send`.
 
+pub mod llm;
+pub mod prompt;
+pub mod provider;
+pub mod tools;
+
 use crate::api::{ConversationInstance, TranscriptMessage};
 use crate::util::BoxFuture;
 
@@ -46,8 +51,49 @@ pub trait Agent: Send + Sync + 'static {
     /// The model, as `relay status` shows it, or None.
     fn model(&self) -> Option<String>;
 
+    /// The last model failure, until a call succeeds again.
+    fn last_error(&self) -> Option<String> {
+        None
+    }
+
     /// Takes one turn. Side effects happen only through `tools`.
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>>;
+}
+
+/// The agent of a relay whose model is configured but cannot be used (its
+/// API key is missing): every turn fails with the reason.
+pub struct Misconfigured {
+    pub model: String,
+    pub error: String,
+}
+
+impl Agent for Misconfigured {
+    fn model(&self) -> Option<String> {
+        Some(self.model.clone())
+    }
+
+    fn last_error(&self) -> Option<String> {
+        Some(self.error.clone())
+    }
+
+    fn run_turn(&self, _turn: Turn, _tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
+        let error = self.error.clone();
+        Box::pin(async move { Err(AgentError::Model(error)) })
+    }
+}
+
+/// Builds the agent `config` describes.
+pub fn from_config(config: &crate::config::Config) -> std::sync::Arc<dyn Agent> {
+    match &config.model {
+        None => std::sync::Arc::new(NoModel),
+        Some(model) => match llm::LlmAgent::new(model, config.agent.clone()) {
+            Ok(agent) => std::sync::Arc::new(agent),
+            Err(error) => {
+                tracing::error!(model = %model.label(), %error, "the model cannot be used");
+                std::sync::Arc::new(Misconfigured { model: model.label(), error })
+            }
+        },
+    }
 }
 
 /// The agent of a relay with no model configured.

@@ -6,13 +6,28 @@ use std::io::{BufRead, IsTerminal, Write};
 use serde::Serialize;
 
 use super::{CliError, Context, output};
-use crate::config::{ChannelKind, Config};
+use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The channel relay speaks through [default: whatsapp; asked when interactive].
     #[arg(long, value_enum)]
     pub channel: Option<ChannelKind>,
+    /// The conversation agent's model provider.
+    #[arg(long, value_enum, requires = "model")]
+    pub provider: Option<Provider>,
+    /// The model's name at the provider (e.g. claude-haiku-4-5, gpt-4o-mini, qwen3).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's URL; openai-compatible: the URL that /chat/completions follows (e.g. http://127.0.0.1:8000/v1).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (preferred: the key stays out of config.json).
+    #[arg(long, conflicts_with = "api_key")]
+    pub api_key_env: Option<String>,
+    /// The API key itself, stored in config.json (owner-only, never printed).
+    #[arg(long)]
+    pub api_key: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -21,6 +36,8 @@ struct Initialised {
     config_file: String,
     channel: ChannelKind,
     daemon_port: u16,
+    /// "provider/name", or null: never the key.
+    model: Option<String>,
     created: bool,
 }
 
@@ -41,6 +58,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     if let Some(port) = ctx.port {
         config.daemon_port = port;
     }
+    config.model = model_config(&args, config.model.take())?;
     let fail = |e: std::io::Error| CliError::failure(format!("cannot write {}: {e}", ctx.home.root().display()));
     ctx.home.create().map_err(fail)?;
     config.save(&ctx.home.config_file()).map_err(fail)?;
@@ -50,6 +68,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         config_file: ctx.home.config_file().display().to_string(),
         channel: config.channel,
         daemon_port: config.daemon_port,
+        model: config.model.as_ref().map(ModelConfig::label),
         created: existing.is_none(),
     };
     if ctx.json {
@@ -58,6 +77,10 @@ pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     }
     let verb = if done.created { "Initialised" } else { "Updated" };
     println!("{verb} relay in {} (channel {}, port {}).", done.home, channel.as_str(), done.daemon_port);
+    match &config.model {
+        Some(model) => println!("Model: {} (key from {}).", model.label(), key_source(model)),
+        None => println!("No model: conversations go to you (`relay send`). Add one with --provider and --model."),
+    }
     match channel {
         ChannelKind::Sandbox => {
             println!("The sandbox channel simulates contacts: nothing is sent over WhatsApp.");
@@ -83,5 +106,62 @@ fn ask_channel() -> Result<ChannelKind, CliError> {
         "" | "whatsapp" => Ok(ChannelKind::Whatsapp),
         "sandbox" => Ok(ChannelKind::Sandbox),
         other => Err(CliError::usage(format!("unknown channel '{other}' (whatsapp or sandbox)"))),
+    }
+}
+
+/// The model section after this `init`: the flags change what they name and
+/// keep the rest.
+fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<ModelConfig>, CliError> {
+    let named = args.model.is_some() || args.base_url.is_some() || args.api_key.is_some() || args.api_key_env.is_some();
+    let mut model = match (args.provider, existing) {
+        (Some(provider), existing) => {
+            let same = existing.filter(|m| m.provider == provider);
+            ModelConfig {
+                provider,
+                name: String::new(),
+                base_url: same.as_ref().and_then(|m| m.base_url.clone()),
+                api_key_env: same.as_ref().and_then(|m| m.api_key_env.clone()),
+                api_key: same.and_then(|m| m.api_key),
+            }
+        }
+        (None, Some(existing)) => existing,
+        (None, None) if named => {
+            return Err(CliError::usage(
+                "say which provider with --provider (anthropic, openai, openai-compatible, ollama)",
+            ));
+        }
+        (None, None) => return Ok(None),
+    };
+    if let Some(name) = &args.model {
+        model.name = name.trim().to_string();
+    }
+    if model.name.is_empty() {
+        return Err(CliError::usage("say which model with --model"));
+    }
+    if let Some(url) = &args.base_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(CliError::usage(format!("--base-url must start with http:// or https:// (got '{url}')")));
+        }
+        model.base_url = Some(url.trim_end_matches('/').to_string());
+    }
+    if let Some(var) = &args.api_key_env {
+        model.api_key_env = Some(var.clone());
+        model.api_key = None;
+    }
+    if let Some(key) = &args.api_key {
+        model.api_key = Some(key.clone());
+        model.api_key_env = None;
+    }
+    if model.provider == Provider::OpenaiCompatible && model.base_url.is_none() {
+        return Err(CliError::usage("openai-compatible needs --base-url (the URL before /chat/completions)"));
+    }
+    Ok(Some(model))
+}
+
+fn key_source(model: &ModelConfig) -> String {
+    match (&model.api_key_env, &model.api_key) {
+        (Some(var), _) => format!("${var}"),
+        (None, Some(_)) => "config.json".into(),
+        (None, None) => "nowhere: none is sent".into(),
     }
 }

@@ -20,6 +20,9 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         Some(model) => println!("  model          {model}"),
         None => println!("  model          none: conversations go to a human (answer with `relay send`)"),
     }
+    if let Some(error) = &status.model_error {
+        println!("  model error    {error}");
+    }
     println!("  conversations  {} active, {} in all", status.active_instance_count, status.total_instance_count);
     println!("  home           {}", status.home);
     Ok(())

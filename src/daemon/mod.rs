@@ -20,7 +20,6 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::agent::{Agent, NoModel};
 use crate::channel::{Channel, SandboxChannel, unavailable::NotLinked};
 use crate::config::{ChannelKind, Config, ConfigError};
 use crate::engine::Engine;
@@ -63,7 +62,7 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home.sandbox_outbox_file())?),
         ChannelKind::Whatsapp => Arc::new(NotLinked),
     };
-    let agent: Arc<dyn Agent> = Arc::new(NoModel);
+    let agent = crate::agent::from_config(&config);
     let engine = Engine::start(store, channel, agent)?;
     let (stop, mut stopped) = watch::channel(false);
     let app = routes::App {

@@ -121,6 +121,7 @@ async fn status(State(app): State<App>) -> Json<DaemonStatusResponse> {
         total_instance_count: total,
         channel,
         model: app.engine.agent().model(),
+        model_error: app.engine.agent().last_error(),
         port: app.port,
         home: app.home.to_string(),
         version: env!("CARGO_PKG_VERSION").into(),

@@ -23,7 +23,8 @@ use super::tools::{ConversationTools, ToolCall, ToolError};
 use super::{EngineError, Shared, bounded_text, heartbeat, limits};
 use crate::agent::{AgentError, Turn, TurnKind};
 use crate::api::{
-    ConversationInstance, CreateInstanceResponse, Role, State, StateTransition, TodoStatus, TranscriptMessage,
+    ConversationInstance, CreateInstanceResponse, Role, State, StateTransition, TodoStatus, TokenUsage,
+    TranscriptMessage,
 };
 use crate::channel::{Delivery, InboundMessage};
 use crate::contact::Contact;
@@ -31,10 +32,11 @@ use crate::contact::Contact;
 type Reply<T> = oneshot::Sender<T>;
 
 pub(crate) enum Msg {
-    Create { instance: ConversationInstance, reply: Reply<Result<CreateInstanceResponse, EngineError>> },
+    Create { instance: Box<ConversationInstance>, reply: Reply<Result<CreateInstanceResponse, EngineError>> },
     Operator { id: Uuid, op: Op, reply: Reply<Result<(ConversationInstance, Option<TranscriptMessage>), EngineError>> },
     Inbound { message: InboundMessage, reply: Reply<Delivery> },
     Tool { id: Uuid, turn: u64, call: ToolCall, reply: Reply<Result<String, ToolError>> },
+    Usage { id: Uuid, usage: TokenUsage },
     TurnDone { id: Uuid, turn: u64, result: Result<(), AgentError> },
     Shutdown,
 }
@@ -114,7 +116,7 @@ impl Actor {
     async fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Create { instance, reply } => {
-                let _ = reply.send(self.create(instance));
+                let _ = reply.send(self.create(*instance));
             }
             Msg::Operator { id, op, reply } => {
                 let result = self.operate(id, op).await;
@@ -128,6 +130,11 @@ impl Actor {
             }
             Msg::Tool { id, turn, call, reply } => {
                 let _ = reply.send(self.tool(id, turn, call).await);
+            }
+            Msg::Usage { id, usage } => {
+                if let Err(error) = self.update(id, |i| i.usage += usage) {
+                    tracing::warn!(instance = %id, %error, "cannot record token usage");
+                }
             }
             Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
             Msg::Shutdown => unreachable!("handled by the loop"),

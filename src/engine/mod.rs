@@ -139,7 +139,7 @@ impl Engine {
     }
 
     pub async fn create(&self, request: CreateInstanceRequest) -> Result<CreateInstanceResponse, EngineError> {
-        let instance = new_instance(request)?;
+        let instance = Box::new(new_instance(request)?);
         let contact = contact_of(&instance);
         self.shared.ask(&contact, |reply| Msg::Create { instance, reply }).await?
     }
@@ -417,6 +417,7 @@ fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, 
         paused_heartbeat_remaining_ms: None,
         scheduled_heartbeat_ms: None,
         unanswered_contact_messages: 0,
+        usage: Default::default(),
         history: vec![StateTransition {
             from_state: None,
             to_state: State::Created,

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::actor::Msg;
-use crate::api::TodoStatus;
+use crate::api::{TodoStatus, TokenUsage};
 
 /// One tool call, already parsed and typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +73,13 @@ impl ConversationTools {
         let gone = || ToolError("the conversation is no longer running".into());
         self.actor.send(Msg::Tool { id: self.instance, turn: self.turn, call, reply }).map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
+    }
+
+    /// Adds one model call's tokens to the conversation's totals. Call it
+    /// before running that call's tools: a turn that ends the conversation
+    /// is not heard from afterwards.
+    pub fn record_usage(&self, usage: TokenUsage) {
+        let _ = self.actor.send(Msg::Usage { id: self.instance, usage });
     }
 
     pub fn instance_id(&self) -> Uuid {

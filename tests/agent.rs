@@ -1,0 +1,266 @@
+//! The conversation agent end to end: the real binary, the sandbox channel,
+//! and rig-core's real OpenAI client talking to the scripted model server,
+//! whose recorded requests show what relay sent.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use relay::scripted_model::{Reply, Responder, ScriptedModel, queue};
+use serde_json::{Value, json};
+
+/// A sandbox relay whose model is the scripted server.
+fn with_model(responder: Responder) -> (Relay, ScriptedModel) {
+    let model = ScriptedModel::start_on_thread(responder);
+    let relay = Relay::sandbox();
+    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
+    // Fast retries for the tests.
+    let path = relay.path().join("config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 2});
+    std::fs::write(&path, config.to_string()).unwrap();
+    relay.ok(&["start"]);
+    (relay, model)
+}
+
+fn system_prompt(request: &Value) -> String {
+    let system = &request["messages"][0];
+    assert_eq!(system["role"], "system");
+    match &system["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        other => panic!("unexpected system content {other}"),
+    }
+}
+
+fn outbox(relay: &Relay) -> Vec<String> {
+    relay
+        .json(&["sandbox", "outbox"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// PRD success criterion 1: CREATED to COMPLETED with no manual intervention.
+#[test]
+fn a_conversation_runs_to_completion_on_its_own() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::tool("send_message", json!({"text": "Hi! Which day suits you for the delivery?"})),
+        Reply::Text(String::new()),
+        Reply::Tools(vec![
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "Friday 3pm"})),
+            ("send_message".into(), json!({"text": "Perfect, Friday 3pm. Thank you!"})),
+        ]),
+        Reply::tool("end_conversation", json!({"reason": "delivery day confirmed"})),
+    ]));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm works"]);
+    let done = relay.wait_for_state(&id, "COMPLETED");
+
+    assert_eq!(done["completion_reason"], "delivery day confirmed");
+    assert_eq!(done["todos"][0]["status"], "completed");
+    assert_eq!(done["todos"][0]["note"], "Friday 3pm");
+    assert_eq!(done["usage"], json!({"input_tokens": 400, "output_tokens": 40, "model_calls": 4}));
+    assert_eq!(outbox(&relay), ["Hi! Which day suits you for the delivery?", "Perfect, Friday 3pm. Thank you!"]);
+    assert!(relay.ok(&["get", &id]).contains("Friday 3pm"), "get shows the todo's note");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4, "the turn stops right after end_conversation");
+    // What the model was given: the six tools, exactly.
+    let tools: Vec<&str> =
+        requests[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        [
+            "send_message",
+            "mark_todo_item",
+            "end_conversation",
+            "schedule_next_heartbeat",
+            "place_call",
+            "request_human_intervention"
+        ]
+    );
+    let system = system_prompt(&requests[0]);
+    assert!(
+        system.contains("Confirm the delivery date") && system.contains("id \"1\" [pending] Ask which day suits"),
+        "{system}"
+    );
+    assert!(system.contains("write your first message"));
+    // The reply turn: the history as chat turns, the contact's words only as the user's.
+    let reply_turn = &requests[2];
+    assert!(!system_prompt(reply_turn).contains("Friday 3pm works"));
+    let messages = reply_turn["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!((last["role"].as_str(), last["content"].as_str()), (Some("user"), Some("Friday 3pm works")));
+    assert!(
+        messages.iter().any(|m| m["role"] == "assistant" && m["content"].to_string().contains("Which day suits you"))
+    );
+}
+
+/// PRD success criterion 2: follow-ups at the interval, then ABANDONED.
+#[test]
+fn a_silent_contact_gets_exactly_max_followups() {
+    let responder: Responder = Arc::new(|n, request| {
+        let last = request["messages"].as_array().unwrap().last().unwrap().clone();
+        if last["role"] == "tool" {
+            Reply::Text(String::new())
+        } else {
+            Reply::tool("send_message", json!({"text": format!("message {n}")}))
+        }
+    });
+    let (relay, model) = with_model(responder);
+    let id = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "2"]);
+    let abandoned = relay.wait_for_state(&id, "ABANDONED");
+    assert_eq!(outbox(&relay).len(), 3, "exactly 1 + max_followups messages");
+    assert_eq!(abandoned["follow_up_count"], 3);
+    // Each follow-up turn is two calls (send_message, then the closing text):
+    // count the turns' first calls, those not answering a tool result.
+    let followups: Vec<String> = model
+        .requests()
+        .iter()
+        .filter(|r| r["messages"].as_array().unwrap().last().unwrap()["role"] != "tool")
+        .map(system_prompt)
+        .filter(|s| s.contains("Write follow-up"))
+        .collect();
+    assert_eq!(followups.len(), 2);
+    assert!(followups[0].contains("follow-up 1 of 2") && followups[1].contains("follow-up 2 of 2"));
+}
+
+#[test]
+fn asking_for_a_human_then_relay_send_waits_again() {
+    let (relay, _model) = with_model(queue(vec![Reply::tool(
+        "request_human_intervention",
+        json!({"reason": "they want a refund; I cannot decide"}),
+    )]));
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert_eq!(needs["intervention_reason"], "they want a refund; I cannot decide");
+    assert!(relay.ok(&["get", &id]).contains("they want a refund"));
+    relay.ok(&["send", &id, "Hello, I am the manager."]);
+    let waiting = relay.get(&id);
+    assert_eq!(waiting["state"], "WAITING_FOR_REPLY");
+    assert!(waiting["next_heartbeat_at"].is_string());
+}
+
+#[test]
+fn a_restarted_daemon_gives_the_model_the_whole_conversation() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::tool("send_message", json!({"text": "Hi! Which day suits you?"})),
+        Reply::Text(String::new()),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["stop"]);
+    relay.ok(&["start"]);
+    relay.ok(&["sandbox", "say", CONTACT, "Who is this?"]);
+    relay.wait_for(&id, "the reply turn", |i| i["usage"]["model_calls"] == 3);
+    let after_restart = &model.requests()[2];
+    let messages = after_restart["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "assistant", "user"]);
+    assert!(messages[1]["content"].to_string().contains("Which day suits you?"));
+    assert_eq!(messages[2]["content"], "Who is this?");
+}
+
+#[test]
+fn unknown_tools_and_recipient_arguments_send_nothing_to_anyone() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Tools(vec![
+            ("send_message".into(), json!({"text": "hi", "to": OTHER_CONTACT})),
+            ("forward_message".into(), json!({"contact": OTHER_CONTACT, "text": "hi"})),
+            ("place_call".into(), json!({"number": OTHER_CONTACT})),
+        ]),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert!(outbox(&relay).is_empty(), "nothing reached anyone");
+    assert_eq!(history_triggers(&waiting).last().unwrap(), "agent_waits");
+    // The model was told why, call by call.
+    let results: Vec<String> = model.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert!(results[0].contains("unknown field") && results[0].contains("nothing was done"), "{}", results[0]);
+    assert!(results[1].contains("there is no tool 'forward_message'"), "{}", results[1]);
+    assert!(results[2].contains("unknown field"), "{}", results[2]);
+}
+
+#[test]
+fn a_model_that_rejects_the_key_hands_over_to_a_human_with_the_reason() {
+    let (relay, model) = with_model(queue(vec![Reply::Error(401, "Incorrect API key provided".into())]));
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    let reason = needs["intervention_reason"].as_str().unwrap();
+    assert!(reason.contains("401") || reason.contains("Incorrect API key"), "{reason}");
+    assert_eq!(model.requests().len(), 1, "a rejected key is not retried");
+    let status = relay.json(&["status"]);
+    assert_eq!(status["model"], "openai-compatible/scripted");
+    assert!(
+        status["model_error"].as_str().is_some_and(|e| e.contains("401") || e.contains("Incorrect API key")),
+        "{status:#}"
+    );
+}
+
+#[test]
+fn server_errors_are_retried_a_bounded_number_of_times() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Error(500, "overloaded".into()),
+        Reply::Error(503, "overloaded".into()),
+        Reply::Error(500, "overloaded".into()),
+    ]));
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert!(needs["intervention_reason"].as_str().unwrap().contains("overloaded"));
+    assert_eq!(model.requests().len(), 3, "the first call and max_retries (2) retries");
+}
+
+#[test]
+fn an_unreachable_provider_is_a_clear_reason() {
+    let relay = Relay::sandbox();
+    let port = free_port();
+    relay.ok(&[
+        "init",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "m",
+        "--base-url",
+        &format!("http://127.0.0.1:{port}/v1"),
+    ]);
+    let path = relay.path().join("config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["agent"] = json!({"retry_backoff_ms": 1, "max_retries": 1});
+    std::fs::write(&path, config.to_string()).unwrap();
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert!(
+        needs["intervention_reason"].as_str().unwrap().starts_with("the model failed: openai-compatible/m:"),
+        "{needs:#}"
+    );
+}
+
+#[test]
+fn keys_stay_out_of_status_get_and_the_log() {
+    let (relay, _model) = with_model(queue(vec![Reply::Text(String::new())]));
+    relay.ok(&["stop"]);
+    relay.ok(&["init", "--api-key", "sk-very-secret-key"]);
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    for out in [relay.ok(&["status", "--json"]), relay.ok(&["get", &id, "--json"]), relay.ok(&["init", "--json"])] {
+        assert!(!out.contains("sk-very-secret"), "{out}");
+    }
+    assert_eq!(file_mode(&relay.path().join("config.json")), 0o600);
+    assert!(!std::fs::read_to_string(relay.path().join("relay.log")).unwrap().contains("sk-very-secret"));
+}

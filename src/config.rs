@@ -106,6 +106,9 @@ pub struct AgentSettings {
     pub history_budget_chars: usize,
     /// The longest answer a model call may write.
     pub max_output_tokens: u64,
+    /// After a contact message, how long to wait for more before answering
+    /// them all in one turn.
+    pub reply_window_ms: u64,
 }
 
 impl Default for AgentSettings {
@@ -117,6 +120,7 @@ impl Default for AgentSettings {
             retry_backoff_ms: 1000,
             history_budget_chars: 24_000,
             max_output_tokens: 1024,
+            reply_window_ms: 1500,
         }
     }
 }

@@ -9,7 +9,7 @@ use relay::agent::{Agent, AgentError, ConversationTools, ToolCall, Turn, TurnKin
 use relay::api::{ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, State, TodoStatus};
 use relay::channel::{Channel, SandboxChannel};
 use relay::contact::Contact;
-use relay::engine::Engine;
+use relay::engine::{Engine, Settings};
 use relay::home::Home;
 use relay::store::Store;
 use relay::util::BoxFuture;
@@ -63,7 +63,7 @@ fn world(
 fn boot(home: &Home, agent: Arc<TestAgent>) -> (Engine, Arc<SandboxChannel>) {
     let sandbox = Arc::new(SandboxChannel::open(home.sandbox_outbox_file()).unwrap());
     let channel: Arc<dyn Channel> = sandbox.clone();
-    let engine = Engine::start(Store::open(home).unwrap(), channel, agent).unwrap();
+    let engine = Engine::start(Store::open(home).unwrap(), channel, agent, Settings::default()).unwrap();
     (engine, sandbox)
 }
 
@@ -436,4 +436,28 @@ async fn a_reply_and_a_heartbeat_never_race() {
     assert!(settled.follow_up_count <= 1);
     let transcript = w.engine.transcript(&created.id.to_string()).unwrap();
     assert!(transcript.iter().any(|m| m.content == "Here!"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn messages_in_quick_succession_get_one_answer() {
+    let w = world(|_turn, tools| {
+        Box::pin(async move {
+            tools.call(send("ok")).await.unwrap();
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
+    until_state(&w.engine, created.id, State::WaitingForReply).await;
+    say(&w, "Hi").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    say(&w, "I mean: Friday").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    say(&w, "at 3pm").await;
+    // Still within the window of the last message: no turn yet.
+    assert_eq!(w.engine.get(&created.id.to_string()).unwrap().state, State::WaitingForAgent);
+    until(&w.engine, created.id, |i| i.state == State::WaitingForReply && w.agent.kinds().len() == 2).await;
+    let turns = w.agent.turns.lock().unwrap();
+    let from_contact: Vec<&str> =
+        turns[1].transcript.iter().filter(|m| m.role == Role::Contact).map(|m| m.content.as_str()).collect();
+    assert_eq!(from_contact, ["Hi", "I mean: Friday", "at 3pm"], "one turn answers all three");
 }

@@ -63,7 +63,9 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         ChannelKind::Whatsapp => Arc::new(NotLinked),
     };
     let agent = crate::agent::from_config(&config);
-    let engine = Engine::start(store, channel, agent)?;
+    let settings =
+        crate::engine::Settings { reply_window: std::time::Duration::from_millis(config.agent.reply_window_ms) };
+    let engine = Engine::start(store, channel, agent, settings)?;
     let (stop, mut stopped) = watch::channel(false);
     let app = routes::App {
         engine: engine.clone(),

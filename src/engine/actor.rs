@@ -74,6 +74,9 @@ struct Actor {
     turn: Option<RunningTurn>,
     turns_started: u64,
     timer: Option<Timer>,
+    /// While the contact is still typing: the reply turn waits until this
+    /// instant, which each new message pushes back (see `Settings::reply_window`).
+    reply_due: Option<Instant>,
 }
 
 /// What `drive` does next.
@@ -91,13 +94,14 @@ pub(crate) async fn run(
     me: mpsc::UnboundedSender<Msg>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
 ) {
-    let mut actor = Actor { shared, contact, me, convs, turn: None, turns_started: 0, timer: None };
+    let mut actor = Actor { shared, contact, me, convs, turn: None, turns_started: 0, timer: None, reply_due: None };
     actor.drive();
     loop {
         if actor.convs.is_empty() && actor.shared.retire(&actor.contact, &rx) {
             break;
         }
         let deadline = actor.sync_timer();
+        let reply_due = actor.reply_due;
         tokio::select! {
             msg = rx.recv() => match msg {
                 None | Some(Msg::Shutdown) => break,
@@ -105,6 +109,9 @@ pub(crate) async fn run(
             },
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                 actor.heartbeat_fired();
+            }
+            _ = tokio::time::sleep_until(reply_due.unwrap_or_else(Instant::now)), if reply_due.is_some() => {
+                actor.reply_due = None;
             }
         }
         actor.drive();
@@ -192,6 +199,7 @@ impl Actor {
         let id = live.id;
         match live.state {
             State::Created => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
+            State::WaitingForAgent if self.reply_due.is_some_and(|due| due > Instant::now()) => None,
             State::WaitingForAgent => Some(Step::Transition(id, Event::AgentProcessesReply)),
             State::WaitingForReply if live.unanswered_contact_messages > 0 => {
                 Some(Step::Transition(id, Event::ContactReplies))
@@ -370,6 +378,10 @@ impl Actor {
             State::WaitingForReply => self.transition(id, Event::ContactReplies, None, count).map(drop),
             _ => self.update(id, count),
         };
+        if matches!(state, State::WaitingForReply | State::WaitingForAgent) {
+            // Several messages in quick succession get one answer.
+            self.reply_due = Some(Instant::now() + self.shared.settings.reply_window);
+        }
         if let Err(error) = saved {
             tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
         }

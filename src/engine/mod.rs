@@ -80,7 +80,22 @@ pub struct Engine {
     shared: Arc<Shared>,
 }
 
+/// How the engine behaves, from `config.json`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// After a contact message, wait this long for more before the agent
+    /// answers them all in one turn.
+    pub reply_window: std::time::Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { reply_window: std::time::Duration::from_millis(1500) }
+    }
+}
+
 pub(crate) struct Shared {
+    pub(crate) settings: Settings,
     pub(crate) store: Store,
     pub(crate) channel: Arc<dyn Channel>,
     pub(crate) agent: Arc<dyn Agent>,
@@ -101,11 +116,17 @@ struct ActorHandle {
 impl Engine {
     /// Loads every conversation from `store` and restarts the live ones:
     /// timers re-armed (past deadlines fire at once), interrupted turns re-run.
-    pub fn start(store: Store, channel: Arc<dyn Channel>, agent: Arc<dyn Agent>) -> Result<Engine, StoreError> {
+    pub fn start(
+        store: Store,
+        channel: Arc<dyn Channel>,
+        agent: Arc<dyn Agent>,
+        settings: Settings,
+    ) -> Result<Engine, StoreError> {
         let instances = store.load_instances()?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
         let engine = Engine {
             shared: Arc::new(Shared {
+                settings,
                 store,
                 channel: channel.clone(),
                 agent,

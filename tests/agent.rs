@@ -264,3 +264,17 @@ fn keys_stay_out_of_status_get_and_the_log() {
     assert_eq!(file_mode(&relay.path().join("config.json")), 0o600);
     assert!(!std::fs::read_to_string(relay.path().join("relay.log")).unwrap().contains("sk-very-secret"));
 }
+
+#[test]
+fn the_demo_runs_a_whole_conversation_and_says_it_is_simulated() {
+    let relay = Relay::uninitialised();
+    let run = relay.run(&["demo"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("SIMULATED: the model is a scripted model server and the contact is scripted too"));
+    assert!(run.stdout.contains("ACTIVE -> COMPLETED (end_conversation)"), "{}", run.stdout);
+    assert!(run.stdout.contains("[x] 2. Agree on a time window: Friday, around 3pm"), "{}", run.stdout);
+    // --json: the final conversation, as one document.
+    let done: Value = serde_json::from_str(&relay.ok(&["demo", "--json"])).unwrap();
+    assert_eq!(done["state"], "COMPLETED");
+    assert!(done["todos"].as_array().unwrap().iter().all(|t| t["status"] == "completed"));
+}

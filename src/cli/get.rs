@@ -47,6 +47,12 @@ pub fn print(i: &ConversationInstance) {
     if let Some(reason) = &i.failure_reason {
         println!("failed      {reason}");
     }
+    if i.usage.model_calls > 0 {
+        println!(
+            "usage       {} model calls, {} input + {} output tokens",
+            i.usage.model_calls, i.usage.input_tokens, i.usage.output_tokens
+        );
+    }
     println!("created     {}", output::time(i.created_at));
     println!("todos");
     for todo in &i.todos {

@@ -6,6 +6,7 @@ mod client;
 mod control;
 mod create;
 mod daemon;
+mod demo;
 mod get;
 mod init;
 mod list;
@@ -61,6 +62,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Watch a whole conversation on this machine: simulated model and contact, no keys, no WhatsApp.
+    Demo,
     /// Create the relay home and its config.json.
     Init(init::Args),
     /// Start the daemon in the background and wait until it answers.
@@ -197,6 +200,7 @@ pub fn main(cli: Cli) -> ExitCode {
 
 async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
     match command {
+        Command::Demo => demo::run(ctx).await,
         Command::Init(args) => init::run(ctx, args),
         Command::Start => start::run(ctx).await,
         Command::Stop => stop::run(ctx).await,

@@ -109,6 +109,9 @@ pub struct AgentSettings {
     /// After a contact message, how long to wait for more before answering
     /// them all in one turn.
     pub reply_window_ms: u64,
+    /// Bounds on the delay the agent may choose with schedule_next_heartbeat.
+    pub min_scheduled_heartbeat_secs: u64,
+    pub max_scheduled_heartbeat_secs: u64,
 }
 
 impl Default for AgentSettings {
@@ -121,6 +124,8 @@ impl Default for AgentSettings {
             history_budget_chars: 24_000,
             max_output_tokens: 1024,
             reply_window_ms: 1500,
+            min_scheduled_heartbeat_secs: 60,
+            max_scheduled_heartbeat_secs: 7 * 24 * 3600,
         }
     }
 }

@@ -84,6 +84,10 @@ fn a_conversation_runs_to_completion_on_its_own() {
             "request_human_intervention"
         ]
     );
+    let send = &requests[0]["tools"][0]["function"];
+    assert_eq!(send["parameters"]["required"], json!(["text"]));
+    assert_eq!(send["parameters"]["additionalProperties"], false);
+    assert_eq!(send["parameters"]["properties"]["text"]["maxLength"], 4096);
     let system = system_prompt(&requests[0]);
     assert!(
         system.contains("Confirm the delivery date") && system.contains("id \"1\" [pending] Ask which day suits"),

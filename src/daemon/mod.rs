@@ -63,9 +63,7 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         ChannelKind::Whatsapp => Arc::new(NotLinked),
     };
     let agent = crate::agent::from_config(&config);
-    let settings =
-        crate::engine::Settings { reply_window: std::time::Duration::from_millis(config.agent.reply_window_ms) };
-    let engine = Engine::start(store, channel, agent, settings)?;
+    let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(&config.agent))?;
     let (stop, mut stopped) = watch::channel(false);
     let app = routes::App {
         engine: engine.clone(),

@@ -541,7 +541,7 @@ impl Actor {
                 Ok("the conversation is ended; stop here".into())
             }
             ToolCall::ScheduleNextHeartbeat { delay } => {
-                let delay = heartbeat::clamp(delay);
+                let delay = heartbeat::clamp(delay, self.shared.settings.scheduled_heartbeat_bounds);
                 self.update(id, |i| i.scheduled_heartbeat_ms = Some(delay.as_millis() as u64)).map_err(refused)?;
                 Ok(format!(
                     "if the contact stays silent, the next follow-up is due {} after this turn",

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::limits;
 use crate::api::{ConversationInstance, State};
 
 /// Keeps the heartbeat fields right across a transition `from -> to`:
@@ -43,7 +42,8 @@ pub fn remaining_ms(instance: &ConversationInstance, now: DateTime<Utc>) -> u64 
     instance.next_heartbeat_at.map(|at| (at - now).num_milliseconds().max(0) as u64).unwrap_or(0)
 }
 
-/// The agent's `schedule_next_heartbeat` delay, clamped to what relay allows.
-pub fn clamp(delay: Duration) -> Duration {
-    delay.clamp(limits::MIN_HEARTBEAT, limits::MAX_HEARTBEAT)
+/// The agent's `schedule_next_heartbeat` delay, clamped to the configured
+/// bounds (`(min, max)`).
+pub fn clamp(delay: Duration, (min, max): (Duration, Duration)) -> Duration {
+    delay.clamp(min, max.max(min))
 }

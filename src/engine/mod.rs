@@ -86,11 +86,27 @@ pub struct Settings {
     /// After a contact message, wait this long for more before the agent
     /// answers them all in one turn.
     pub reply_window: std::time::Duration,
+    /// The shortest and longest delay the agent may choose with
+    /// `schedule_next_heartbeat`.
+    pub scheduled_heartbeat_bounds: (std::time::Duration, std::time::Duration),
+}
+
+impl Settings {
+    pub fn from_config(agent: &crate::config::AgentSettings) -> Settings {
+        use std::time::Duration;
+        Settings {
+            reply_window: Duration::from_millis(agent.reply_window_ms),
+            scheduled_heartbeat_bounds: (
+                Duration::from_secs(agent.min_scheduled_heartbeat_secs),
+                Duration::from_secs(agent.max_scheduled_heartbeat_secs),
+            ),
+        }
+    }
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { reply_window: std::time::Duration::from_millis(1500) }
+        Settings::from_config(&crate::config::AgentSettings::default())
     }
 }
 

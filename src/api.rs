@@ -22,6 +22,18 @@ pub enum TodoStatus {
     Skipped,
 }
 
+impl TodoStatus {
+    /// The name on the wire (and in the agent's prompt).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in_progress",
+            TodoStatus::Completed => "completed",
+            TodoStatus::Skipped => "skipped",
+        }
+    }
+}
+
 /// One thing the conversation should achieve. Ids are "1", "2", ... in the
 /// order given at creation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Turn, TurnKind};
-use crate::api::{Role, TodoStatus};
+use crate::api::Role;
 
 /// Who said a chat turn, as the model sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,12 +78,7 @@ pub fn system_prompt(turn: &Turn, now: DateTime<Utc>, omitted: usize) -> String 
     p.push_str(&format!("## Objective\n{}\n\n", i.objective));
     p.push_str("## Todos\n");
     for todo in &i.todos {
-        let status = match todo.status {
-            TodoStatus::Pending => "pending",
-            TodoStatus::InProgress => "in_progress",
-            TodoStatus::Completed => "completed",
-            TodoStatus::Skipped => "skipped",
-        };
+        let status = todo.status.as_str();
         p.push_str(&format!("- id \"{}\" [{status}] {}", todo.id, todo.text));
         if let Some(note) = &todo.note {
             p.push_str(&format!(" (note: {note})"));

@@ -23,8 +23,7 @@ use super::tools::{ConversationTools, ToolCall, ToolError};
 use super::{EngineError, Shared, bounded_text, heartbeat, limits};
 use crate::agent::{AgentError, Turn, TurnKind};
 use crate::api::{
-    ConversationInstance, CreateInstanceResponse, Role, State, StateTransition, TodoStatus, TokenUsage,
-    TranscriptMessage,
+    ConversationInstance, CreateInstanceResponse, Role, State, StateTransition, TokenUsage, TranscriptMessage,
 };
 use crate::channel::{Delivery, InboundMessage};
 use crate::contact::Contact;
@@ -529,7 +528,7 @@ impl Actor {
                     }
                 })
                 .map_err(refused)?;
-                Ok(format!("todo {todo_id} is now {}", status_name(status)))
+                Ok(format!("todo {todo_id} is now {}", status.as_str()))
             }
             ToolCall::EndConversation { reason } => {
                 let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
@@ -569,13 +568,4 @@ impl Actor {
 
 fn entry(from: State, to: State, event: Event, reason: Option<String>, at: DateTime<Utc>) -> StateTransition {
     StateTransition { from_state: Some(from), to_state: to, trigger: event.as_str().into(), timestamp: at, reason }
-}
-
-fn status_name(status: TodoStatus) -> &'static str {
-    match status {
-        TodoStatus::Pending => "pending",
-        TodoStatus::InProgress => "in_progress",
-        TodoStatus::Completed => "completed",
-        TodoStatus::Skipped => "skipped",
-    }
 }

@@ -265,8 +265,8 @@ pub struct ApiErrorResponse {
     pub error: String,
     /// A stable code for a program: `invalid_request`, `not_found`,
     /// `ambiguous_id`, `invalid_transition`, `unauthorized`, `forbidden`,
-    /// `unsupported_media_type`, `payload_too_large`, `channel_unavailable`,
-    /// `not_sandbox`, `internal`.
+    /// `unsupported_media_type`, `payload_too_large`, `method_not_allowed`,
+    /// `channel_unavailable`, `shutting_down`, `not_sandbox`, `internal`.
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::home::{self, Home};
+use crate::home::Home;
 
 pub const DEFAULT_PORT: u16 = 3214;
 
@@ -158,10 +158,8 @@ impl Config {
         serde_json::from_str(&text).map_err(|source| ConfigError::Invalid { path: path.display().to_string(), source })
     }
 
-    /// Written owner-only: the config will hold model keys.
+    /// Replaced atomically and owner-only: the config may hold a model key.
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let mut text = serde_json::to_string_pretty(self).expect("config serialises");
-        text.push('\n');
-        home::write_private(path, text.as_bytes())
+        crate::store::atomic::replace(path, &crate::store::to_pretty_json(self))
     }
 }

@@ -394,3 +394,24 @@ fn plain_output_is_for_people_json_for_programs() {
         relay.json(&args);
     }
 }
+
+#[test]
+fn a_send_right_after_create_always_ends_up_waiting_for_the_reply() {
+    let relay = Relay::started();
+    for contact in [CONTACT, OTHER_CONTACT, "+14155552671", "+4915123456789"] {
+        let id = relay.ok(&["create", "--objective", "o", "--contact", contact, "--todo", "t"]).trim().to_string();
+        // No waiting: the no-model hand-over happens in step with the send.
+        relay.ok(&["send", &id, "Hello"]);
+        assert_eq!(relay.state(&id), "WAITING_FOR_REPLY", "{contact}");
+    }
+}
+
+#[test]
+fn operator_commands_say_where_the_conversation_came_from() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert!(relay.ok(&["pause", &id]).contains("is now PAUSED (was NEEDS_HUMAN_INTERVENTION)"));
+    assert!(relay.ok(&["resume", &id]).contains("(was PAUSED)"));
+    assert!(relay.ok(&["cancel", &id]).contains("is now FAILED (was NEEDS_HUMAN_INTERVENTION)"));
+}

@@ -155,3 +155,15 @@ fn the_log_is_written_and_never_holds_message_text_at_info() {
     assert!(!log.contains("secret-"), "message bodies must stay out of the log at info: {log}");
     assert!(!log.contains(&relay.path().join("api-token").display().to_string()) || !log.contains("relay_"));
 }
+
+#[test]
+fn a_damaged_config_is_named_and_not_mistaken_for_a_missing_one() {
+    let relay = Relay::sandbox();
+    std::fs::write(relay.path().join("config.json"), "{\"channel\": \"sandbox\", \"chanel\": 1}").unwrap();
+    let run = relay.run(&["start", "--json"]);
+    assert_eq!(run.code, 1);
+    let error: Value = serde_json::from_str(run.stderr.trim()).unwrap();
+    assert_eq!(error["code"], "invalid_config");
+    assert!(error["error"].as_str().unwrap().contains("chanel"), "{error}");
+    assert!(!relay.path().join("api-token").exists());
+}

@@ -56,6 +56,12 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 
+    /// Whether a turn can start at all. One that cannot fails at once, in
+    /// step with the conversation's other events, rather than in a task.
+    fn ready(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
     /// Takes one turn. Side effects happen only through `tools`.
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>>;
 }
@@ -74,6 +80,10 @@ impl Agent for Misconfigured {
 
     fn last_error(&self) -> Option<String> {
         Some(self.error.clone())
+    }
+
+    fn ready(&self) -> Result<(), AgentError> {
+        Err(AgentError::Model(self.error.clone()))
     }
 
     fn run_turn(&self, _turn: Turn, _tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
@@ -102,6 +112,10 @@ pub struct NoModel;
 impl Agent for NoModel {
     fn model(&self) -> Option<String> {
         None
+    }
+
+    fn ready(&self) -> Result<(), AgentError> {
+        Err(AgentError::NotConfigured)
     }
 
     fn run_turn(&self, _turn: Turn, _tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {

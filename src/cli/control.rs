@@ -23,7 +23,15 @@ pub async fn run(ctx: &Context, id: &str, action: Action) -> Result<(), CliError
         output::json(&instance);
         return Ok(());
     }
-    let from = instance.history.last().and_then(|t| t.from_state).map(|s| format!(" (was {s})")).unwrap_or_default();
+    // The entry of this command (the conversation may have moved on since).
+    let from = instance
+        .history
+        .iter()
+        .rev()
+        .find(|t| t.trigger == verb)
+        .and_then(|t| t.from_state)
+        .map(|s| format!(" (was {s})"))
+        .unwrap_or_default();
     println!("{} is now {}{from}", instance.id, instance.state);
     Ok(())
 }

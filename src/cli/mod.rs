@@ -167,8 +167,10 @@ impl CliError {
 
 impl From<ConfigError> for CliError {
     fn from(error: ConfigError) -> CliError {
-        let exit = if matches!(error, ConfigError::Missing(_)) { 6 } else { 1 };
-        CliError::new(exit, "not_initialised", error.to_string())
+        match error {
+            ConfigError::Missing(_) => CliError::new(6, "not_initialised", error.to_string()),
+            _ => CliError::new(1, "invalid_config", error.to_string()),
+        }
     }
 }
 

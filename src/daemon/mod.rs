@@ -56,7 +56,6 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         _ => DaemonError::Bind { port, source },
     })?;
     let port = listener.local_addr()?.port();
-    let token = lifecycle::write_token(&home)?;
     let store = Store::open(&home)?;
     let channel: Arc<dyn Channel> = match config.channel {
         ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home.sandbox_outbox_file())?),
@@ -64,6 +63,8 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
     };
     let agent = crate::agent::from_config(&config);
     let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(&config.agent))?;
+    // Written only once the daemon can serve: a failed start leaves no token.
+    let token = lifecycle::write_token(&home)?;
     let (stop, mut stopped) = watch::channel(false);
     let app = routes::App {
         engine: engine.clone(),

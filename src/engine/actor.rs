@@ -422,6 +422,12 @@ impl Actor {
     // ---- agent turns -------------------------------------------------------
 
     fn start_turn(&mut self, id: Uuid, kind: TurnKind) -> Result<(), EngineError> {
+        if let Err(error) = self.shared.agent.ready() {
+            let reason = error.to_string();
+            return self
+                .transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
+                .map(drop);
+        }
         let index = self.index(id)?;
         if self.convs[index].unanswered_contact_messages > 0 {
             self.update(id, |i| i.unanswered_contact_messages = 0)?;

@@ -409,7 +409,7 @@ fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, 
     let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
     let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
     if request.todos.is_empty() {
-        return Err(EngineError::Invalid("give at least one todo (--todo TEXT)".into()));
+        return Err(EngineError::Invalid("give at least one todo".into()));
     }
     if request.todos.len() > limits::MAX_TODOS {
         return Err(EngineError::Invalid(format!("at most {} todos per conversation", limits::MAX_TODOS)));

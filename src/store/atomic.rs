@@ -29,19 +29,44 @@ pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
     written
 }
 
-/// Appends one line with a single write and makes it durable.
+/// Appends one line with a single write and makes it durable. A last line
+/// cut short by a crash is dropped first, so the new line never joins it.
 pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line);
     buf.push(b'\n');
     let existed = path.exists();
-    let mut file = OpenOptions::new().append(true).create(true).mode(0o600).open(path)?;
+    let mut file = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(path)?;
+    drop_torn_tail(&file)?;
     file.write_all(&buf)?;
     file.sync_data()?;
     if !existed && let Some(dir) = path.parent() {
         File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// Truncates the file after its last newline, if it does not end with one.
+fn drop_torn_tail(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    let mut last = [0u8; 1];
+    if len == 0 || (file.read_exact_at(&mut last, len - 1).is_ok() && last[0] == b'\n') {
+        return Ok(());
+    }
+    // Only after a crash: find the last complete line, reading backwards.
+    let mut end = len;
+    let mut chunk = vec![0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let part = &mut chunk[..(end - start) as usize];
+        file.read_exact_at(part, start)?;
+        if let Some(pos) = part.iter().rposition(|b| *b == b'\n') {
+            return file.set_len(start + pos as u64 + 1);
+        }
+        end = start;
+    }
+    file.set_len(0)
 }
 
 #[cfg(test)]
@@ -67,6 +92,22 @@ mod tests {
         fs::create_dir(dir.path().join("a.json.tmp")).unwrap();
         assert!(replace(&path, b"new").is_err());
         assert_eq!(fs::read(&path).unwrap(), b"old");
+    }
+
+    #[test]
+    fn an_append_after_a_torn_line_starts_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        append_line(&path, b"{\"a\":1}").unwrap();
+        let mut torn = fs::read(&path).unwrap();
+        torn.extend_from_slice(b"{\"a\":2, \"cut sh");
+        fs::write(&path, torn).unwrap();
+        append_line(&path, b"{\"a\":3}").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}\n{\"a\":3}\n");
+        // A file that is one torn line and nothing else.
+        fs::write(&path, b"{\"tor").unwrap();
+        append_line(&path, b"{\"a\":4}").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":4}\n");
     }
 
     #[test]

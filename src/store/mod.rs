@@ -26,7 +26,7 @@ pub enum StoreError {
     Write { path: String, source: io::Error },
     #[error("cannot read {path}: {source}")]
     Read { path: String, source: io::Error },
-    #[error("{path} is damaged ({source}); move it out of the way to start relay")]
+    #[error("{path} is damaged ({source}); it was not written by relay as it is, so fix or move it aside")]
     Corrupt { path: String, source: serde_json::Error },
 }
 

@@ -149,11 +149,12 @@ fn the_log_is_written_and_never_holds_message_text_at_info() {
     let id = relay.create(&[]);
     relay.ok(&["send", &id, "secret-text-for-the-contact"]);
     relay.ok(&["sandbox", "say", CONTACT, "secret-reply-from-the-contact"]);
+    let token = relay.token();
     relay.ok(&["stop"]);
     let log = std::fs::read_to_string(relay.path().join("relay.log")).unwrap();
     assert!(log.contains("daemon started") && log.contains("transition"), "{log}");
     assert!(!log.contains("secret-"), "message bodies must stay out of the log at info: {log}");
-    assert!(!log.contains(&relay.path().join("api-token").display().to_string()) || !log.contains("relay_"));
+    assert!(!log.contains(&token), "the API token must never be logged");
 }
 
 #[test]
@@ -165,5 +166,28 @@ fn a_damaged_config_is_named_and_not_mistaken_for_a_missing_one() {
     let error: Value = serde_json::from_str(run.stderr.trim()).unwrap();
     assert_eq!(error["code"], "invalid_config");
     assert!(error["error"].as_str().unwrap().contains("chanel"), "{error}");
-    assert!(!relay.path().join("api-token").exists());
+}
+
+#[test]
+fn a_daemon_that_fails_to_start_names_the_file_and_leaves_no_token() {
+    let relay = Relay::sandbox();
+    std::fs::create_dir_all(relay.path().join("instances")).unwrap();
+    let damaged = relay.path().join("instances/0badf00d-0000-4000-8000-000000000000.json");
+    std::fs::write(&damaged, "{\"id\": ").unwrap();
+    let stderr = relay.fails(&["start"], 1);
+    assert!(stderr.contains("0badf00d-0000-4000-8000-000000000000.json") && stderr.contains("damaged"), "{stderr}");
+    for leftover in ["api-token", "daemon.pid", "daemon.port"] {
+        assert!(!relay.path().join(leftover).exists(), "{leftover} left behind");
+    }
+}
+
+#[test]
+fn start_with_another_port_finds_the_running_daemon() {
+    let relay = Relay::started();
+    let other = free_port().to_string();
+    let started = std::time::Instant::now();
+    let again = relay.json(&["start", "--port", &other]);
+    assert_eq!(again["already_running"], true);
+    assert_eq!(again["port"], relay.port);
+    assert!(started.elapsed().as_secs() < 5);
 }

@@ -16,6 +16,9 @@ use super::{CliError, Context};
 use crate::api::ApiErrorResponse;
 use crate::daemon::lifecycle;
 
+/// Longer than any request the daemon serves should take.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub struct Client {
     port: u16,
     token: Option<String>,
@@ -73,9 +76,14 @@ impl Client {
             None => Bytes::new(),
         };
         let request = request.body(Full::new(bytes)).expect("valid request");
-        let response = sender
-            .send_request(request)
+        let response = tokio::time::timeout(REQUEST_TIMEOUT, sender.send_request(request))
             .await
+            .map_err(|_| {
+                CliError::failure(format!(
+                    "the daemon did not answer within {}s; see relay.log in the relay home",
+                    REQUEST_TIMEOUT.as_secs()
+                ))
+            })?
             .map_err(|e| CliError::failure(format!("the daemon did not answer: {e}")))?;
         let status = response.status();
         let body = response

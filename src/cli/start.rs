@@ -29,7 +29,8 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let config = ctx.config()?;
     let home = &ctx.home;
     if lifecycle::is_locked(home) {
-        let port = ctx.port(&config);
+        // Where it runs, whatever --port says.
+        let port = lifecycle::read_port(home).unwrap_or_else(|| ctx.port(&config));
         let health = wait_ready(port, None, None).await?;
         return report(ctx, Started { pid: health.pid, port, already_running: true });
     }

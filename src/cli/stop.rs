@@ -39,7 +39,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         }
     };
     let started = Instant::now();
-    while lifecycle::is_locked(home) {
+    while lifecycle::is_locked(home) || lifecycle::process_running(pid) {
         if started.elapsed() > GRACE {
             return Err(CliError::failure(format!(
                 "the daemon (pid {pid}) did not stop within {}s; `kill {pid}` ends it, and nothing on disk is lost",

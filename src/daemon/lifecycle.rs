@@ -25,11 +25,16 @@ pub fn lock(home: &Home) -> Result<DaemonLock, LockError> {
     let path = home.lock_file();
     let io_error = |source| LockError::Io { path: path.display().to_string(), source };
     let file = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&path).map_err(io_error)?;
-    match file.try_lock() {
-        Ok(()) => Ok(DaemonLock { _file: file }),
-        Err(TryLockError::WouldBlock) => Err(LockError::Held(home.root().display().to_string())),
-        Err(TryLockError::Error(e)) => Err(io_error(e)),
+    // `is_locked` probes by taking the lock for an instant: retry briefly so
+    // a `relay status` at the wrong moment does not stop a daemon starting.
+    for _ in 0..20 {
+        match file.try_lock() {
+            Ok(()) => return Ok(DaemonLock { _file: file }),
+            Err(TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            Err(TryLockError::Error(e)) => return Err(io_error(e)),
+        }
     }
+    Err(LockError::Held(home.root().display().to_string()))
 }
 
 /// Whether a daemon holds this home's lock right now.
@@ -46,6 +51,15 @@ pub fn is_locked(home: &Home) -> bool {
 
 pub fn write_pid(home: &Home) -> io::Result<()> {
     home::write_private(&home.pid_file(), format!("{}\n", std::process::id()).as_bytes())
+}
+
+/// Whether process `pid` still runs (a zombie nobody reaped counts as gone).
+pub fn process_running(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        // No /proc: ask the kernel (signal 0 sends nothing).
+        Err(_) => libc::pid_t::try_from(pid).is_ok_and(|p| unsafe { libc::kill(p, 0) } == 0),
+    }
 }
 
 pub fn read_pid(home: &Home) -> Option<u32> {

@@ -56,15 +56,28 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         _ => DaemonError::Bind { port, source },
     })?;
     let port = listener.local_addr()?.port();
-    let store = Store::open(&home)?;
+    let token = lifecycle::write_token(&home)?;
+    let served = serve(&home, &config, listener, port, token).await;
+    // Whatever happened, leave no token, pid or port file behind.
+    lifecycle::clean_up(&home);
+    tracing::info!("daemon stopped");
+    served
+}
+
+async fn serve(
+    home: &Home,
+    config: &Config,
+    listener: TcpListener,
+    port: u16,
+    token: String,
+) -> Result<(), DaemonError> {
+    let store = Store::open(home)?;
     let channel: Arc<dyn Channel> = match config.channel {
         ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home.sandbox_outbox_file())?),
         ChannelKind::Whatsapp => Arc::new(NotLinked),
     };
-    let agent = crate::agent::from_config(&config);
+    let agent = crate::agent::from_config(config);
     let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(&config.agent))?;
-    // Written only once the daemon can serve: a failed start leaves no token.
-    let token = lifecycle::write_token(&home)?;
     let (stop, mut stopped) = watch::channel(false);
     let app = routes::App {
         engine: engine.clone(),
@@ -74,8 +87,8 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         home: home.root().display().to_string().into(),
         stop: stop.clone(),
     };
-    lifecycle::write_port(&home, port)?;
-    lifecycle::write_pid(&home)?;
+    lifecycle::write_port(home, port)?;
+    lifecycle::write_pid(home)?;
     tracing::info!(pid = std::process::id(), port, channel = config.channel.as_str(), "daemon started");
 
     tokio::spawn(stop_on_signals(stop));
@@ -85,8 +98,6 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         })
         .await;
     engine.shutdown().await;
-    lifecycle::clean_up(&home);
-    tracing::info!("daemon stopped");
     served.map_err(DaemonError::Io)
 }
 

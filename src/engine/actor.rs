@@ -415,6 +415,11 @@ impl Actor {
         match self.transition(id, Event::HeartbeatFires, None, |i| i.follow_up_count += 1) {
             // drive() writes the follow-up, or abandons past max_followups.
             Ok(instance) => tracing::info!(instance = %id, follow_up = instance.follow_up_count, "heartbeat"),
+            Err(error @ EngineError::Store(_)) => {
+                // Try again in a second rather than spin on a failing disk.
+                tracing::error!(instance = %id, %error, "cannot record the heartbeat; retrying in 1s");
+                self.timer = Some(Timer { deadline: Instant::now() + Duration::from_secs(1), ..timer });
+            }
             Err(error) => tracing::warn!(instance = %id, %error, "heartbeat discarded"),
         }
     }
@@ -434,6 +439,9 @@ impl Actor {
         }
         let instance = self.convs[self.index(id)?].clone();
         let transcript = self.shared.store.read_transcript(id)?;
+        // A first turn cut short after it spoke (stop, pause) goes on, not over.
+        let spoke = transcript.iter().any(|m| matches!(m.role, Role::Agent | Role::Manual));
+        let kind = if kind == TurnKind::FirstMessage && spoke { TurnKind::Resume } else { kind };
         self.turns_started += 1;
         let turn = self.turns_started;
         let tools = ConversationTools { actor: self.me.clone(), instance: id, turn };

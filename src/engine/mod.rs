@@ -266,7 +266,15 @@ impl Engine {
             return Err(EngineError::Transition { id, source: InvalidTransition { state: instance.state, event } });
         }
         let contact = contact_of(&instance);
-        self.shared.ask(&contact, |reply| Msg::Operator { id, op, reply }).await?
+        let event = op.event();
+        match self.shared.ask(&contact, |reply| Msg::Operator { id, op, reply }).await? {
+            // It ended meanwhile (and left its actor): refuse naming its state.
+            Err(EngineError::NotFound(_)) => match self.shared.snapshot(id) {
+                Some(now) => Err(EngineError::Transition { id, source: InvalidTransition { state: now.state, event } }),
+                None => Err(EngineError::NotFound(id.to_string())),
+            },
+            other => other,
+        }
     }
 
     /// Notified after every change to any conversation (a counter).

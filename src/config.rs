@@ -114,6 +114,27 @@ pub struct AgentSettings {
     pub max_scheduled_heartbeat_secs: u64,
 }
 
+impl AgentSettings {
+    /// Refuses settings that would make every turn fail or never end.
+    fn check(&self) -> Result<(), String> {
+        let problems = [
+            (self.max_rounds == 0, "agent.max_rounds must be at least 1"),
+            (self.request_timeout_secs == 0, "agent.request_timeout_secs must be at least 1"),
+            (self.max_output_tokens == 0, "agent.max_output_tokens must be at least 1"),
+            (self.history_budget_chars == 0, "agent.history_budget_chars must be at least 1"),
+            (
+                self.min_scheduled_heartbeat_secs == 0
+                    || self.min_scheduled_heartbeat_secs > self.max_scheduled_heartbeat_secs,
+                "agent.min_scheduled_heartbeat_secs must be at least 1 and at most max_scheduled_heartbeat_secs",
+            ),
+        ];
+        match problems.iter().find(|(bad, _)| *bad) {
+            Some((_, problem)) => Err(problem.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Default for AgentSettings {
     fn default() -> Self {
         AgentSettings {
@@ -142,6 +163,8 @@ pub enum ConfigError {
     Io { path: String, source: io::Error },
     #[error("{path} is not a valid relay config: {source}")]
     Invalid { path: String, source: serde_json::Error },
+    #[error("{path}: {problem}")]
+    Setting { path: String, problem: String },
 }
 
 impl Config {
@@ -155,7 +178,10 @@ impl Config {
             io::ErrorKind::NotFound => ConfigError::Missing(home.root().display().to_string()),
             _ => ConfigError::Io { path: path.display().to_string(), source },
         })?;
-        serde_json::from_str(&text).map_err(|source| ConfigError::Invalid { path: path.display().to_string(), source })
+        let config: Config = serde_json::from_str(&text)
+            .map_err(|source| ConfigError::Invalid { path: path.display().to_string(), source })?;
+        config.agent.check().map_err(|problem| ConfigError::Setting { path: path.display().to_string(), problem })?;
+        Ok(config)
     }
 
     /// Replaced atomically and owner-only: the config may hold a model key.

@@ -166,6 +166,9 @@ fn a_damaged_config_is_named_and_not_mistaken_for_a_missing_one() {
     let error: Value = serde_json::from_str(run.stderr.trim()).unwrap();
     assert_eq!(error["code"], "invalid_config");
     assert!(error["error"].as_str().unwrap().contains("chanel"), "{error}");
+    // A setting that would make every turn fail is refused with its name.
+    std::fs::write(relay.path().join("config.json"), r#"{"channel": "sandbox", "agent": {"max_rounds": 0}}"#).unwrap();
+    assert!(relay.fails(&["start"], 1).contains("agent.max_rounds must be at least 1"));
 }
 
 #[test]

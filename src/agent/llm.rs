@@ -72,6 +72,9 @@ impl LlmAgent {
             }
             if calls.is_empty() {
                 // Text alone reaches no one: the turn is over.
+                if !response.text().trim().is_empty() {
+                    tracing::info!(model = %self.label, "the model answered in text without a tool call; nothing was sent");
+                }
                 return Ok(());
             }
             let mut results = Vec::with_capacity(calls.len());
@@ -97,7 +100,7 @@ impl LlmAgent {
             messages.push(Message::tool_results(results));
         }
         Err(AgentError::Model(format!(
-            "the model was still calling tools after {} calls in one turn; stopped",
+            "the model was still calling tools after {} model calls in one turn (agent.max_rounds); stopped",
             self.settings.max_rounds
         )))
     }

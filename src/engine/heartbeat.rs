@@ -17,6 +17,10 @@ pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State
         return;
     }
     let remaining_when_paused = instance.paused_heartbeat_remaining_ms.take();
+    if to == State::NeedsHumanIntervention {
+        // The agent's chosen delay was for its own next wait, not a human's.
+        instance.scheduled_heartbeat_ms = None;
+    }
     if to == State::WaitingForReply {
         let delay_ms = match from {
             State::Paused => remaining_when_paused,

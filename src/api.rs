@@ -137,6 +137,44 @@ pub struct ConversationInstance {
 }
 
 impl ConversationInstance {
+    /// A new conversation, CREATED now, with its creation in the history.
+    /// (Validation is the engine's: see `Engine::create`.)
+    pub fn new(
+        objective: String,
+        target_contact: String,
+        todos: Vec<TodoItem>,
+        heartbeat_config: HeartbeatConfig,
+    ) -> Self {
+        let now = Utc::now();
+        ConversationInstance {
+            id: Uuid::new_v4(),
+            objective,
+            target_contact,
+            todos,
+            state: State::Created,
+            previous_state: None,
+            heartbeat_config,
+            follow_up_count: 0,
+            failure_reason: None,
+            intervention_reason: None,
+            completion_reason: None,
+            next_heartbeat_at: None,
+            paused_heartbeat_remaining_ms: None,
+            scheduled_heartbeat_ms: None,
+            unanswered_contact_messages: 0,
+            usage: TokenUsage::default(),
+            history: vec![StateTransition {
+                from_state: None,
+                to_state: State::Created,
+                trigger: "create".into(),
+                timestamp: now,
+                reason: None,
+            }],
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
     /// Live conversations hold their contact: at most one per contact. A
     /// queued conversation (paused or not) does not.
     pub fn holds_contact(&self) -> bool {

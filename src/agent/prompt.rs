@@ -131,36 +131,17 @@ mod tests {
     use uuid::Uuid;
 
     fn turn(messages: &[(Role, &str)]) -> Turn {
-        let now = Utc::now();
-        let id = Uuid::new_v4();
+        let todo = TodoItem { id: "1".into(), text: "Ask the day".into(), status: TodoStatus::Pending, note: None };
+        let instance = ConversationInstance::new(
+            "Confirm the delivery day".into(),
+            "+56912345678".into(),
+            vec![todo],
+            HeartbeatConfig::default(),
+        );
+        let (id, now) = (instance.id, instance.created_at);
         Turn {
             kind: TurnKind::Reply,
-            instance: ConversationInstance {
-                id,
-                objective: "Confirm the delivery day".into(),
-                target_contact: "+56912345678".into(),
-                todos: vec![TodoItem {
-                    id: "1".into(),
-                    text: "Ask the day".into(),
-                    status: TodoStatus::Pending,
-                    note: None,
-                }],
-                state: State::Active,
-                previous_state: None,
-                heartbeat_config: HeartbeatConfig::default(),
-                follow_up_count: 0,
-                failure_reason: None,
-                intervention_reason: None,
-                completion_reason: None,
-                next_heartbeat_at: None,
-                paused_heartbeat_remaining_ms: None,
-                scheduled_heartbeat_ms: None,
-                unanswered_contact_messages: 0,
-                usage: TokenUsage::default(),
-                history: vec![],
-                created_at: now,
-                updated_at: now,
-            },
+            instance,
             transcript: messages
                 .iter()
                 .map(|(role, text)| TranscriptMessage {

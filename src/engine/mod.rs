@@ -21,15 +21,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use chrono::Utc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::agent::Agent;
 use crate::api::{
-    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, State, StateTransition,
-    TodoItem, TodoStatus, TranscriptMessage,
+    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, State, TodoItem, TodoStatus,
+    TranscriptMessage,
 };
 use crate::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink};
 use crate::contact::Contact;
@@ -445,34 +444,7 @@ fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, 
     if heartbeat_config.max_followups > limits::MAX_FOLLOWUPS {
         return Err(EngineError::Invalid(format!("max_followups must be at most {}", limits::MAX_FOLLOWUPS)));
     }
-    let now = Utc::now();
-    Ok(ConversationInstance {
-        id: Uuid::new_v4(),
-        objective,
-        target_contact: contact.to_string(),
-        todos,
-        state: State::Created,
-        previous_state: None,
-        heartbeat_config,
-        follow_up_count: 0,
-        failure_reason: None,
-        intervention_reason: None,
-        completion_reason: None,
-        next_heartbeat_at: None,
-        paused_heartbeat_remaining_ms: None,
-        scheduled_heartbeat_ms: None,
-        unanswered_contact_messages: 0,
-        usage: Default::default(),
-        history: vec![StateTransition {
-            from_state: None,
-            to_state: State::Created,
-            trigger: "create".into(),
-            timestamp: now,
-            reason: None,
-        }],
-        created_at: now,
-        updated_at: now,
-    })
+    Ok(ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config))
 }
 
 /// Trims `text` and checks it is neither empty nor longer than `max` characters.

@@ -40,10 +40,6 @@ impl Home {
         Ok(())
     }
 
-    pub fn exists(&self) -> bool {
-        self.config_file().exists()
-    }
-
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.json")
     }

@@ -81,8 +81,4 @@ impl ConversationTools {
     pub fn record_usage(&self, usage: TokenUsage) {
         let _ = self.actor.send(Msg::Usage { id: self.instance, usage });
     }
-
-    pub fn instance_id(&self) -> Uuid {
-        self.instance
-    }
 }

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -234,8 +234,4 @@ pub fn history_triggers(instance: &Value) -> Vec<String> {
 pub fn file_mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-}
-
-pub fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_relay"))
 }

@@ -112,6 +112,11 @@ pub struct ConversationInstance {
     /// The reason the agent gave when it ended the conversation.
     #[serde(default)]
     pub completion_reason: Option<String>,
+    /// Why the conversation cannot go on right now although nothing is wrong
+    /// with it: the channel is not linked, logged out or banned. It goes on,
+    /// and this is cleared, when the channel is back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_blocked: Option<String>,
     /// When the armed heartbeat fires (WAITING_FOR_REPLY only).
     #[serde(default)]
     pub next_heartbeat_at: Option<DateTime<Utc>>,
@@ -158,6 +163,7 @@ impl ConversationInstance {
             failure_reason: None,
             intervention_reason: None,
             completion_reason: None,
+            channel_blocked: None,
             next_heartbeat_at: None,
             paused_heartbeat_remaining_ms: None,
             scheduled_heartbeat_ms: None,
@@ -205,6 +211,36 @@ pub struct TranscriptMessage {
     pub role: Role,
     pub content: String,
     pub timestamp: DateTime<Utc>,
+    /// The channel's id for the message (WhatsApp's message id), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_message_id: Option<String>,
+    /// Set when the channel refused a sent message after taking it (e.g.
+    /// WhatsApp's server answered with an error code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_error: Option<String>,
+}
+
+/// A message from a contact with no live conversation: kept, not answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UnroutedMessage {
+    pub from: String,
+    pub text: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+impl TranscriptMessage {
+    /// A message written now.
+    pub fn new(instance_id: Uuid, role: Role, content: String) -> TranscriptMessage {
+        TranscriptMessage {
+            id: Uuid::new_v4(),
+            instance_id,
+            role,
+            content,
+            timestamp: Utc::now(),
+            channel_message_id: None,
+            delivery_error: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -259,9 +295,17 @@ pub struct ListQuery {
 pub struct ChannelStatus {
     /// "whatsapp" or "sandbox".
     pub kind: String,
-    /// "connected", "not linked", ...
+    /// "connected", "not linked", "connecting", "reconnecting", "logged out",
+    /// "temporarily banned", "replaced".
     pub state: String,
     pub connected: bool,
+    /// What to know about that state: attempts and last error, until when,
+    /// what to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The linked phone number (E.164), once linked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -273,6 +317,9 @@ pub struct DaemonStatusResponse {
     /// Non-terminal instances.
     pub active_instance_count: usize,
     pub total_instance_count: usize,
+    /// Messages from contacts with no live conversation, kept in
+    /// `unrouted.jsonl` in the home.
+    pub unrouted_message_count: u64,
     pub channel: ChannelStatus,
     /// The conversation agent's model ("provider/name"), or null when none is configured.
     pub model: Option<String>,

@@ -49,6 +49,15 @@ impl Home {
     pub fn transcripts_dir(&self) -> PathBuf {
         self.root.join("transcripts")
     }
+    pub fn unrouted_file(&self) -> PathBuf {
+        self.root.join("unrouted.jsonl")
+    }
+
+    /// The WhatsApp session (identity keys): owner-only.
+    pub fn whatsapp_auth_dir(&self) -> PathBuf {
+        self.root.join("whatsapp-auth")
+    }
+
     pub fn sandbox_outbox_file(&self) -> PathBuf {
         self.root.join("sandbox-outbox.jsonl")
     }

@@ -128,7 +128,6 @@ pub fn system_prompt(turn: &Turn, now: DateTime<Utc>, omitted: usize) -> String 
 mod tests {
     use super::*;
     use crate::api::*;
-    use uuid::Uuid;
 
     fn turn(messages: &[(Role, &str)]) -> Turn {
         let todo = TodoItem { id: "1".into(), text: "Ask the day".into(), status: TodoStatus::Pending, note: None };
@@ -145,11 +144,8 @@ mod tests {
             transcript: messages
                 .iter()
                 .map(|(role, text)| TranscriptMessage {
-                    id: Uuid::new_v4(),
-                    instance_id: id,
-                    role: *role,
-                    content: text.to_string(),
                     timestamp: now,
+                    ..TranscriptMessage::new(id, *role, text.to_string())
                 })
                 .collect(),
         }

@@ -4,6 +4,7 @@
 
 pub mod sandbox;
 pub mod unavailable;
+pub mod whatsapp;
 
 use std::sync::Arc;
 
@@ -18,6 +19,21 @@ pub use sandbox::SandboxChannel;
 pub struct InboundMessage {
     pub from: Contact,
     pub text: String,
+    /// The channel's own id of the message, to mark it read once answered.
+    pub reference: Option<MessageRef>,
+}
+
+impl InboundMessage {
+    pub fn new(from: Contact, text: impl Into<String>) -> InboundMessage {
+        InboundMessage { from, text: text.into(), reference: None }
+    }
+}
+
+/// A message as the channel knows it: its id, and the chat it is in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRef {
+    pub chat: String,
+    pub id: String,
 }
 
 /// What became of an inbound message.
@@ -25,25 +41,42 @@ pub struct InboundMessage {
 pub enum Delivery {
     /// Recorded in this conversation's transcript.
     Delivered(uuid::Uuid),
-    /// The contact has no live conversation; logged and ignored.
+    /// The contact has no live conversation; kept in the unrouted log.
     NoConversation,
     /// The conversation was found but the message could not be written down.
     NotRecorded(String),
 }
 
-/// Where a channel hands the messages it receives (the engine).
+/// Where a channel hands what it learns (the engine).
 pub trait InboundSink: Send + Sync + 'static {
+    /// A contact wrote.
     fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery>;
+    /// A message the channel had accepted was refused later (WhatsApp's
+    /// server ack carried an error); `message_id` is the channel's id.
+    fn delivery_failed(&self, message_id: String, error: String) -> BoxFuture<'_, ()>;
+    /// [`Channel::ready`] may have changed: held conversations may go on.
+    fn channel_changed(&self);
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChannelError {
-    /// The channel cannot send at all right now (not linked, logged out).
+    /// The channel cannot send at all right now (not linked, logged out,
+    /// banned): nothing was attempted, and conversations wait for it.
     #[error("the {channel} channel cannot send: {reason}")]
     Unavailable { channel: &'static str, reason: String },
-    /// This one message was refused.
+    /// This one message was refused; another may go through.
     #[error("the {channel} channel refused the message: {reason}")]
     Rejected { channel: &'static str, reason: String },
+    /// Sending was tried and retried, and failed.
+    #[error("the {channel} channel could not send the message: {reason}")]
+    Failed { channel: &'static str, reason: String },
+}
+
+/// A message the channel has taken.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// The channel's id for it (WhatsApp's message id), when it has one.
+    pub message_id: Option<String>,
 }
 
 pub trait Channel: Send + Sync + 'static {
@@ -52,11 +85,29 @@ pub trait Channel: Send + Sync + 'static {
 
     fn status(&self) -> ChannelStatus;
 
-    /// Sends `text` to `to`; returns once the channel has taken it.
-    fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<(), ChannelError>>;
+    /// `Err(why)` while no send would be attempted (not linked, logged out,
+    /// banned). Conversations hold rather than fail, and go on when
+    /// [`InboundSink::channel_changed`] says so.
+    fn ready(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Sends `text` to `to`; returns once the channel has taken it. May take
+    /// a while (pacing, waiting for a connection): callers do not block on it.
+    fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>>;
+
+    /// Tells the contact their messages were read (once the agent answered).
+    fn mark_read(&self, _messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 
     /// The sandbox, when this is it (for the `relay sandbox` commands).
     fn as_sandbox(&self) -> Option<&SandboxChannel> {
+        None
+    }
+
+    /// The WhatsApp channel, when this is it (for pairing).
+    fn as_whatsapp(&self) -> Option<&whatsapp::WhatsappChannel> {
         None
     }
 }

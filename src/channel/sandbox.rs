@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::Utc;
 
-use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink};
+use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent};
 use crate::api::{ChannelStatus, OutboxEntry};
 use crate::contact::Contact;
 use crate::store::{self, StoreError, atomic};
@@ -29,7 +29,7 @@ impl SandboxChannel {
     /// A simulated contact writes to relay, exactly as a WhatsApp message would arrive.
     pub async fn say(&self, from: Contact, text: String) -> Delivery {
         match self.inbound.get() {
-            Some(sink) => sink.deliver(InboundMessage { from, text }).await,
+            Some(sink) => sink.deliver(InboundMessage::new(from, text)).await,
             None => Delivery::NoConversation,
         }
     }
@@ -47,10 +47,16 @@ impl Channel for SandboxChannel {
     }
 
     fn status(&self) -> ChannelStatus {
-        ChannelStatus { kind: "sandbox".into(), state: "connected (simulated contacts)".into(), connected: true }
+        ChannelStatus {
+            kind: "sandbox".into(),
+            state: "connected (simulated contacts)".into(),
+            connected: true,
+            detail: None,
+            phone: None,
+        }
     }
 
-    fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<(), ChannelError>> {
+    fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
         Box::pin(async move {
             let entry = OutboxEntry { contact: to.to_string(), text: text.to_string(), timestamp: Utc::now() };
             let line = serde_json::to_vec(&entry).expect("outbox entries serialise");
@@ -59,7 +65,7 @@ impl Channel for SandboxChannel {
             atomic::append_line(&self.outbox_file, &line)
                 .map_err(|e| ChannelError::Rejected { channel: "sandbox", reason: e.to_string() })?;
             outbox.push(entry);
-            Ok(())
+            Ok(Sent::default())
         })
     }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{Channel, ChannelError, InboundSink};
+use super::{Channel, ChannelError, InboundSink, Sent};
 use crate::api::ChannelStatus;
 use crate::contact::Contact;
 use crate::util::BoxFuture;
@@ -17,10 +17,16 @@ impl Channel for NotLinked {
     fn attach(&self, _inbound: Arc<dyn InboundSink>) {}
 
     fn status(&self) -> ChannelStatus {
-        ChannelStatus { kind: "whatsapp".into(), state: "not linked".into(), connected: false }
+        ChannelStatus {
+            kind: "whatsapp".into(),
+            state: "not linked".into(),
+            connected: false,
+            detail: None,
+            phone: None,
+        }
     }
 
-    fn send<'a>(&'a self, _to: &'a Contact, _text: &'a str) -> BoxFuture<'a, Result<(), ChannelError>> {
+    fn send<'a>(&'a self, _to: &'a Contact, _text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
         Box::pin(async { Err(ChannelError::Unavailable { channel: "whatsapp", reason: REASON.into() }) })
     }
 }

@@ -43,8 +43,11 @@ impl From<EngineError> for ApiError {
                 e.body.event = Some(source.event);
                 e
             }
-            EngineError::Channel(ChannelError::Unavailable { .. } | ChannelError::Rejected { .. }) => {
+            EngineError::Channel(ChannelError::Unavailable { .. }) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "channel_unavailable", message)
+            }
+            EngineError::Channel(ChannelError::Rejected { .. } | ChannelError::Failed { .. }) => {
+                ApiError::new(StatusCode::BAD_GATEWAY, "not_sent", message)
             }
             EngineError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message),
             EngineError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", message),

@@ -119,6 +119,7 @@ async fn status(State(app): State<App>) -> Json<DaemonStatusResponse> {
         whatsapp_connected: channel.kind == "whatsapp" && channel.connected,
         active_instance_count: active,
         total_instance_count: total,
+        unrouted_message_count: app.engine.unrouted_count(),
         channel,
         model: app.engine.agent().model(),
         model_error: app.engine.agent().last_error(),

@@ -25,19 +25,64 @@ use crate::agent::{AgentError, Turn, TurnKind};
 use crate::api::{
     ConversationInstance, CreateInstanceResponse, Role, State, StateTransition, TokenUsage, TranscriptMessage,
 };
-use crate::channel::{Delivery, InboundMessage};
+use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
 use crate::contact::Contact;
 
 type Reply<T> = oneshot::Sender<T>;
+type OperatorReply = Reply<Result<(ConversationInstance, Option<TranscriptMessage>), EngineError>>;
+type ToolReply = Reply<Result<String, ToolError>>;
 
 pub(crate) enum Msg {
-    Create { instance: Box<ConversationInstance>, reply: Reply<Result<CreateInstanceResponse, EngineError>> },
-    Operator { id: Uuid, op: Op, reply: Reply<Result<(ConversationInstance, Option<TranscriptMessage>), EngineError>> },
-    Inbound { message: InboundMessage, reply: Reply<Delivery> },
-    Tool { id: Uuid, turn: u64, call: ToolCall, reply: Reply<Result<String, ToolError>> },
-    Usage { id: Uuid, usage: TokenUsage },
-    TurnDone { id: Uuid, turn: u64, result: Result<(), AgentError> },
+    Create {
+        instance: Box<ConversationInstance>,
+        reply: Reply<Result<CreateInstanceResponse, EngineError>>,
+    },
+    Operator {
+        id: Uuid,
+        op: Op,
+        reply: OperatorReply,
+    },
+    Inbound {
+        message: InboundMessage,
+        reply: Reply<Delivery>,
+    },
+    Tool {
+        id: Uuid,
+        turn: u64,
+        call: ToolCall,
+        reply: ToolReply,
+    },
+    Usage {
+        id: Uuid,
+        usage: TokenUsage,
+    },
+    TurnDone {
+        id: Uuid,
+        turn: u64,
+        result: Result<(), AgentError>,
+    },
+    /// A send this actor started has finished (see [`Actor::start_send`]).
+    Sent {
+        id: Uuid,
+        text: String,
+        result: Result<Sent, ChannelError>,
+        waiter: SendWaiter,
+    },
+    /// The channel refused a message after taking it.
+    DeliveryFailed {
+        instance: Uuid,
+        message: Uuid,
+        error: String,
+    },
+    /// The channel may have become ready (or stopped being): move on.
+    ChannelChanged,
     Shutdown,
+}
+
+/// Who waits for a send: the agent's `send_message`, or `relay send`.
+pub(crate) enum SendWaiter {
+    Tool { turn: u64, reply: ToolReply },
+    Operator { reply: OperatorReply },
 }
 
 /// Operator commands.
@@ -53,6 +98,8 @@ struct RunningTurn {
     id: u64,
     /// Messages this turn delivered to the contact.
     sent: u32,
+    /// The contact's messages this turn answers: marked read when it ends well.
+    answers: Vec<MessageRef>,
     task: JoinHandle<()>,
 }
 
@@ -76,6 +123,10 @@ struct Actor {
     /// While the contact is still typing: the reply turn waits until this
     /// instant, which each new message pushes back (see `Settings::reply_window`).
     reply_due: Option<Instant>,
+    /// Contact messages not yet answered by a turn (to mark read later).
+    unread: Vec<MessageRef>,
+    /// Sends started and not yet finished: shutdown waits for them.
+    sends_in_flight: usize,
 }
 
 /// What `drive` does next.
@@ -84,7 +135,12 @@ enum Step {
     Transition(Uuid, Event),
     RunTurn(Uuid, TurnKind),
     Abandon(Uuid),
+    /// The channel cannot send: say why on the conversation, and wait.
+    Block(Uuid, String),
 }
+
+/// How long shutdown waits for sends already under way to report back.
+const SEND_DRAIN: Duration = Duration::from_secs(10);
 
 pub(crate) async fn run(
     shared: Arc<Shared>,
@@ -93,7 +149,18 @@ pub(crate) async fn run(
     me: mpsc::UnboundedSender<Msg>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
 ) {
-    let mut actor = Actor { shared, contact, me, convs, turn: None, turns_started: 0, timer: None, reply_due: None };
+    let mut actor = Actor {
+        shared,
+        contact,
+        me,
+        convs,
+        turn: None,
+        turns_started: 0,
+        timer: None,
+        reply_due: None,
+        unread: Vec::new(),
+        sends_in_flight: 0,
+    };
     actor.drive();
     loop {
         if actor.convs.is_empty() && actor.shared.retire(&actor.contact, &rx) {
@@ -104,7 +171,7 @@ pub(crate) async fn run(
         tokio::select! {
             msg = rx.recv() => match msg {
                 None | Some(Msg::Shutdown) => break,
-                Some(msg) => actor.handle(msg).await,
+                Some(msg) => actor.handle(msg),
             },
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                 actor.heartbeat_fired();
@@ -116,16 +183,18 @@ pub(crate) async fn run(
         actor.drive();
     }
     actor.abort_turn();
+    actor.drain_sends(&mut rx).await;
 }
 
 impl Actor {
-    async fn handle(&mut self, msg: Msg) {
+    fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Create { instance, reply } => {
                 let _ = reply.send(self.create(*instance));
             }
+            Msg::Operator { id, op: Op::Send(text), reply } => self.start_manual_send(id, text, reply),
             Msg::Operator { id, op, reply } => {
-                let result = self.operate(id, op).await;
+                let result = self.operate(id, op);
                 // Let the conversation move on first, so the caller sees where it went.
                 self.drive();
                 let result = result.map(|(instance, message)| (self.current(instance), message));
@@ -134,9 +203,17 @@ impl Actor {
             Msg::Inbound { message, reply } => {
                 let _ = reply.send(self.inbound(message));
             }
-            Msg::Tool { id, turn, call, reply } => {
-                let _ = reply.send(self.tool(id, turn, call).await);
+            Msg::Tool { id, turn, call: ToolCall::SendMessage { text }, reply } => {
+                if let Err(error) = self.start_agent_send(id, turn, text, reply) {
+                    tracing::debug!(instance = %id, %error, "send refused");
+                }
             }
+            Msg::Tool { id, turn, call, reply } => {
+                let _ = reply.send(self.tool(id, turn, call));
+            }
+            Msg::Sent { id, text, result, waiter } => self.sent(id, text, result, waiter),
+            Msg::DeliveryFailed { instance, message, error } => self.delivery_failed(instance, message, error),
+            Msg::ChannelChanged => {}
             Msg::Usage { id, usage } => {
                 if let Err(error) = self.update(id, |i| i.usage += usage) {
                     tracing::warn!(instance = %id, %error, "cannot record token usage");
@@ -179,6 +256,10 @@ impl Actor {
                     self.transition(id, Event::MaxFollowupsExceeded, Some(reason), |_| {}).map(drop)
                 }
                 Step::RunTurn(id, kind) => self.start_turn(id, kind),
+                Step::Block(id, reason) => {
+                    tracing::info!(instance = %id, %reason, "waiting for the channel");
+                    self.update(id, |i| i.channel_blocked = Some(reason))
+                }
             };
             if let Err(error) = done {
                 tracing::error!(contact = %self.contact, %error, "cannot move the conversation on");
@@ -203,16 +284,28 @@ impl Actor {
             State::WaitingForReply if live.unanswered_contact_messages > 0 => {
                 Some(Step::Transition(id, Event::ContactReplies))
             }
-            State::Active => Some(Step::RunTurn(id, self.turn_kind(live))),
             State::HeartbeatScheduled if live.follow_up_count > live.heartbeat_config.max_followups => {
                 Some(Step::Abandon(id))
             }
-            State::HeartbeatScheduled => Some(Step::RunTurn(
-                id,
-                TurnKind::FollowUp { number: live.follow_up_count, max: live.heartbeat_config.max_followups },
-            )),
+            State::Active | State::HeartbeatScheduled => self.turn_or_block(live),
             _ => None,
         }
+    }
+
+    /// A turn, unless the channel cannot send (then the conversation waits,
+    /// saying why). Without a model the turn runs anyway: it hands over to
+    /// the operator at once, and that needs no channel.
+    fn turn_or_block(&self, live: &ConversationInstance) -> Option<Step> {
+        if let (Err(reason), Ok(())) = (self.shared.channel.ready(), self.shared.agent.ready()) {
+            return (live.channel_blocked.as_ref() != Some(&reason)).then_some(Step::Block(live.id, reason));
+        }
+        let kind = match live.state {
+            State::HeartbeatScheduled => {
+                TurnKind::FollowUp { number: live.follow_up_count, max: live.heartbeat_config.max_followups }
+            }
+            _ => self.turn_kind(live),
+        };
+        Some(Step::RunTurn(live.id, kind))
     }
 
     /// Why an ACTIVE conversation needs a turn, from its last transition.
@@ -292,18 +385,20 @@ impl Actor {
     }
 
     fn record(&self, id: Uuid, role: Role, content: String) -> Result<TranscriptMessage, EngineError> {
-        let message = TranscriptMessage { id: Uuid::new_v4(), instance_id: id, role, content, timestamp: Utc::now() };
+        self.record_message(TranscriptMessage::new(id, role, content))
+    }
+
+    fn record_message(&self, message: TranscriptMessage) -> Result<TranscriptMessage, EngineError> {
         self.shared.store.append_message(&message)?;
+        if let Some(channel_id) = &message.channel_message_id {
+            self.shared.remember_sent(channel_id, message.instance_id, message.id);
+        }
         Ok(message)
     }
 
     // ---- operator commands -------------------------------------------------
 
-    async fn operate(
-        &mut self,
-        id: Uuid,
-        op: Op,
-    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
+    fn operate(&mut self, id: Uuid, op: Op) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
         match op {
             Op::Pause => {
                 let instance = self.transition(id, Event::Pause, None, |_| {})?;
@@ -320,39 +415,165 @@ impl Actor {
                 self.abort_turn_of(id);
                 Ok((instance, None))
             }
-            Op::Send(text) => self.manual_send(id, text).await,
+            Op::Send(_) => unreachable!("handled by start_manual_send"),
         }
     }
 
-    /// `relay send`: checked against the table, delivered, recorded, and then
-    /// the conversation waits for the reply (from NEEDS_HUMAN_INTERVENTION:
-    /// ACTIVE, then WAITING_FOR_REPLY with its heartbeat armed).
-    async fn manual_send(
-        &mut self,
-        id: Uuid,
-        text: String,
-    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
+    /// `relay send`: checked against the table now, delivered in the
+    /// background, then recorded and applied (see [`Actor::sent`]).
+    fn start_manual_send(&mut self, id: Uuid, text: String, reply: OperatorReply) {
+        let allowed = self.index(id).and_then(|index| {
+            let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
+            fsm::next(state, Event::ManualSend, previous).map_err(|source| {
+                tracing::warn!(instance = %id, state = %state, event = %Event::ManualSend, "invalid transition refused");
+                EngineError::Transition { id, source }
+            })
+        });
+        match allowed {
+            Ok(_) => self.start_send(id, text, SendWaiter::Operator { reply }),
+            Err(error) => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
+
+    /// After `relay send` went out: the conversation waits for the reply
+    /// (from NEEDS_HUMAN_INTERVENTION: ACTIVE, then WAITING_FOR_REPLY with
+    /// its heartbeat armed; from WAITING_FOR_REPLY: the heartbeat restarts).
+    fn after_manual_send(&mut self, id: Uuid) -> Result<ConversationInstance, EngineError> {
         let index = self.index(id)?;
-        let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
-        fsm::next(state, Event::ManualSend, previous).map_err(|source| {
-            tracing::warn!(instance = %id, state = %state, event = %Event::ManualSend, "invalid transition refused");
-            EngineError::Transition { id, source }
-        })?;
-        self.shared.channel.send(&self.contact, &text).await?;
-        let message = self.record(id, Role::Manual, text)?;
-        let instance = match state {
+        match self.convs[index].state {
             State::NeedsHumanIntervention => {
                 // The operator has answered whatever the contact said meanwhile.
                 self.transition(id, Event::ManualSend, None, |i| i.unanswered_contact_messages = 0)?;
-                self.transition(id, Event::MessageSent, None, |_| {})?
+                self.transition(id, Event::MessageSent, None, |_| {})
             }
             State::WaitingForReply => {
                 self.update(id, |i| heartbeat::rearm(i, Utc::now()))?;
-                self.convs[self.index(id)?].clone()
+                Ok(self.convs[self.index(id)?].clone())
             }
-            _ => self.convs[index].clone(),
+            _ => Ok(self.convs[index].clone()),
+        }
+    }
+
+    // ---- sending -----------------------------------------------------------
+
+    /// Hands `text` to the channel in a task of its own, so a slow send
+    /// (pacing, a reconnecting link) holds up none of this contact's other
+    /// events. The outcome comes back as [`Msg::Sent`].
+    fn start_send(&mut self, id: Uuid, text: String, waiter: SendWaiter) {
+        let (channel, contact, me) = (self.shared.channel.clone(), self.contact.clone(), self.me.clone());
+        self.sends_in_flight += 1;
+        tokio::spawn(async move {
+            let result = channel.send(&contact, &text).await;
+            let _ = me.send(Msg::Sent { id, text, result, waiter });
+        });
+    }
+
+    fn start_agent_send(&mut self, id: Uuid, turn: u64, text: String, reply: ToolReply) -> Result<(), ToolError> {
+        let checked = self.check_turn(id, turn).and_then(|()| {
+            bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))
+        });
+        match checked {
+            Ok(text) => {
+                self.start_send(id, text, SendWaiter::Tool { turn, reply });
+                Ok(())
+            }
+            Err(error) => {
+                let _ = reply.send(Err(error.clone()));
+                Err(error)
+            }
+        }
+    }
+
+    /// A send finished. Whatever went out is recorded, even if its turn or
+    /// its conversation has ended meanwhile: the contact has it.
+    fn sent(&mut self, id: Uuid, text: String, result: Result<Sent, ChannelError>, waiter: SendWaiter) {
+        self.sends_in_flight -= 1;
+        let role = match waiter {
+            SendWaiter::Tool { .. } => Role::Agent,
+            SendWaiter::Operator { .. } => Role::Manual,
         };
-        Ok((instance, Some(message)))
+        let recorded = result.map_err(EngineError::Channel).and_then(|sent| {
+            let message =
+                TranscriptMessage { channel_message_id: sent.message_id, ..TranscriptMessage::new(id, role, text) };
+            self.record_message(message)
+        });
+        match waiter {
+            SendWaiter::Tool { turn, reply } => {
+                let answer = match recorded {
+                    Ok(_) => {
+                        if let Some(running) = self.turn.as_mut().filter(|t| t.id == turn) {
+                            running.sent += 1;
+                        }
+                        Ok("sent".to_string())
+                    }
+                    Err(EngineError::Channel(error)) => Err(self.agent_send_failed(id, turn, error)),
+                    Err(error) => Err(ToolError(error.to_string())),
+                };
+                let _ = reply.send(answer);
+            }
+            SendWaiter::Operator { reply } => {
+                let result = recorded.and_then(|message| Ok((self.after_manual_send(id)?, Some(message))));
+                self.drive();
+                let _ = reply.send(result.map(|(instance, message)| (self.current(instance), message)));
+            }
+        }
+    }
+
+    /// What a failed `send_message` does to the conversation, and what the
+    /// model is told.
+    fn agent_send_failed(&mut self, id: Uuid, turn: u64, error: ChannelError) -> ToolError {
+        let mine = self.turn.as_ref().is_some_and(|t| t.id == turn && t.instance == id);
+        match &error {
+            // Nothing is wrong with the conversation: it waits for the channel
+            // and its turn runs again from the transcript.
+            ChannelError::Unavailable { reason, .. } => {
+                let reason = reason.clone();
+                if let Err(e) = self.update(id, |i| i.channel_blocked = Some(reason)) {
+                    tracing::error!(instance = %id, error = %e, "cannot record why the conversation waits");
+                }
+                if mine {
+                    self.abort_turn();
+                }
+            }
+            // The design's error table: a send that fails after its retries fails the conversation.
+            ChannelError::Failed { .. } => {
+                let reason = error.to_string();
+                let failed = self.transition(id, Event::UnrecoverableError, Some(reason.clone()), |i| {
+                    i.failure_reason = Some(reason);
+                });
+                if let Err(e) = failed {
+                    tracing::error!(instance = %id, error = %e, "cannot record a failed send");
+                }
+                if mine {
+                    self.detach_turn();
+                }
+            }
+            ChannelError::Rejected { .. } => {}
+        }
+        tracing::warn!(instance = %id, %error, "message not sent");
+        ToolError(format!("not sent: {error}"))
+    }
+
+    /// WhatsApp refused a message after taking it: the transcript says so.
+    fn delivery_failed(&mut self, instance: Uuid, message: Uuid, error: String) {
+        if let Err(e) = self.shared.mark_undelivered(instance, message, error) {
+            tracing::error!(%instance, error = %e, "cannot record a refused message");
+        }
+    }
+
+    /// On shutdown: let sends already under way report back (bounded), so
+    /// what went out is recorded.
+    async fn drain_sends(&mut self, rx: &mut mpsc::UnboundedReceiver<Msg>) {
+        let deadline = Instant::now() + SEND_DRAIN;
+        while self.sends_in_flight > 0 {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(Msg::Sent { id, text, result, waiter })) => self.sent(id, text, result, waiter),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
     }
 
     // ---- contact messages and heartbeats -----------------------------------
@@ -363,11 +584,17 @@ impl Actor {
             return Delivery::NoConversation;
         };
         let (id, state) = (live.id, live.state);
+        let reference = message.reference.clone();
+        let recorded = TranscriptMessage {
+            channel_message_id: message.reference.map(|r| r.id),
+            ..TranscriptMessage::new(id, Role::Contact, message.text)
+        };
         // Recorded first: whatever happens next, the message is not lost.
-        if let Err(error) = self.record(id, Role::Contact, message.text) {
+        if let Err(error) = self.shared.store.append_message(&recorded) {
             tracing::error!(instance = %id, %error, "cannot record a contact message");
             return Delivery::NotRecorded(error.to_string());
         }
+        self.unread.extend(reference);
         tracing::info!(instance = %id, state = %state, "contact message received");
         let count = |i: &mut ConversationInstance| {
             i.unanswered_contact_messages += 1;
@@ -434,8 +661,11 @@ impl Actor {
                 .map(drop);
         }
         let index = self.index(id)?;
-        if self.convs[index].unanswered_contact_messages > 0 {
-            self.update(id, |i| i.unanswered_contact_messages = 0)?;
+        if self.convs[index].unanswered_contact_messages > 0 || self.convs[index].channel_blocked.is_some() {
+            self.update(id, |i| {
+                i.unanswered_contact_messages = 0;
+                i.channel_blocked = None;
+            })?;
         }
         let instance = self.convs[self.index(id)?].clone();
         let transcript = self.shared.store.read_transcript(id)?;
@@ -451,7 +681,8 @@ impl Actor {
             let result = agent.run_turn(Turn { kind, instance, transcript }, tools).await;
             let _ = me.send(Msg::TurnDone { id, turn, result });
         });
-        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, task });
+        let answers = std::mem::take(&mut self.unread);
+        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, answers, task });
         Ok(())
     }
 
@@ -459,6 +690,10 @@ impl Actor {
         let Some(finished) = self.turn.take_if(|t| t.id == turn) else {
             return; // a turn that was interrupted or detached
         };
+        if result.is_ok() && !finished.answers.is_empty() {
+            let channel = self.shared.channel.clone();
+            tokio::spawn(async move { channel.mark_read(finished.answers).await });
+        }
         let Ok(index) = self.index(id) else { return };
         let state = self.convs[index].state;
         let outcome = match (state, result) {
@@ -500,29 +735,24 @@ impl Actor {
 
     // ---- the six tools -----------------------------------------------------
 
-    async fn tool(&mut self, id: Uuid, turn: u64, call: ToolCall) -> Result<String, ToolError> {
+    /// Tools may only act for the turn that is running now.
+    fn check_turn(&self, id: Uuid, turn: u64) -> Result<(), ToolError> {
         let mine = self.turn.as_ref().is_some_and(|t| t.id == turn && t.instance == id);
         if !mine || self.index(id).is_err() {
             return Err(ToolError(
                 "this turn is over (the conversation was paused, cancelled or ended): do nothing more".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// Every tool but `send_message` (see [`Actor::start_agent_send`]).
+    fn tool(&mut self, id: Uuid, turn: u64, call: ToolCall) -> Result<String, ToolError> {
+        self.check_turn(id, turn)?;
         let refused = |e: EngineError| ToolError(e.to_string());
         tracing::debug!(instance = %id, tool = call.name(), "tool call");
         match call {
-            ToolCall::SendMessage { text } => {
-                let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(refused)?;
-                self.shared
-                    .channel
-                    .send(&self.contact, &text)
-                    .await
-                    .map_err(|e| ToolError(format!("not sent: {e}")))?;
-                self.record(id, Role::Agent, text).map_err(refused)?;
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.sent += 1;
-                }
-                Ok("sent".into())
-            }
+            ToolCall::SendMessage { .. } => unreachable!("handled by start_agent_send"),
             ToolCall::MarkTodoItem { todo_id, status, note } => {
                 let instance = &self.convs[self.index(id).map_err(refused)?];
                 if !instance.todos.iter().any(|t| t.id == todo_id) {

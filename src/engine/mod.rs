@@ -17,8 +17,8 @@ pub mod fsm;
 pub mod heartbeat;
 pub mod tools;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -28,7 +28,7 @@ use uuid::Uuid;
 use crate::agent::Agent;
 use crate::api::{
     ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, State, TodoItem, TodoStatus,
-    TranscriptMessage,
+    TranscriptMessage, UnroutedMessage,
 };
 use crate::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink};
 use crate::contact::Contact;
@@ -121,6 +121,33 @@ pub(crate) struct Shared {
     stopping: AtomicBool,
     /// Bumped after every persisted change, for whoever waits for one.
     changes: watch::Sender<u64>,
+    /// Messages kept in the unrouted log.
+    unrouted: AtomicU64,
+    /// Recently sent messages by channel id, to find them when the channel
+    /// refuses one later.
+    sent: Mutex<SentIndex>,
+}
+
+/// The channel ids of the last [`SentIndex::CAPACITY`] messages sent.
+#[derive(Default)]
+struct SentIndex {
+    by_channel_id: HashMap<String, (Uuid, Uuid)>,
+    order: VecDeque<String>,
+}
+
+impl SentIndex {
+    /// WhatsApp answers within seconds; this covers hours of sending.
+    const CAPACITY: usize = 4096;
+
+    fn insert(&mut self, channel_id: &str, instance: Uuid, message: Uuid) {
+        if self.order.len() == Self::CAPACITY
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.by_channel_id.remove(&oldest);
+        }
+        self.order.push_back(channel_id.to_string());
+        self.by_channel_id.insert(channel_id.to_string(), (instance, message));
+    }
 }
 
 struct ActorHandle {
@@ -138,6 +165,7 @@ impl Engine {
         settings: Settings,
     ) -> Result<Engine, StoreError> {
         let instances = store.load_instances()?;
+        let unrouted = store.count_unrouted()?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
         let engine = Engine {
             shared: Arc::new(Shared {
@@ -149,6 +177,8 @@ impl Engine {
                 actors: Mutex::new(HashMap::new()),
                 stopping: AtomicBool::new(false),
                 changes: watch::Sender::new(0),
+                unrouted: AtomicU64::new(unrouted),
+                sent: Mutex::new(SentIndex::default()),
             }),
         };
         // Weak: the channel must not keep the engine (which owns it) alive.
@@ -315,6 +345,22 @@ impl InboundSink for Inbound {
             }
         })
     }
+
+    fn delivery_failed(&self, message_id: String, error: String) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(shared) = self.0.upgrade() {
+                shared.delivery_failed(&message_id, error);
+            }
+        })
+    }
+
+    fn channel_changed(&self) {
+        if let Some(shared) = self.0.upgrade() {
+            for handle in shared.actors.lock().expect("actors lock").values() {
+                let _ = handle.tx.send(Msg::ChannelChanged);
+            }
+        }
+    }
 }
 
 impl Engine {
@@ -324,14 +370,23 @@ impl Engine {
         let contact = message.from.clone();
         // A contact has an actor exactly while it has conversations not yet ended.
         let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);
-        if !has_actor {
-            tracing::info!(contact = %contact, "message from a contact with no live conversation; ignored");
-            return Delivery::NoConversation;
-        }
-        match self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await {
-            Ok(delivery) => delivery,
-            Err(_) => Delivery::NoConversation,
-        }
+        let delivery = if has_actor {
+            let text = message.text.clone();
+            match self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await {
+                Ok(Delivery::NoConversation) | Err(_) => (Delivery::NoConversation, text),
+                Ok(delivery) => return delivery,
+            }
+        } else {
+            (Delivery::NoConversation, message.text)
+        };
+        let (delivery, text) = delivery;
+        self.shared.keep_unrouted(contact, text);
+        delivery
+    }
+
+    /// Messages kept because no conversation could take them.
+    pub fn unrouted_count(&self) -> u64 {
+        self.shared.unrouted.load(Ordering::Relaxed)
     }
 }
 
@@ -350,6 +405,56 @@ impl Shared {
         view.insert(instance.id.to_string(), Arc::new(instance.clone()));
         drop(view);
         self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// A message no conversation takes is not answered, but it is kept
+    /// where the operator can read it (`unrouted.jsonl`).
+    fn keep_unrouted(&self, from: Contact, text: String) {
+        tracing::info!(contact = %from, "message from a contact with no live conversation; kept in unrouted.jsonl");
+        let message = UnroutedMessage { from: from.to_string(), text, timestamp: chrono::Utc::now() };
+        match self.store.append_unrouted(&message) {
+            Ok(()) => {
+                self.unrouted.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(error) => tracing::error!(%error, "cannot keep an unrouted message"),
+        }
+    }
+
+    pub(crate) fn remember_sent(&self, channel_id: &str, instance: Uuid, message: Uuid) {
+        self.sent.lock().expect("sent lock").insert(channel_id, instance, message);
+    }
+
+    /// The channel refused a message it had taken. The conversation's actor
+    /// writes that down; with no actor (the conversation has ended) it is
+    /// written here, under the actor map's lock so none starts meanwhile.
+    fn delivery_failed(&self, channel_id: &str, error: String) {
+        let Some((instance, message)) = self.sent.lock().expect("sent lock").by_channel_id.get(channel_id).copied()
+        else {
+            tracing::warn!(channel_id, %error, "the channel refused a message relay does not know");
+            return;
+        };
+        tracing::warn!(%instance, channel_id, %error, "the channel refused a sent message");
+        let Some(contact) = self.snapshot(instance).map(|i| contact_of(&i)) else { return };
+        let actors = self.actors.lock().expect("actors lock");
+        match actors.get(&contact) {
+            Some(handle) => {
+                let _ = handle.tx.send(Msg::DeliveryFailed { instance, message, error });
+            }
+            None => {
+                if let Err(e) = self.mark_undelivered(instance, message, error) {
+                    tracing::error!(%instance, error = %e, "cannot record a refused message");
+                }
+            }
+        }
+    }
+
+    /// Writes the message again with its delivery error (the later line wins).
+    pub(crate) fn mark_undelivered(&self, instance: Uuid, message: Uuid, error: String) -> Result<(), StoreError> {
+        let transcript = self.store.read_transcript(instance)?;
+        match transcript.into_iter().find(|m| m.id == message) {
+            Some(sent) => self.store.append_message(&TranscriptMessage { delivery_error: Some(error), ..sent }),
+            None => Ok(()),
+        }
     }
 
     /// The live conversations of one contact, oldest first (an actor's state at spawn).

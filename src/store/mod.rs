@@ -1,7 +1,8 @@
 //! Persistence in the relay home, as plain files a person can read:
 //!
 //! - `instances/<id>.json`: one conversation, replaced atomically on every change;
-//! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line.
+//! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line;
+//! - `unrouted.jsonl`: messages from contacts with no live conversation.
 //!
 //! Per-instance files keep every write O(1) in the number of conversations.
 //! Every write is durable (fsync) before it returns, so nothing the API
@@ -17,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use crate::api::{ConversationInstance, TranscriptMessage};
+use crate::api::{ConversationInstance, TranscriptMessage, UnroutedMessage};
 use crate::home::Home;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,13 +35,18 @@ pub enum StoreError {
 pub struct Store {
     instances: PathBuf,
     transcripts: PathBuf,
+    unrouted: PathBuf,
 }
 
 impl Store {
     /// Opens (and creates, owner-only) the store's folders in `home`.
     pub fn open(home: &Home) -> io::Result<Store> {
         home.create()?;
-        Ok(Store { instances: home.instances_dir(), transcripts: home.transcripts_dir() })
+        Ok(Store {
+            instances: home.instances_dir(),
+            transcripts: home.transcripts_dir(),
+            unrouted: home.unrouted_file(),
+        })
     }
 
     fn instance_path(&self, id: Uuid) -> PathBuf {
@@ -84,8 +90,33 @@ impl Store {
     }
 
     /// The transcript of one conversation, oldest first (empty if none yet).
+    /// A message written again (with its delivery error) keeps its place and
+    /// takes its latest form.
     pub fn read_transcript(&self, id: Uuid) -> Result<Vec<TranscriptMessage>, StoreError> {
-        read_jsonl(&self.transcript_path(id))
+        let lines: Vec<TranscriptMessage> = read_jsonl(&self.transcript_path(id))?;
+        let mut messages: Vec<TranscriptMessage> = Vec::with_capacity(lines.len());
+        let mut position = std::collections::HashMap::with_capacity(lines.len());
+        for message in lines {
+            match position.get(&message.id) {
+                Some(&at) => messages[at] = message,
+                None => {
+                    position.insert(message.id, messages.len());
+                    messages.push(message);
+                }
+            }
+        }
+        Ok(messages)
+    }
+
+    /// Keeps a message from a contact with no live conversation.
+    pub fn append_unrouted(&self, message: &UnroutedMessage) -> Result<(), StoreError> {
+        let line = serde_json::to_vec(message).expect("messages serialise");
+        atomic::append_line(&self.unrouted, &line).map_err(|source| write_error(&self.unrouted, source))
+    }
+
+    /// How many unrouted messages are kept (a torn last line does not count).
+    pub fn count_unrouted(&self) -> Result<u64, StoreError> {
+        Ok(read_jsonl::<serde_json::Value>(&self.unrouted)?.len() as u64)
     }
 }
 
@@ -135,26 +166,33 @@ fn corrupt(path: &Path, source: serde_json::Error) -> StoreError {
 mod tests {
     use super::*;
     use crate::api::Role;
-    use chrono::Utc;
 
     #[test]
     fn a_torn_last_line_is_skipped_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&Home::at(dir.path())).unwrap();
         let id = Uuid::new_v4();
-        let msg = TranscriptMessage {
-            id: Uuid::new_v4(),
-            instance_id: id,
-            role: Role::Contact,
-            content: "hola".into(),
-            timestamp: Utc::now(),
-        };
+        let msg = TranscriptMessage::new(id, Role::Contact, "hola".into());
         store.append_message(&msg).unwrap();
         let path = store.transcript_path(id);
         let mut text = fs::read_to_string(&path).unwrap();
         text.push_str("{\"id\":\"trunc");
         fs::write(&path, text).unwrap();
         assert_eq!(store.read_transcript(id).unwrap(), vec![msg]);
+    }
+
+    #[test]
+    fn a_message_written_again_keeps_its_place_and_takes_its_latest_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Home::at(dir.path())).unwrap();
+        let id = Uuid::new_v4();
+        let first = TranscriptMessage::new(id, Role::Agent, "hola".into());
+        let second = TranscriptMessage::new(id, Role::Contact, "hi".into());
+        store.append_message(&first).unwrap();
+        store.append_message(&second).unwrap();
+        let refused = TranscriptMessage { delivery_error: Some("463".into()), ..first.clone() };
+        store.append_message(&refused).unwrap();
+        assert_eq!(store.read_transcript(id).unwrap(), vec![refused, second]);
     }
 
     #[test]

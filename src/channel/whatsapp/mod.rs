@@ -1,0 +1,2 @@
+//! WhatsApp.
+pub struct WhatsappChannel;

@@ -1,0 +1,289 @@
+//! The engine against a channel that misbehaves on cue: not ready (logged
+//! out, banned), failing sends, slow sends, late refusals, read receipts.
+//! In-process, on tokio's paused clock, with a scripted test agent.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use relay::agent::{Agent, AgentError, ConversationTools, ToolCall, Turn, TurnKind};
+use relay::api::{ChannelStatus, ConversationInstance, CreateInstanceRequest, NewTodo, Role, State};
+use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent};
+use relay::contact::Contact;
+use relay::engine::{Engine, Settings};
+use relay::home::Home;
+use relay::store::Store;
+use relay::util::BoxFuture;
+use tokio::sync::{Notify, Semaphore};
+
+const CONTACT: &str = "+56912345678";
+
+/// A channel whose readiness and send outcomes the test sets.
+#[derive(Default)]
+struct FakeChannel {
+    ready: Mutex<Option<String>>,
+    /// Outcomes of the next sends, in order; when empty a send succeeds.
+    outcomes: Mutex<VecDeque<Result<Sent, ChannelError>>>,
+    /// When set, each send first waits for a permit.
+    gate: OnceLock<Arc<Semaphore>>,
+    sent: Mutex<Vec<String>>,
+    read: Mutex<Vec<MessageRef>>,
+    read_marked: Notify,
+    sink: OnceLock<Arc<dyn InboundSink>>,
+}
+
+impl FakeChannel {
+    fn unblock(&self) {
+        *self.ready.lock().unwrap() = None;
+        self.sink.get().unwrap().channel_changed();
+    }
+
+    fn then(&self, outcome: Result<Sent, ChannelError>) {
+        self.outcomes.lock().unwrap().push_back(outcome);
+    }
+
+    fn sent(&self) -> Vec<String> {
+        self.sent.lock().unwrap().clone()
+    }
+}
+
+impl Channel for FakeChannel {
+    fn attach(&self, inbound: Arc<dyn InboundSink>) {
+        let _ = self.sink.set(inbound);
+    }
+
+    fn status(&self) -> ChannelStatus {
+        ChannelStatus { kind: "fake".into(), state: "test".into(), connected: true, detail: None, phone: None }
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        match self.ready.lock().unwrap().clone() {
+            Some(reason) => Err(reason),
+            None => Ok(()),
+        }
+    }
+
+    fn send<'a>(&'a self, _to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
+        Box::pin(async move {
+            if let Some(gate) = self.gate.get() {
+                gate.acquire().await.unwrap().forget();
+            }
+            let outcome = self.outcomes.lock().unwrap().pop_front().unwrap_or(Ok(Sent::default()));
+            // As a real channel: what refuses a send also stops it being ready.
+            if let Err(ChannelError::Unavailable { reason, .. }) = &outcome {
+                *self.ready.lock().unwrap() = Some(reason.clone());
+            }
+            if outcome.is_ok() {
+                self.sent.lock().unwrap().push(text.to_string());
+            }
+            outcome
+        })
+    }
+
+    fn mark_read(&self, messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.read.lock().unwrap().extend(messages);
+            self.read_marked.notify_one();
+        })
+    }
+}
+
+type Behaviour = dyn Fn(Turn, ConversationTools) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync;
+
+struct TestAgent {
+    behaviour: Box<Behaviour>,
+    turns: Mutex<Vec<TurnKind>>,
+}
+
+impl Agent for TestAgent {
+    fn model(&self) -> Option<String> {
+        Some("test-agent".into())
+    }
+
+    fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
+        self.turns.lock().unwrap().push(turn.kind);
+        (self.behaviour)(turn, tools)
+    }
+}
+
+/// An agent that says `text` once per turn and then waits for the contact.
+fn says(text: &'static str) -> Arc<TestAgent> {
+    Arc::new(TestAgent {
+        behaviour: Box::new(move |_turn, tools| {
+            Box::pin(async move {
+                let _ = tools.call(ToolCall::SendMessage { text: text.into() }).await;
+                Ok(())
+            })
+        }),
+        turns: Mutex::new(Vec::new()),
+    })
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    home: Home,
+    engine: Engine,
+    channel: Arc<FakeChannel>,
+    agent: Arc<TestAgent>,
+}
+
+fn world(channel: FakeChannel, agent: Arc<TestAgent>) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path());
+    let channel = Arc::new(channel);
+    let as_channel: Arc<dyn Channel> = channel.clone();
+    let engine = Engine::start(Store::open(&home).unwrap(), as_channel, agent.clone(), Settings::default()).unwrap();
+    World { _dir: dir, home, engine, channel, agent }
+}
+
+async fn create(w: &World) -> uuid::Uuid {
+    let request = CreateInstanceRequest {
+        objective: "Confirm the delivery".into(),
+        target_contact: CONTACT.into(),
+        todos: vec![NewTodo { text: "delivery day".into() }],
+        heartbeat_config: None,
+    };
+    w.engine.create(request).await.unwrap().id
+}
+
+async fn until(engine: &Engine, id: uuid::Uuid, done: impl Fn(&ConversationInstance) -> bool) -> ConversationInstance {
+    let mut changes = engine.subscribe();
+    loop {
+        let instance = engine.get(&id.to_string()).unwrap();
+        if done(&instance) {
+            return instance;
+        }
+        tokio::time::timeout(Duration::from_secs(3600), changes.changed())
+            .await
+            .unwrap_or_else(|_| panic!("conversation stuck in {:?}", instance.state))
+            .unwrap();
+    }
+}
+
+fn contact() -> Contact {
+    Contact::parse(CONTACT).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_conversation_waits_for_a_channel_that_cannot_send_and_goes_on_when_it_is_back() {
+    let channel = FakeChannel::default();
+    *channel.ready.lock().unwrap() = Some("WhatsApp logged this device out: run `relay init`".into());
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+
+    let held = until(&w.engine, id, |i| i.channel_blocked.is_some()).await;
+    assert_eq!(held.state, State::Active);
+    assert!(held.channel_blocked.unwrap().contains("logged this device out"));
+    assert!(w.agent.turns.lock().unwrap().is_empty(), "no turn runs while nothing can be sent");
+
+    w.channel.unblock();
+    let going = until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    assert_eq!(going.channel_blocked, None);
+    assert_eq!(w.channel.sent(), vec!["Hi!"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_lost_mid_turn_holds_the_conversation_and_the_turn_runs_again() {
+    let channel = FakeChannel::default();
+    channel.then(Err(ChannelError::Unavailable { channel: "fake", reason: "temporarily banned".into() }));
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    let held = until(&w.engine, id, |i| i.channel_blocked.is_some()).await;
+    assert_eq!(held.state, State::Active, "nothing is wrong with the conversation itself");
+    assert!(w.channel.sent().is_empty());
+
+    w.channel.unblock();
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    assert_eq!(w.channel.sent(), vec!["Hi!"]);
+    assert_eq!(*w.agent.turns.lock().unwrap(), vec![TurnKind::FirstMessage, TurnKind::FirstMessage]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_send_that_fails_after_its_retries_fails_the_conversation_with_the_reason() {
+    let channel = FakeChannel::default();
+    channel.then(Err(ChannelError::Failed { channel: "fake", reason: "not sent after 3 attempts: timeout".into() }));
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    let failed = until(&w.engine, id, |i| i.state.is_terminal()).await;
+    assert_eq!(failed.state, State::Failed);
+    assert!(failed.failure_reason.unwrap().contains("after 3 attempts"));
+    assert_eq!(failed.history.last().unwrap().trigger, "unrecoverable_error");
+    assert!(w.engine.transcript(&id.to_string()).unwrap().is_empty(), "nothing went out, nothing is recorded");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_send_does_not_hold_up_the_contacts_messages() {
+    let channel = FakeChannel::default();
+    let gate = Arc::new(Semaphore::new(0));
+    channel.gate.set(gate.clone()).unwrap();
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::Active).await;
+    tokio::task::yield_now().await;
+
+    // The agent's send is stuck in the channel; the contact's message still lands at once.
+    let delivery =
+        tokio::time::timeout(Duration::from_secs(1), w.engine.deliver(InboundMessage::new(contact(), "hello?")))
+            .await
+            .expect("the contact's message waited for the send");
+    assert_eq!(delivery, Delivery::Delivered(id));
+
+    gate.add_permits(10);
+    until(&w.engine, id, |i| i.state == State::WaitingForReply || i.state == State::WaitingForAgent).await;
+    let roles: Vec<Role> = w.engine.transcript(&id.to_string()).unwrap().iter().map(|m| m.role).collect();
+    assert_eq!(roles[..2], [Role::Contact, Role::Agent], "each recorded when it happened");
+}
+
+#[tokio::test(start_paused = true)]
+async fn answered_messages_are_marked_read_and_sent_ids_recorded() {
+    let channel = FakeChannel::default();
+    channel.then(Ok(Sent { message_id: Some("WA-1".into()) }));
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    assert_eq!(transcript[0].channel_message_id.as_deref(), Some("WA-1"));
+
+    let reference = MessageRef { chat: "lid-chat".into(), id: "IN-1".into() };
+    let message = InboundMessage { reference: Some(reference.clone()), ..InboundMessage::new(contact(), "Friday") };
+    w.engine.deliver(message).await;
+    w.channel.read_marked.notified().await;
+    assert_eq!(*w.channel.read.lock().unwrap(), vec![reference]);
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    assert_eq!(transcript[1].channel_message_id.as_deref(), Some("IN-1"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_refused_after_it_was_sent_is_marked_in_the_transcript() {
+    let channel = FakeChannel::default();
+    channel.then(Ok(Sent { message_id: Some("WA-7".into()) }));
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+
+    w.channel.sink.get().unwrap().delivery_failed("WA-7".into(), "463".into()).await;
+    // The actor writes it down; give it the turn it needs.
+    let mut transcript = w.engine.transcript(&id.to_string()).unwrap();
+    for _ in 0..100 {
+        if transcript[0].delivery_error.is_some() {
+            break;
+        }
+        tokio::task::yield_now().await;
+        transcript = w.engine.transcript(&id.to_string()).unwrap();
+    }
+    assert_eq!(transcript.len(), 1, "annotated in place, not added");
+    assert_eq!(transcript[0].delivery_error.as_deref(), Some("463"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_from_a_contact_with_no_conversation_is_kept_not_answered() {
+    let w = world(FakeChannel::default(), says("Hi!"));
+    let stranger = Contact::parse("+14155552671").unwrap();
+    let delivery = w.engine.deliver(InboundMessage::new(stranger, "who is this?")).await;
+    assert_eq!(delivery, Delivery::NoConversation);
+    assert_eq!(w.engine.unrouted_count(), 1);
+    let kept = std::fs::read_to_string(w.home.unrouted_file()).unwrap();
+    assert!(kept.contains("who is this?") && kept.contains("+14155552671"), "{kept}");
+    assert!(w.channel.sent().is_empty());
+    assert!(w.agent.turns.lock().unwrap().is_empty());
+}

@@ -330,6 +330,46 @@ pub struct DaemonStatusResponse {
     pub version: String,
 }
 
+/// `POST /whatsapp/pair` streams these, one JSON object per line, until
+/// `linked`, `already_linked` or `failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum PairingEvent {
+    /// Scan this with WhatsApp on the phone: Settings, Linked devices, Link a device.
+    Qr {
+        code: String,
+        expires_in_secs: u64,
+    },
+    /// Type this code on the phone: Linked devices, Link with phone number.
+    PairCode {
+        code: String,
+        expires_in_secs: u64,
+    },
+    /// Linked; the daemon connects with this session from now on.
+    Linked {
+        phone: Option<String>,
+    },
+    /// A session is already linked (pass `force` to replace it).
+    AlreadyLinked {
+        phone: Option<String>,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+/// `POST /whatsapp/pair`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairRequest {
+    /// Link with a code typed on this phone (E.164) instead of a QR code.
+    #[serde(default)]
+    pub phone: Option<String>,
+    /// Unlink the current session first and link anew.
+    #[serde(default)]
+    pub force: bool,
+}
+
 /// `GET /health`: the only route that needs no token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HealthResponse {

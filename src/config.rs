@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::channel::whatsapp::pacing::PacingSettings;
 use crate::home::Home;
 
 pub const DEFAULT_PORT: u16 = 3214;
@@ -39,6 +40,8 @@ pub struct Config {
     pub model: Option<ModelConfig>,
     #[serde(default)]
     pub agent: AgentSettings,
+    #[serde(default)]
+    pub whatsapp: WhatsappSettings,
 }
 
 /// The LLM providers relay speaks to (through rig-core).
@@ -151,6 +154,45 @@ impl Default for AgentSettings {
     }
 }
 
+/// How relay uses WhatsApp. Every field has a safe default (see docs/whatsapp.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WhatsappSettings {
+    /// Typing time, gaps and the per-minute cap.
+    pub pacing: PacingSettings,
+    /// How long a message waits for the connection to come back before it
+    /// counts as not sent.
+    pub connect_wait_secs: u64,
+    /// Tries of one message before it counts as not sent (the conversation
+    /// then fails, as the design's error table says).
+    pub send_attempts: u32,
+    /// The first retry waits this long; each next one twice as long.
+    pub retry_backoff_ms: u64,
+    /// Mark the contact's messages read once the agent has answered them.
+    pub mark_read: bool,
+}
+
+impl Default for WhatsappSettings {
+    fn default() -> Self {
+        WhatsappSettings {
+            pacing: PacingSettings::default(),
+            connect_wait_secs: 120,
+            send_attempts: 3,
+            retry_backoff_ms: 2_000,
+            mark_read: true,
+        }
+    }
+}
+
+impl WhatsappSettings {
+    fn check(&self) -> Result<(), String> {
+        if self.send_attempts == 0 {
+            return Err("whatsapp.send_attempts must be at least 1".into());
+        }
+        self.pacing.check()
+    }
+}
+
 fn default_port() -> u16 {
     DEFAULT_PORT
 }
@@ -169,7 +211,13 @@ pub enum ConfigError {
 
 impl Config {
     pub fn new(channel: ChannelKind) -> Config {
-        Config { channel, daemon_port: DEFAULT_PORT, model: None, agent: AgentSettings::default() }
+        Config {
+            channel,
+            daemon_port: DEFAULT_PORT,
+            model: None,
+            agent: AgentSettings::default(),
+            whatsapp: WhatsappSettings::default(),
+        }
     }
 
     pub fn load(home: &Home) -> Result<Config, ConfigError> {
@@ -180,7 +228,11 @@ impl Config {
         })?;
         let config: Config = serde_json::from_str(&text)
             .map_err(|source| ConfigError::Invalid { path: path.display().to_string(), source })?;
-        config.agent.check().map_err(|problem| ConfigError::Setting { path: path.display().to_string(), problem })?;
+        config
+            .agent
+            .check()
+            .and_then(|()| config.whatsapp.check())
+            .map_err(|problem| ConfigError::Setting { path: path.display().to_string(), problem })?;
         Ok(config)
     }
 

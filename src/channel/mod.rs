@@ -3,7 +3,6 @@
 //! (inbound), so WhatsApp and the sandbox are interchangeable.
 
 pub mod sandbox;
-pub mod unavailable;
 pub mod whatsapp;
 
 use std::sync::Arc;
@@ -98,6 +97,11 @@ pub trait Channel: Send + Sync + 'static {
 
     /// Tells the contact their messages were read (once the agent answered).
     fn mark_read(&self, _messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// Stops cleanly (the WhatsApp session flushes its state).
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
 

@@ -20,7 +20,7 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::channel::{Channel, SandboxChannel, unavailable::NotLinked};
+use crate::channel::{Channel, SandboxChannel, whatsapp::WhatsappChannel};
 use crate::config::{ChannelKind, Config, ConfigError};
 use crate::engine::Engine;
 use crate::home::Home;
@@ -74,7 +74,7 @@ async fn serve(
     let store = Store::open(home)?;
     let channel: Arc<dyn Channel> = match config.channel {
         ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home.sandbox_outbox_file())?),
-        ChannelKind::Whatsapp => Arc::new(NotLinked),
+        ChannelKind::Whatsapp => Arc::new(WhatsappChannel::open(home.whatsapp_auth_dir(), config.whatsapp.clone())),
     };
     let agent = crate::agent::from_config(config);
     let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(&config.agent))?;
@@ -98,6 +98,7 @@ async fn serve(
         })
         .await;
     engine.shutdown().await;
+    engine.channel().shutdown().await;
     served.map_err(DaemonError::Io)
 }
 

@@ -1,7 +1,309 @@
-//! WhatsApp.
+//! The WhatsApp channel, through whatsapp-rust (one linked device).
+//!
+//! - [`session`]: the linked device and its connection (pairing, reconnects);
+//! - [`state`]: the link's health, as `relay status` shows it;
+//! - [`inbound`]: which incoming messages relay takes, and their text;
+//! - [`jid`]: phone numbers and WhatsApp addresses;
+//! - [`pacing`]: typing time, gaps and the per-minute cap;
+//! - [`qr`]: the pairing QR code in a terminal.
+//!
+//! This module joins them: sends wait for the connection (bounded), are
+//! paced, retried, and recorded with WhatsApp's message id; incoming
+//! messages are matched to contacts (LIDs included) and handed to the engine.
+
 pub mod inbound;
 pub mod jid;
 pub mod pacing;
 pub mod qr;
+pub mod session;
 pub mod state;
-pub struct WhatsappChannel;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use whatsapp_rust::prelude::*;
+
+use super::{Channel, ChannelError, InboundMessage, InboundSink, MessageRef, Sent};
+use crate::api::{ChannelStatus, PairingEvent};
+use crate::config::WhatsappSettings;
+use crate::contact::Contact;
+use crate::util::BoxFuture;
+use inbound::{Routed, Sender};
+use pacing::Pacer;
+use session::Session;
+use state::LinkState;
+
+const CHANNEL: &str = "whatsapp";
+
+/// What the channel needs from a WhatsApp session: the real one is
+/// [`Session`]; tests use a fake.
+pub trait Link: Send + Sync + 'static {
+    fn state(&self) -> watch::Receiver<LinkState>;
+    fn failed_dials(&self) -> u64;
+    fn phone(&self) -> Option<String>;
+    /// A fresh WhatsApp message id (kept across retries, so a retry cannot
+    /// deliver twice).
+    fn new_message_id(&self) -> Option<String>;
+    /// Before the first message to a number: is it on WhatsApp? (Also
+    /// learns its LID, so its replies can be matched.) `Err` if unknown.
+    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>>;
+    fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()>;
+    fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>>;
+    fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()>;
+    /// The phone number (digits) behind a LID, from the session's map.
+    fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>>;
+    fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent>;
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
+pub struct WhatsappChannel {
+    link: Arc<dyn Link>,
+    settings: WhatsappSettings,
+    pacer: Mutex<Pacer>,
+    /// Numbers already checked this run (see [`Link::check_number`]).
+    checked: Mutex<HashSet<String>>,
+    sink: OnceLock<Arc<dyn InboundSink>>,
+    /// whatsapp-rust's events for this channel, until `attach` takes them.
+    events: Mutex<Option<mpsc::UnboundedReceiver<Arc<Event>>>>,
+}
+
+impl WhatsappChannel {
+    /// The channel of the session kept in `auth_dir`.
+    pub fn open(auth_dir: std::path::PathBuf, settings: WhatsappSettings) -> WhatsappChannel {
+        let (session, events) = Session::start(auth_dir, session::Endpoint::default());
+        WhatsappChannel::with_link(session, events, settings)
+    }
+
+    pub fn with_link(
+        link: Arc<dyn Link>,
+        events: mpsc::UnboundedReceiver<Arc<Event>>,
+        settings: WhatsappSettings,
+    ) -> WhatsappChannel {
+        WhatsappChannel {
+            link,
+            pacer: Mutex::new(Pacer::new(settings.pacing.clone())),
+            settings,
+            checked: Mutex::new(HashSet::new()),
+            sink: OnceLock::new(),
+            events: Mutex::new(Some(events)),
+        }
+    }
+
+    pub fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent> {
+        self.link.pair(phone, force)
+    }
+
+    /// Handles one whatsapp-rust event (as the session's event task does).
+    pub async fn handle_event(&self, event: &Event) {
+        if let Some(sink) = self.sink.get() {
+            handle_event(self.link.as_ref(), sink.as_ref(), event).await;
+        }
+    }
+
+    /// Sends one message: paced, waiting for the connection (bounded), with
+    /// retries under one message id.
+    async fn deliver(&self, to: &Contact, text: &str) -> Result<Sent, ChannelError> {
+        let mut state = self.link.state();
+        let blocked = state.borrow().blocked();
+        if let Some(reason) = blocked {
+            return Err(unavailable(reason));
+        }
+        let jid = jid::jid_of(to);
+        let slot =
+            self.pacer.lock().expect("pacer lock").reserve(&jid.to_string(), text.chars().count(), Instant::now());
+        let typing = slot.send_at - slot.typing_from;
+        tokio::time::sleep_until(slot.typing_from).await;
+
+        let settings = &self.settings;
+        let connect_deadline = Instant::now() + Duration::from_secs(settings.connect_wait_secs);
+        let mut message_id = None;
+        let mut last_error = String::new();
+        for attempt in 1..=settings.send_attempts {
+            if attempt > 1 {
+                let backoff = Duration::from_millis(settings.retry_backoff_ms) * 2u32.pow(attempt - 2);
+                tokio::time::sleep(backoff).await;
+            }
+            let waited = tokio::time::timeout_at(connect_deadline, async {
+                state.wait_for(|s| s.is_connected() || s.blocked().is_some()).await.map(|s| s.blocked())
+            })
+            .await;
+            match waited {
+                Err(_) => {
+                    last_error = format!(
+                        "WhatsApp was not connected for {}",
+                        crate::duration::format(Duration::from_secs(settings.connect_wait_secs))
+                    );
+                    break;
+                }
+                Ok(Err(_)) => return Err(unavailable("the WhatsApp session has stopped".into())),
+                Ok(Ok(Some(reason))) => return Err(unavailable(reason)),
+                Ok(Ok(None)) => {}
+            }
+            self.check_once(&jid, to).await?;
+            let Some(id) = message_id.clone().or_else(|| self.link.new_message_id()) else {
+                last_error = "the WhatsApp session is not ready".into();
+                continue;
+            };
+            message_id = Some(id.clone());
+            self.link.typing(&jid).await;
+            tokio::time::sleep_until(slot.send_at.max(Instant::now() + typing)).await;
+            match self.link.send_text(&jid, text, &id).await {
+                Ok(sent_id) => return Ok(Sent { message_id: Some(sent_id) }),
+                Err(error) => {
+                    tracing::warn!(attempt, %error, "WhatsApp send failed");
+                    last_error = error;
+                }
+            }
+        }
+        Err(ChannelError::Failed {
+            channel: CHANNEL,
+            reason: format!("not sent after {} attempts: {last_error}", settings.send_attempts),
+        })
+    }
+
+    async fn check_once(&self, jid: &Jid, to: &Contact) -> Result<(), ChannelError> {
+        let key = to.to_string();
+        if self.checked.lock().expect("checked lock").contains(&key) {
+            return Ok(());
+        }
+        match self.link.check_number(jid).await {
+            Ok(true) => {
+                self.checked.lock().expect("checked lock").insert(key);
+                Ok(())
+            }
+            Ok(false) => Err(ChannelError::Failed { channel: CHANNEL, reason: format!("{to} is not on WhatsApp") }),
+            // Unknown: the send itself will tell.
+            Err(error) => {
+                tracing::debug!(%error, "cannot check the number before sending");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Hands the engine what it needs from one whatsapp-rust event: incoming
+/// messages, and server acks that refuse a message.
+async fn handle_event(link: &dyn Link, sink: &dyn InboundSink, event: &Event) {
+    match event {
+        Event::Messages(batch) => {
+            for message in batch.messages.iter() {
+                if let Some(inbound) = take(link, &message.message, &message.info).await {
+                    sink.deliver(inbound).await;
+                }
+            }
+        }
+        Event::ServerAck(ack) => {
+            if let Some(code) = &ack.error
+                && ack.class.as_deref().is_none_or(|c| c == "message")
+            {
+                sink.delivery_failed(ack.id.clone(), nack_reason(code)).await;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An incoming message as relay's, or `None` if relay ignores it.
+async fn take(link: &dyn Link, message: &wa::Message, info: &MessageInfo) -> Option<InboundMessage> {
+    let incoming = match inbound::route(message, info) {
+        Routed::Take(incoming) => incoming,
+        Routed::Ignore(why) => {
+            tracing::debug!(why, "incoming WhatsApp message ignored");
+            return None;
+        }
+    };
+    let from = match incoming.sender {
+        Sender::Phone(contact) => contact,
+        Sender::Lid(lid) => match link.phone_of_lid(&lid).await.as_deref().and_then(jid::digits_to_contact) {
+            Some(contact) => contact,
+            None => {
+                tracing::warn!(%lid, "a message from a WhatsApp LID relay cannot match to a phone number; ignored");
+                return None;
+            }
+        },
+    };
+    let reference = MessageRef { chat: incoming.chat.to_string(), id: incoming.id };
+    Some(InboundMessage { from, text: incoming.text, reference: Some(reference) })
+}
+
+fn unavailable(reason: String) -> ChannelError {
+    ChannelError::Unavailable { channel: CHANNEL, reason }
+}
+
+/// WhatsApp's refusal codes, in words where they are known.
+fn nack_reason(code: &str) -> String {
+    let meaning = match code {
+        "463" => "the contact has not messaged this number and WhatsApp limits first contact",
+        "479" => "WhatsApp refused the message",
+        "421" => "the contact's devices could not be reached",
+        _ => "refused by WhatsApp",
+    };
+    format!("{meaning} (error {code})")
+}
+
+impl Channel for WhatsappChannel {
+    fn attach(&self, inbound: Arc<dyn InboundSink>) {
+        let _ = self.sink.set(inbound.clone());
+        // Changes of the link wake the engine (held conversations go on).
+        let mut state = self.link.state();
+        let sink = inbound.clone();
+        tokio::spawn(async move {
+            while state.changed().await.is_ok() {
+                sink.channel_changed();
+            }
+        });
+        if let Some(mut events) = self.events.lock().expect("events lock").take() {
+            let link = self.link.clone();
+            tokio::spawn(async move {
+                while let Some(event) = events.recv().await {
+                    handle_event(link.as_ref(), inbound.as_ref(), &event).await;
+                }
+            });
+        }
+    }
+
+    fn status(&self) -> ChannelStatus {
+        let state = self.link.state().borrow().clone();
+        state.status(self.link.failed_dials(), self.link.phone())
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        match self.link.state().borrow().blocked() {
+            Some(reason) => Err(reason),
+            None => Ok(()),
+        }
+    }
+
+    fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
+        Box::pin(self.deliver(to, text))
+    }
+
+    fn mark_read(&self, messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if !self.settings.mark_read {
+                return;
+            }
+            let mut by_chat: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for message in messages {
+                by_chat.entry(message.chat).or_default().push(message.id);
+            }
+            for (chat, ids) in by_chat {
+                match chat.parse::<Jid>() {
+                    Ok(chat) => self.link.mark_read(&chat, &ids).await,
+                    Err(error) => tracing::warn!(%chat, %error, "cannot mark messages read"),
+                }
+            }
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        self.link.shutdown()
+    }
+
+    fn as_whatsapp(&self) -> Option<&WhatsappChannel> {
+        Some(self)
+    }
+}

@@ -1,0 +1,498 @@
+//! The WhatsApp session: one linked device (whatsapp-rust's `Bot`), its
+//! keys in `<home>/whatsapp-auth/` (owner-only), kept connected.
+//!
+//! A supervisor task owns the bot's life:
+//! - no linked session: nothing connects ("not linked") until a pair request;
+//! - a pair request: a bot that shows QR codes (or a phone pairing code),
+//!   streamed to whoever asked, and that stays on as the session once linked;
+//! - linked: connect; whatsapp-rust reconnects on its own with backoff;
+//! - when its run loop ends anyway (a failed connect, a version refused),
+//!   a new bot is built after relay's own backoff; logged out or replaced:
+//!   wait for `relay init`; temporarily banned: wait until the ban ends.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::task::JoinHandle;
+use whatsapp_rust::pair_code::PairCodeOptions;
+use whatsapp_rust::prelude::*;
+use whatsapp_rust::transport::TokioWebSocketTransportFactory;
+use whatsapp_rust::wacore::store::DevicePropsOverride;
+
+use super::jid;
+use super::state::LinkState;
+use crate::api::PairingEvent;
+use crate::util::BoxFuture;
+
+/// Where the session dials. Tests point it at a local socket; relay itself
+/// uses WhatsApp's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoint {
+    pub ws_url: Option<String>,
+    /// A fixed WhatsApp Web version (skips fetching the current one).
+    pub version: Option<(u32, u32, u32)>,
+}
+
+struct PairOrder {
+    phone: Option<String>,
+    /// Drop the current session first.
+    fresh: bool,
+}
+
+pub struct Session {
+    auth_dir: PathBuf,
+    endpoint: Endpoint,
+    state: watch::Sender<LinkState>,
+    client: Mutex<Option<Arc<Client>>>,
+    phone: Mutex<Option<String>>,
+    /// Failed dials of bots built since the last connection, plus those of
+    /// the current bot before it connected.
+    failed_dials: AtomicU64,
+    dials_at_connect: AtomicU64,
+    pairing: Mutex<Option<mpsc::UnboundedSender<PairingEvent>>>,
+    order: Mutex<Option<PairOrder>>,
+    /// Something for the supervisor: a pair order, or stop.
+    wake: Notify,
+    stopping: AtomicBool,
+    /// Incoming messages and server acks, for the channel, in order.
+    events: mpsc::UnboundedSender<Arc<Event>>,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Session {
+    /// Starts the supervisor; the receiver gets the events the channel handles.
+    pub fn start(auth_dir: PathBuf, endpoint: Endpoint) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
+        let (events, received) = mpsc::unbounded_channel();
+        // No session file: certainly not linked (known at once, no waiting).
+        let first = match auth_dir.join("session.db").exists() {
+            true => LinkState::Connecting,
+            false => LinkState::NotLinked,
+        };
+        let session = Arc::new(Session {
+            auth_dir,
+            endpoint,
+            state: watch::Sender::new(first),
+            client: Mutex::new(None),
+            phone: Mutex::new(None),
+            failed_dials: AtomicU64::new(0),
+            dials_at_connect: AtomicU64::new(0),
+            pairing: Mutex::new(None),
+            order: Mutex::new(None),
+            wake: Notify::new(),
+            stopping: AtomicBool::new(false),
+            events,
+            supervisor: Mutex::new(None),
+        });
+        let task = tokio::spawn(session.clone().supervise());
+        *session.supervisor.lock().expect("supervisor lock") = Some(task);
+        (session, received)
+    }
+
+    pub fn state(&self) -> watch::Receiver<LinkState> {
+        self.state.subscribe()
+    }
+
+    pub fn client(&self) -> Option<Arc<Client>> {
+        self.client.lock().expect("client lock").clone()
+    }
+
+    /// The linked number (E.164), once known.
+    pub fn phone(&self) -> Option<String> {
+        self.phone.lock().expect("phone lock").clone()
+    }
+
+    /// Failed dials since the last connection.
+    pub fn failed_dials(&self) -> u64 {
+        let current = self.client().map(|c| u64::from(c.stats().reconnect_errors)).unwrap_or(0);
+        let since = current.saturating_sub(self.dials_at_connect.load(Ordering::Relaxed));
+        self.failed_dials.load(Ordering::Relaxed) + since
+    }
+
+    /// Links a device: the events (codes, then the outcome) come on the
+    /// receiver. With a session already linked, says so unless `force`.
+    pub fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let state = self.state.borrow().clone();
+        let linked = matches!(
+            state,
+            LinkState::Connecting
+                | LinkState::Connected
+                | LinkState::Reconnecting { .. }
+                | LinkState::TemporarilyBanned { .. }
+        ) && self.phone().is_some();
+        if linked && !force {
+            let _ = tx.send(PairingEvent::AlreadyLinked { phone: self.phone() });
+            return rx;
+        }
+        // A logged-out or replaced session cannot be reused: start afresh.
+        let fresh = force || matches!(state, LinkState::LoggedOut { .. } | LinkState::Replaced);
+        *self.pairing.lock().expect("pairing lock") = Some(tx);
+        if state == LinkState::Pairing && !fresh && phone.is_none() {
+            return rx; // the bot already pairing shows its next code here
+        }
+        *self.order.lock().expect("order lock") = Some(PairOrder { phone, fresh });
+        self.wake.notify_one();
+        rx
+    }
+
+    /// Disconnects cleanly (whatsapp-rust flushes its state) and stops.
+    pub async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+        let task = self.supervisor.lock().expect("supervisor lock").take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    fn set(&self, state: LinkState) {
+        self.state.send_if_modified(|current| {
+            let changed = *current != state;
+            *current = state;
+            changed
+        });
+    }
+
+    fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    async fn supervise(self: Arc<Self>) {
+        let mut backoff = Backoff::new();
+        loop {
+            if self.stopping() {
+                break;
+            }
+            let order = self.order.lock().expect("order lock").take();
+            if order.as_ref().is_some_and(|o| o.fresh) {
+                self.forget_session();
+            }
+            let pair_phone = order.as_ref().and_then(|o| o.phone.clone());
+            let bot = match self.build(pair_phone).await {
+                Ok(bot) => bot,
+                Err(error) => {
+                    tracing::error!(%error, "cannot open the WhatsApp session");
+                    self.tell_pairing(PairingEvent::Failed { reason: error.clone() });
+                    self.set(LinkState::Reconnecting { last_error: Some(error) });
+                    self.pause(backoff.next()).await;
+                    continue;
+                }
+            };
+            let client = bot.client();
+            let linked = client.pn();
+            *self.phone.lock().expect("phone lock") = linked.as_ref().and_then(jid::contact_of).map(|c| c.to_string());
+            match (&linked, &order) {
+                (None, None) => {
+                    self.set(LinkState::NotLinked);
+                    drop(bot);
+                    self.idle().await;
+                    continue;
+                }
+                (None, Some(_)) => self.set(LinkState::Pairing),
+                (Some(_), Some(_)) => self.tell_pairing(PairingEvent::AlreadyLinked { phone: self.phone() }),
+                (Some(_), None) => {
+                    if matches!(*self.state.borrow(), LinkState::NotLinked | LinkState::Pairing) {
+                        self.set(LinkState::Connecting);
+                    }
+                }
+            }
+            self.dials_at_connect.store(0, Ordering::Relaxed);
+            *self.client.lock().expect("client lock") = Some(client.clone());
+            let mut handle = bot.spawn();
+            let interrupted = tokio::select! {
+                _ = &mut handle => false,
+                _ = self.wake.notified() => true,
+            };
+            if interrupted {
+                handle.shutdown().await;
+            }
+            self.failed_dials.fetch_add(u64::from(client.stats().reconnect_errors), Ordering::Relaxed);
+            *self.client.lock().expect("client lock") = None;
+            if self.stopping() {
+                break;
+            }
+            if self.state.borrow().is_connected() || client.stats().reconnects > 0 {
+                backoff = Backoff::new();
+            }
+            if interrupted {
+                continue;
+            }
+            // The run loop ended on its own: its last state says what next.
+            let state = self.state.borrow().clone();
+            match state {
+                LinkState::NotLinked | LinkState::Pairing | LinkState::LoggedOut { .. } | LinkState::Replaced => {
+                    if state == LinkState::Pairing {
+                        self.set(LinkState::NotLinked);
+                    }
+                    tracing::warn!(?state, "the WhatsApp session stopped; waiting for `relay init`");
+                    self.idle().await;
+                }
+                LinkState::TemporarilyBanned { until, .. } => {
+                    tracing::warn!(%until, "WhatsApp banned this number for a while; waiting until the ban ends");
+                    self.pause((until - Utc::now()).to_std().unwrap_or_default()).await;
+                }
+                LinkState::Connecting | LinkState::Connected | LinkState::Reconnecting { .. } => {
+                    let last_error = match state {
+                        LinkState::Reconnecting { last_error } => last_error,
+                        _ => Some("the connection ended".into()),
+                    };
+                    self.set(LinkState::Reconnecting { last_error });
+                    self.pause(backoff.next()).await;
+                }
+            }
+        }
+        *self.client.lock().expect("client lock") = None;
+    }
+
+    /// Waits for a pair order or stop.
+    async fn idle(&self) {
+        if !self.stopping() {
+            self.wake.notified().await;
+        }
+    }
+
+    /// Waits `delay`, or less if woken.
+    async fn pause(&self, delay: Duration) {
+        if !self.stopping() {
+            let _ = tokio::time::timeout(delay, self.wake.notified()).await;
+        }
+    }
+
+    async fn build(self: &Arc<Self>, pair_phone: Option<String>) -> Result<Bot, String> {
+        create_private_dir(&self.auth_dir).map_err(|e| format!("cannot create {}: {e}", self.auth_dir.display()))?;
+        let db = self.auth_dir.join("session.db");
+        let store = SqliteStore::new(&db.to_string_lossy())
+            .await
+            .map_err(|e| format!("cannot open the WhatsApp session in {}: {e}", db.display()))?;
+        secure_files(&self.auth_dir);
+        let mut transport = TokioWebSocketTransportFactory::new();
+        if let Some(url) = &self.endpoint.ws_url {
+            transport = transport.with_url(url.clone());
+        }
+        let session: Weak<Session> = Arc::downgrade(self);
+        let mut builder = Bot::builder()
+            .with_backend(store)
+            .with_transport_factory(transport)
+            .skip_history_sync()
+            .with_device_props(DevicePropsOverride::new().with_os("relay"))
+            .with_event_delivery(EventDelivery::Ordered { capacity: 1024 })
+            .on_event(move |event, client| {
+                let session = session.clone();
+                async move {
+                    if let Some(session) = session.upgrade() {
+                        session.on_event(event, &client);
+                    }
+                }
+            });
+        if let Some(version) = self.endpoint.version {
+            builder = builder.with_version(version);
+        }
+        if let Some(phone) = pair_phone {
+            let phone_number = phone.trim_start_matches('+').to_string();
+            builder = builder.with_pair_code(PairCodeOptions { phone_number, ..Default::default() });
+        }
+        builder.build().await.map_err(|e| format!("cannot start the WhatsApp client: {e}"))
+    }
+
+    fn on_event(&self, event: Arc<Event>, client: &Arc<Client>) {
+        if let Some(next) = self.state.borrow().after(&event, Utc::now()) {
+            tracing::info!(state = ?next, "WhatsApp link");
+            if next.is_connected() {
+                self.failed_dials.store(0, Ordering::Relaxed);
+                self.dials_at_connect.store(u64::from(client.stats().reconnect_errors), Ordering::Relaxed);
+                *self.phone.lock().expect("phone lock") =
+                    client.pn().as_ref().and_then(jid::contact_of).map(|c| c.to_string());
+            }
+            self.set(next);
+        }
+        match &*event {
+            Event::PairingQrCode(qr) => {
+                self.tell_pairing(PairingEvent::Qr { code: qr.code.clone(), expires_in_secs: qr.timeout.as_secs() })
+            }
+            Event::PairingCode(code) => self.tell_pairing(PairingEvent::PairCode {
+                code: code.code.clone(),
+                expires_in_secs: code.timeout.as_secs(),
+            }),
+            Event::PairSuccess(success) => {
+                let phone = jid::contact_of(&success.id).map(|c| c.to_string());
+                *self.phone.lock().expect("phone lock") = phone.clone();
+                secure_files(&self.auth_dir);
+                tracing::info!(phone = phone.as_deref().unwrap_or("?"), "WhatsApp linked");
+                self.tell_pairing(PairingEvent::Linked { phone });
+            }
+            Event::PairingQrCodesExhausted(_) => self.pairing_failed(
+                "the QR codes ran out before one was scanned: run `relay init` again when the phone is at hand",
+            ),
+            Event::PairError(e) => self.pairing_failed(&format!("WhatsApp refused the link: {}", e.error)),
+            Event::PairingCodeError(e) => {
+                let wait = e.backoff.map(|b| format!(" (wait {} before retrying)", crate::duration::format(b)));
+                self.pairing_failed(&format!("no pairing code: {}{}", e.error, wait.unwrap_or_default()));
+            }
+            Event::Messages(_) | Event::ServerAck(_) => {
+                let _ = self.events.send(event.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn tell_pairing(&self, event: PairingEvent) {
+        let done = matches!(
+            event,
+            PairingEvent::Linked { .. } | PairingEvent::AlreadyLinked { .. } | PairingEvent::Failed { .. }
+        );
+        let mut pairing = self.pairing.lock().expect("pairing lock");
+        let gone = pairing.as_ref().is_some_and(|tx| tx.send(event).is_err());
+        if done || gone {
+            *pairing = None;
+        }
+        // Nobody is looking at the codes any more: stop showing them.
+        if gone && *self.state.borrow() == LinkState::Pairing {
+            drop(pairing);
+            self.wake.notify_one();
+        }
+    }
+
+    fn pairing_failed(&self, reason: &str) {
+        tracing::warn!(reason, "WhatsApp pairing failed");
+        self.tell_pairing(PairingEvent::Failed { reason: reason.to_string() });
+        if *self.state.borrow() == LinkState::Pairing {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Deletes the stored session (whatsapp-rust never does: a logged-out
+    /// store must be removed before linking again).
+    fn forget_session(&self) {
+        for name in ["session.db", "session.db-wal", "session.db-shm"] {
+            let _ = std::fs::remove_file(self.auth_dir.join(name));
+        }
+        *self.phone.lock().expect("phone lock") = None;
+        tracing::info!("the old WhatsApp session was removed");
+    }
+}
+
+/// relay's own backoff between bots: 2 s, doubling, at most 5 minutes.
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff(Duration::from_secs(2))
+    }
+
+    fn next(&mut self) -> Duration {
+        let delay = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_secs(300));
+        delay
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// The session files hold identity keys: owner-only.
+fn secure_files(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["session.db", "session.db-wal", "session.db-shm"] {
+        let _ = std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o600));
+    }
+}
+
+impl super::Link for Session {
+    fn state(&self) -> watch::Receiver<LinkState> {
+        Session::state(self)
+    }
+
+    fn failed_dials(&self) -> u64 {
+        Session::failed_dials(self)
+    }
+
+    fn phone(&self) -> Option<String> {
+        Session::phone(self)
+    }
+
+    fn new_message_id(&self) -> Option<String> {
+        self.client().map(|c| c.generate_message_id())
+    }
+
+    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            let client = self.client().ok_or("not connected")?;
+            let found = client.contacts().is_on_whatsapp(std::slice::from_ref(to)).await.map_err(|e| e.to_string())?;
+            let Some(result) = found.into_iter().next() else { return Err("no answer".into()) };
+            // Learn the number's LID now, so its replies (addressed by LID) match.
+            if let Some(lid) = &result.lid {
+                let learned = client
+                    .add_lid_pn_mapping(
+                        &lid.user,
+                        to.user_base(),
+                        whatsapp_rust::wacore::types::lid_pn::LearningSource::Usync,
+                    )
+                    .await;
+                if let Err(error) = learned {
+                    tracing::debug!(%error, "cannot store a LID mapping");
+                }
+            }
+            Ok(result.is_registered)
+        })
+    }
+
+    fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(client) = self.client()
+                && let Err(error) = client.chatstate().send_composing(to).await
+            {
+                tracing::debug!(%error, "cannot show typing");
+            }
+        })
+    }
+
+    fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let client = self.client().ok_or("not connected")?;
+            let options = whatsapp_rust::SendOptions::default().with_message_id(id);
+            client
+                .send_message_with_options(to.clone(), wa::Message::text(text), options)
+                .await
+                .map(|sent| sent.message_id)
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(client) = self.client() else { return };
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            if let Err(error) = client.mark_as_read(chat, None, &ids).await {
+                tracing::debug!(%error, "cannot mark messages read");
+            }
+        })
+    }
+
+    fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let client = self.client()?;
+            match client.get_lid_pn_entry(lid).await {
+                Ok(entry) => entry.map(|e| e.phone_number.to_string()),
+                Err(error) => {
+                    tracing::debug!(%error, "cannot look up a LID");
+                    None
+                }
+            }
+        })
+    }
+
+    fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent> {
+        Session::pair(self, phone, force)
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Session::shutdown(self))
+    }
+}

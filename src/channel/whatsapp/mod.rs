@@ -307,3 +307,6 @@ impl Channel for WhatsappChannel {
         Some(self)
     }
 }
+
+#[cfg(test)]
+mod tests;

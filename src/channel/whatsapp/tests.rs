@@ -1,0 +1,307 @@
+//! The channel against a fake WhatsApp link, on tokio's paused clock:
+//! waits, pacing and retries run exactly and instantly.
+
+use std::sync::Mutex;
+
+use tokio::time::Instant;
+
+use super::inbound::tests::{LID, NUMBER, batch, info};
+use super::*;
+use crate::channel::Delivery;
+use crate::config::WhatsappSettings;
+
+/// A link whose state and send outcomes the test sets, and which records
+/// what the channel did, with the (paused) time it did it.
+struct FakeLink {
+    state: watch::Sender<LinkState>,
+    outcomes: Mutex<Vec<Result<String, String>>>,
+    registered: bool,
+    lids: Vec<(String, String)>,
+    log: Mutex<Vec<(Duration, String)>>,
+    start: Instant,
+    ids: Mutex<u32>,
+}
+
+impl FakeLink {
+    fn new(state: LinkState) -> FakeLink {
+        FakeLink {
+            state: watch::Sender::new(state),
+            outcomes: Mutex::new(Vec::new()),
+            registered: true,
+            lids: vec![(LID.into(), NUMBER.into())],
+            log: Mutex::new(Vec::new()),
+            start: Instant::now(),
+            ids: Mutex::new(0),
+        }
+    }
+
+    fn note(&self, what: String) {
+        self.log.lock().unwrap().push((self.start.elapsed(), what));
+    }
+
+    fn log(&self) -> Vec<(Duration, String)> {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn sends(&self) -> Vec<String> {
+        self.log().into_iter().map(|(_, w)| w).filter(|w| w.starts_with("send")).collect()
+    }
+}
+
+impl Link for FakeLink {
+    fn state(&self) -> watch::Receiver<LinkState> {
+        self.state.subscribe()
+    }
+    fn failed_dials(&self) -> u64 {
+        0
+    }
+    fn phone(&self) -> Option<String> {
+        Some("+15550001111".into())
+    }
+    fn new_message_id(&self) -> Option<String> {
+        let mut n = self.ids.lock().unwrap();
+        *n += 1;
+        Some(format!("ID{n}"))
+    }
+    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>> {
+        self.note(format!("check {to}"));
+        Box::pin(async move { Ok(self.registered) })
+    }
+    fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()> {
+        self.note(format!("typing {to}"));
+        Box::pin(async {})
+    }
+    fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        self.note(format!("send {id} {to} {text}"));
+        let mut outcomes = self.outcomes.lock().unwrap();
+        let outcome = if outcomes.is_empty() { Ok(id.to_string()) } else { outcomes.remove(0) };
+        Box::pin(async move { outcome })
+    }
+    fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()> {
+        self.note(format!("read {chat} {}", ids.join(",")));
+        Box::pin(async {})
+    }
+    fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>> {
+        let found = self.lids.iter().find(|(l, _)| *l == lid.user.as_str()).map(|(_, p)| p.clone());
+        Box::pin(async move { found })
+    }
+    fn pair(&self, _phone: Option<String>, _force: bool) -> mpsc::UnboundedReceiver<PairingEvent> {
+        mpsc::unbounded_channel().1
+    }
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Records what the channel hands the engine.
+#[derive(Default)]
+struct Sink {
+    delivered: Mutex<Vec<InboundMessage>>,
+    refused: Mutex<Vec<(String, String)>>,
+}
+
+impl InboundSink for Sink {
+    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
+        self.delivered.lock().unwrap().push(message);
+        Box::pin(async { Delivery::NoConversation })
+    }
+    fn delivery_failed(&self, message_id: String, error: String) -> BoxFuture<'_, ()> {
+        self.refused.lock().unwrap().push((message_id, error));
+        Box::pin(async {})
+    }
+    fn channel_changed(&self) {}
+}
+
+fn channel(link: FakeLink, settings: WhatsappSettings) -> (WhatsappChannel, Arc<FakeLink>, Arc<Sink>) {
+    let link = Arc::new(link);
+    let channel = WhatsappChannel::with_link(link.clone(), mpsc::unbounded_channel().1, settings);
+    let sink = Arc::new(Sink::default());
+    channel.attach(sink.clone());
+    (channel, link, sink)
+}
+
+fn contact() -> Contact {
+    Contact::parse(&format!("+{NUMBER}")).unwrap()
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_send_shows_typing_for_a_while_then_sends_with_the_message_id() {
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let sent = channel.send(&contact(), "Hello! Which day suits you?").await.unwrap();
+    assert_eq!(sent.message_id.as_deref(), Some("ID1"));
+    let jid = format!("{NUMBER}@s.whatsapp.net");
+    assert_eq!(
+        link.log(),
+        vec![
+            (Duration::ZERO, format!("check {jid}")),
+            (Duration::ZERO, format!("typing {jid}")),
+            (secs(1), format!("send ID1 {jid} Hello! Which day suits you?")),
+        ],
+        "typing first, for the minimum second (27 characters)"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn messages_to_one_contact_are_spaced_and_the_number_checked_once() {
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let to = contact();
+    let (a, b) = tokio::join!(channel.send(&to, "one"), channel.send(&to, "two"));
+    a.unwrap();
+    b.unwrap();
+    let sends: Vec<(Duration, String)> = link.log().into_iter().filter(|(_, w)| w.starts_with("send")).collect();
+    assert_eq!(sends.len(), 2);
+    assert_eq!(sends[1].0 - sends[0].0, Duration::from_millis(2_000), "the minimum gap");
+    assert_eq!(link.log().iter().filter(|(_, w)| w.starts_with("check")).count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn while_disconnected_a_send_waits_for_the_connection_then_goes_out() {
+    let (channel, link, _) = channel(
+        FakeLink::new(LinkState::Reconnecting { last_error: Some("StreamEnded".into()) }),
+        WhatsappSettings::default(),
+    );
+    let to = contact();
+    let reconnect = async {
+        tokio::time::sleep(secs(30)).await;
+        link.state.send_replace(LinkState::Connected);
+    };
+    let (sent, ()) = tokio::join!(channel.send(&to, "hi"), reconnect);
+    assert!(sent.is_ok());
+    let (at, what) = link.log().into_iter().find(|(_, w)| w.starts_with("send")).unwrap();
+    assert!(what.ends_with(" hi"));
+    assert_eq!(at, secs(31), "sent after the reconnection, having typed for a second");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_that_never_comes_back_fails_the_send_after_the_wait() {
+    let settings = WhatsappSettings { connect_wait_secs: 120, ..WhatsappSettings::default() };
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Reconnecting { last_error: None }), settings);
+    let start = Instant::now();
+    let error = channel.send(&contact(), "hi").await.unwrap_err();
+    assert!(
+        matches!(&error, ChannelError::Failed { reason, .. } if reason.contains("not connected for 2m")),
+        "{error}"
+    );
+    assert_eq!(start.elapsed(), secs(120), "the two-minute wait, no more");
+    assert!(link.sends().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_send_is_retried_with_backoff_under_the_same_id() {
+    let link = FakeLink::new(LinkState::Connected);
+    *link.outcomes.lock().unwrap() = vec![Err("socket closed".into()), Err("timeout".into())];
+    let (channel, link, _) = channel(link, WhatsappSettings::default());
+    let sent = channel.send(&contact(), "hi").await.unwrap();
+    assert_eq!(sent.message_id.as_deref(), Some("ID1"));
+    let sends: Vec<(Duration, String)> = link.log().into_iter().filter(|(_, w)| w.starts_with("send")).collect();
+    assert_eq!(sends.len(), 3);
+    assert!(sends.iter().all(|(_, w)| w.starts_with("send ID1 ")), "one id, so WhatsApp cannot show it twice");
+    // 2 s then 4 s of backoff, each followed by a second of typing.
+    assert_eq!(sends.iter().map(|(t, _)| *t).collect::<Vec<_>>(), vec![secs(1), secs(4), secs(9)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_send_failing_every_attempt_fails_with_the_last_error() {
+    let link = FakeLink::new(LinkState::Connected);
+    *link.outcomes.lock().unwrap() = vec![Err("a".into()), Err("b".into()), Err("c: server said no".into())];
+    let (channel, link, _) = channel(link, WhatsappSettings::default());
+    let error = channel.send(&contact(), "hi").await.unwrap_err();
+    assert_eq!(
+        error,
+        ChannelError::Failed { channel: "whatsapp", reason: "not sent after 3 attempts: c: server said no".into() }
+    );
+    assert_eq!(link.sends().len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn logged_out_or_banned_nothing_is_attempted_and_the_reason_is_given() {
+    let (channel, link, _) =
+        channel(FakeLink::new(LinkState::LoggedOut { reason: "LoggedOut".into() }), WhatsappSettings::default());
+    assert!(channel.ready().unwrap_err().contains("relay init"));
+    let error = channel.send(&contact(), "hi").await.unwrap_err();
+    assert!(matches!(&error, ChannelError::Unavailable { reason, .. } if reason.contains("logged this device out")));
+    assert!(link.log().is_empty(), "nothing attempted");
+
+    // Banned while a send waits for the connection: it stops waiting.
+    link.state.send_replace(LinkState::Reconnecting { last_error: None });
+    let ban = async {
+        tokio::time::sleep(secs(5)).await;
+        link.state.send_replace(LinkState::TemporarilyBanned {
+            until: "2026-11-24T00:00:00Z".parse().unwrap(),
+            reason: "SentToTooManyPeople".into(),
+        });
+    };
+    let to = contact();
+    let (result, ()) = tokio::join!(channel.send(&to, "hi"), ban);
+    assert!(matches!(result, Err(ChannelError::Unavailable { reason, .. }) if reason.contains("banned")));
+    assert!(link.sends().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_number_not_on_whatsapp_fails_at_once() {
+    let link = FakeLink { registered: false, ..FakeLink::new(LinkState::Connected) };
+    let (channel, link, _) = channel(link, WhatsappSettings::default());
+    let error = channel.send(&contact(), "hi").await.unwrap_err();
+    assert!(matches!(&error, ChannelError::Failed { reason, .. } if reason.contains("is not on WhatsApp")));
+    assert!(link.sends().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn incoming_text_reaches_the_engine_with_its_reference_whatever_the_senders_form() {
+    let (channel, _, sink) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    // A phone-number sender, a LID with its number alongside, a LID alone
+    // (matched through the session's map), and one nobody can match.
+    channel.handle_event(&batch(wa::Message::text("by number"), info(Jid::pn(NUMBER), None))).await;
+    channel.handle_event(&batch(wa::Message::text("by lid+alt"), info(Jid::lid(LID), Some(Jid::pn(NUMBER))))).await;
+    channel.handle_event(&batch(wa::Message::text("by lid"), info(Jid::lid(LID), None))).await;
+    channel.handle_event(&batch(wa::Message::text("stranger"), info(Jid::lid("999"), None))).await;
+    let mut own = info(Jid::pn(NUMBER), None);
+    own.source.is_from_me = true;
+    channel.handle_event(&batch(wa::Message::text("from my phone"), own)).await;
+
+    let delivered = sink.delivered.lock().unwrap().clone();
+    let texts: Vec<&str> = delivered.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, ["by number", "by lid+alt", "by lid"]);
+    assert!(delivered.iter().all(|m| m.from == contact()));
+    assert_eq!(
+        delivered[2].reference,
+        Some(MessageRef { chat: format!("{LID}@lid"), id: "3EB0C0FFEE".into() }),
+        "read receipts go to the chat as WhatsApp addressed it"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_refusal_is_reported_for_the_message() {
+    use whatsapp_rust::types::events::ServerAck;
+    let (channel, _, sink) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let ack = |error: Option<&str>| {
+        Event::ServerAck(
+            ServerAck::builder().id("ID9".into()).class("message".into()).maybe_error(error.map(Into::into)).build(),
+        )
+    };
+    channel.handle_event(&ack(None)).await;
+    channel.handle_event(&ack(Some("463"))).await;
+    let refused = sink.refused.lock().unwrap().clone();
+    assert_eq!(refused.len(), 1, "a plain ack is not a refusal");
+    assert_eq!(refused[0].0, "ID9");
+    assert!(refused[0].1.contains("error 463"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn read_receipts_go_per_chat_unless_turned_off() {
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let chat = format!("{LID}@lid");
+    let refs =
+        vec![MessageRef { chat: chat.clone(), id: "A".into() }, MessageRef { chat: chat.clone(), id: "B".into() }];
+    channel.mark_read(refs.clone()).await;
+    assert_eq!(link.log().into_iter().map(|(_, w)| w).collect::<Vec<_>>(), vec![format!("read {chat} A,B")]);
+
+    let off = WhatsappSettings { mark_read: false, ..WhatsappSettings::default() };
+    let (channel, link, _) = super::tests::channel(FakeLink::new(LinkState::Connected), off);
+    channel.mark_read(refs).await;
+    assert!(link.log().is_empty());
+}

@@ -363,7 +363,9 @@ fn the_whatsapp_channel_without_a_link_serves_every_command() {
     let status = relay.json(&["status"]);
     assert_eq!(status["channel"]["kind"], "whatsapp");
     assert_eq!(status["channel"]["state"], "not linked");
+    assert!(status["channel"]["detail"].as_str().unwrap().contains("relay init"), "{status}");
     assert_eq!(status["whatsapp_connected"], false);
+    // Nothing dials without a link: the session folder has no connection to show.
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     // A send cannot go out: a clear error, and nothing changes or is recorded.
@@ -374,6 +376,38 @@ fn the_whatsapp_channel_without_a_link_serves_every_command() {
     // The sandbox commands say they need the sandbox.
     assert!(relay.fails(&["sandbox", "say", CONTACT, "hi"], 5).contains("need the sandbox channel"));
     assert!(relay.fails(&["sandbox", "outbox"], 5).contains("need the sandbox channel"));
+    // The session folder holds keys: owner-only.
+    assert_eq!(file_mode(&relay.path().join("whatsapp-auth")), 0o700);
+}
+
+#[test]
+fn linking_is_refused_clearly_where_it_cannot_work() {
+    let relay = Relay::started();
+    let stderr = relay.fails(&["init", "--link"], 2);
+    assert!(stderr.contains("uses the sandbox channel"), "{stderr}");
+    // The running daemon still speaks the sandbox: it cannot pair.
+    let stderr = relay.fails(&["init", "--channel", "whatsapp", "--link"], 5);
+    assert!(stderr.contains("linking needs the whatsapp channel"), "{stderr}");
+    let stderr = relay.fails(&["init", "--pair-phone", "912345678"], 2);
+    assert!(stderr.contains("international format"), "{stderr}");
+    // Asking for no link never links.
+    relay.ok(&["init", "--no-link"]);
+    assert_eq!(relay.json(&["status"])["channel"]["kind"], "sandbox");
+}
+
+#[test]
+fn a_message_from_a_stranger_is_kept_and_counted_not_answered() {
+    let relay = Relay::started();
+    relay.ok(&["sandbox", "say", "+14155552671", "who is this?"]);
+    let status = relay.json(&["status"]);
+    assert_eq!(status["unrouted_message_count"], 1);
+    let kept = std::fs::read_to_string(relay.path().join("unrouted.jsonl")).unwrap();
+    assert!(kept.contains("who is this?"), "{kept}");
+    assert!(relay.json(&["sandbox", "outbox"]).as_array().unwrap().is_empty());
+    // Kept across restarts.
+    relay.ok(&["stop"]);
+    relay.ok(&["start"]);
+    assert_eq!(relay.json(&["status"])["unrouted_message_count"], 1);
 }
 
 #[test]

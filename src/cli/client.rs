@@ -44,12 +44,59 @@ impl Client {
         self.request(Method::POST, path, body).await
     }
 
+    /// POSTs `body` and hands each line of the streamed answer (one JSON
+    /// document a line) to `each`, until the daemon ends the stream or
+    /// `each` says stop (returns false).
+    pub async fn post_lines<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+        mut each: impl FnMut(T) -> bool,
+    ) -> Result<(), CliError> {
+        let response = self.send(Method::POST, path, Some(body)).await?;
+        let status = response.status();
+        let mut body = response.into_body();
+        if !status.is_success() {
+            let bytes = body.collect().await.map_err(cut)?.to_bytes();
+            return Err(error_of(status, &bytes));
+        }
+        let mut pending = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map_err(cut)?.into_data() else { continue };
+            pending.extend_from_slice(&data);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let item = serde_json::from_slice(&line).map_err(unexpected)?;
+                if !each(item) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn request<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T, CliError> {
+        let response = self.send(method, path, body).await?;
+        let status = response.status();
+        let body = response.into_body().collect().await.map_err(cut)?.to_bytes();
+        if status.is_success() {
+            return serde_json::from_slice(&body).map_err(unexpected);
+        }
+        Err(error_of(status, &body))
+    }
+
+    /// Sends one request; returns once the answer's head has arrived.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, CliError> {
         let stream = TcpStream::connect(("127.0.0.1", self.port)).await.map_err(|e| match e.kind() {
             io::ErrorKind::ConnectionRefused => CliError::not_running(),
             _ => CliError::failure(format!("cannot reach the daemon on 127.0.0.1:{}: {e}", self.port)),
@@ -85,23 +132,21 @@ impl Client {
                 ))
             })?
             .map_err(|e| CliError::failure(format!("the daemon did not answer: {e}")))?;
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| CliError::failure(format!("the daemon's answer was cut: {e}")))?
-            .to_bytes();
-        if status.is_success() {
-            return serde_json::from_slice(&body)
-                .map_err(|e| CliError::failure(format!("the daemon's answer is not what this relay expects: {e}")));
-        }
-        match serde_json::from_slice::<ApiErrorResponse>(&body) {
-            Ok(error) => Err(CliError::api(error)),
-            Err(_) => Err(CliError::failure(format!(
-                "the daemon answered {status}: {}",
-                String::from_utf8_lossy(&body).trim()
-            ))),
-        }
+        Ok(response)
+    }
+}
+
+fn cut(e: hyper::Error) -> CliError {
+    CliError::failure(format!("the daemon's answer was cut: {e}"))
+}
+
+fn unexpected(e: serde_json::Error) -> CliError {
+    CliError::failure(format!("the daemon's answer is not what this relay expects: {e}"))
+}
+
+fn error_of(status: hyper::StatusCode, body: &[u8]) -> CliError {
+    match serde_json::from_slice::<ApiErrorResponse>(body) {
+        Ok(error) => CliError::api(error),
+        Err(_) => CliError::failure(format!("the daemon answered {status}: {}", String::from_utf8_lossy(body).trim())),
     }
 }

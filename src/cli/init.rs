@@ -1,5 +1,5 @@
-//! `relay init`: creates the home (owner-only) and writes config.json.
-//! Run again, it changes only what its flags say.
+//! `relay init`: creates the home (owner-only) and writes config.json, then
+//! links WhatsApp (see `link`). Run again, it changes only what its flags say.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{CliError, Context, output};
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
+use crate::contact::Contact;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,6 +29,18 @@ pub struct Args {
     /// The API key itself, stored in config.json (owner-only, never printed).
     #[arg(long)]
     pub api_key: Option<String>,
+    /// Link WhatsApp now [default when run in a terminal].
+    #[arg(long, conflicts_with = "no_link")]
+    pub link: bool,
+    /// Do not link WhatsApp now.
+    #[arg(long)]
+    pub no_link: bool,
+    /// Link with a code typed on this phone (E.164, e.g. +56912345678) instead of a QR code.
+    #[arg(long, value_name = "PHONE", conflicts_with = "no_link")]
+    pub pair_phone: Option<String>,
+    /// Unlink the current WhatsApp session and link again.
+    #[arg(long, conflicts_with = "no_link")]
+    pub force: bool,
 }
 
 #[derive(Serialize)]
@@ -41,7 +54,9 @@ struct Initialised {
     created: bool,
 }
 
-pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
+pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
+    let pair_phone =
+        args.pair_phone.as_deref().map(Contact::parse).transpose().map_err(|e| CliError::usage(e.to_string()))?;
     let existing = match Config::load(&ctx.home) {
         Ok(config) => Some(config),
         Err(crate::config::ConfigError::Missing(_)) => None,
@@ -71,9 +86,21 @@ pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         model: config.model.as_ref().map(ModelConfig::label),
         created: existing.is_none(),
     };
+    let asked_to_link = args.link || args.force || pair_phone.is_some();
+    if asked_to_link && config.channel != ChannelKind::Whatsapp {
+        return Err(CliError::usage(
+            "--link, --pair-phone and --force link WhatsApp, and this home uses the sandbox channel (add --channel whatsapp)",
+        ));
+    }
+    let link = config.channel == ChannelKind::Whatsapp
+        && !args.no_link
+        && (asked_to_link || (!ctx.json && std::io::stdout().is_terminal()));
     if ctx.json {
         output::json(&done);
-        return Ok(());
+        return match link {
+            true => super::link::run(ctx, pair_phone, args.force).await,
+            false => Ok(()),
+        };
     }
     let verb = if done.created { "Initialised" } else { "Updated" };
     println!("{verb} relay in {} (channel {}, port {}).", done.home, channel.as_str(), done.daemon_port);
@@ -86,13 +113,20 @@ pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             println!("The sandbox channel simulates contacts: nothing is sent over WhatsApp.");
             println!("Next: `relay start`, then `relay create ...` and play the contact with `relay sandbox say`.");
         }
+        ChannelKind::Whatsapp if link => {}
         ChannelKind::Whatsapp => {
-            println!("WhatsApp linking (QR code) is not in this build yet: the daemon will report \"not linked\".");
-            println!("To try relay now: `relay init --channel sandbox`.");
+            println!("WhatsApp is not linked by this run: `relay init --link` shows the QR code to scan.");
         }
     }
-    if crate::daemon::lifecycle::is_locked(&ctx.home) {
+    let running = crate::daemon::lifecycle::is_locked(&ctx.home);
+    if running && existing.as_ref() != Some(&config) {
         println!("The daemon is running: `relay stop && relay start` to apply this config.");
+    }
+    if link {
+        super::link::run(ctx, pair_phone, args.force).await?;
+        if !running {
+            println!("Next: `relay start`; it reconnects with this link, no QR code needed.");
+        }
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ mod daemon;
 mod demo;
 mod get;
 mod init;
+mod link;
 mod list;
 mod output;
 mod sandbox;
@@ -157,7 +158,7 @@ impl CliError {
         let exit = match error.code.as_str() {
             "invalid_request" | "ambiguous_id" | "payload_too_large" | "unsupported_media_type" => 2,
             "not_found" => 4,
-            "invalid_transition" | "not_sandbox" => 5,
+            "invalid_transition" | "not_sandbox" | "not_whatsapp" => 5,
             "unauthorized" | "forbidden" => 7,
             _ => 1,
         };
@@ -203,7 +204,7 @@ pub fn main(cli: Cli) -> ExitCode {
 async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
     match command {
         Command::Demo => demo::run(ctx).await,
-        Command::Init(args) => init::run(ctx, args),
+        Command::Init(args) => init::run(ctx, args).await,
         Command::Start => start::run(ctx).await,
         Command::Stop => stop::run(ctx).await,
         Command::Daemon => unreachable!("run before dispatch"),

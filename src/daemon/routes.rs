@@ -48,6 +48,7 @@ pub struct App {
         (name = "instances", description = "Conversations"),
         (name = "daemon", description = "The daemon itself"),
         (name = "sandbox", description = "The sandbox channel: simulated contacts, for trying relay and for tests"),
+        (name = "whatsapp", description = "The WhatsApp channel: linking a device"),
     )
 )]
 struct ApiDoc;
@@ -75,6 +76,7 @@ pub fn router(app: App) -> Router {
         .routes(routes!(send_message))
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_outbox))
+        .routes(routes!(whatsapp_pair))
         .split_for_parts();
     let openapi = Arc::new(openapi);
     router
@@ -247,6 +249,38 @@ async fn sandbox_outbox(
     let Query(query) = query?;
     let contact = query.contact.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
     Ok(Json(sandbox(&app)?.outbox(contact.as_ref())))
+}
+
+/// Links WhatsApp: streams the pairing as it happens, one JSON
+/// `PairingEvent` per line (QR codes as WhatsApp rotates them, or a phone
+/// pairing code), ending with `linked`, `already_linked` or `failed`.
+#[utoipa::path(post, path = "/whatsapp/pair", tag = "whatsapp", request_body = PairRequest,
+    responses((status = 200, content_type = "application/x-ndjson", body = PairingEvent),
+              (status = 400, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse)))]
+async fn whatsapp_pair(
+    State(app): State<App>,
+    Body(request): Body<PairRequest>,
+) -> ApiResult<axum::response::Response> {
+    let phone = request.phone.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
+    let whatsapp = app.engine.channel().as_whatsapp().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "not_whatsapp",
+            format!(
+                "linking needs the whatsapp channel; this daemon runs the {} channel (`relay init --channel whatsapp`, then restart it)",
+                app.engine.channel().status().kind
+            ),
+        )
+    })?;
+    let events = whatsapp.pair(phone.map(|p| p.to_string()), request.force);
+    let lines = futures_util::stream::unfold(events, |mut events| async move {
+        let event = events.recv().await?;
+        let mut line = serde_json::to_vec(&event).expect("pairing events serialise");
+        line.push(b'\n');
+        Some((Ok::<_, std::convert::Infallible>(line), events))
+    });
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(lines))
+        .into_response())
 }
 
 fn sandbox(app: &App) -> ApiResult<&SandboxChannel> {

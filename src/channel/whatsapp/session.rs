@@ -55,8 +55,10 @@ pub struct Session {
     dials_at_connect: AtomicU64,
     pairing: Mutex<Option<mpsc::UnboundedSender<PairingEvent>>>,
     order: Mutex<Option<PairOrder>>,
-    /// Something for the supervisor: a pair order, or stop.
+    /// Something for the supervisor: a pair order, a pairing to drop, or stop.
     wake: Notify,
+    /// Nobody waits for the codes any more (or pairing failed): stop pairing.
+    drop_pairing: AtomicBool,
     stopping: AtomicBool,
     /// Incoming messages and server acks, for the channel, in order.
     events: mpsc::UnboundedSender<Arc<Event>>,
@@ -83,6 +85,7 @@ impl Session {
             pairing: Mutex::new(None),
             order: Mutex::new(None),
             wake: Notify::new(),
+            drop_pairing: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             events,
             supervisor: Mutex::new(None),
@@ -168,6 +171,7 @@ impl Session {
                 break;
             }
             let order = self.order.lock().expect("order lock").take();
+            self.drop_pairing.store(false, Ordering::SeqCst);
             if order.as_ref().is_some_and(|o| o.fresh) {
                 self.forget_session();
             }
@@ -205,7 +209,7 @@ impl Session {
             let mut handle = bot.spawn();
             let interrupted = tokio::select! {
                 _ = &mut handle => false,
-                _ = self.wake.notified() => true,
+                _ = self.woken() => true,
             };
             if interrupted {
                 handle.shutdown().await;
@@ -248,18 +252,29 @@ impl Session {
         *self.client.lock().expect("client lock") = None;
     }
 
-    /// Waits for a pair order or stop.
-    async fn idle(&self) {
-        if !self.stopping() {
+    /// Returns when there is something to do: stop, a pair order, or a
+    /// pairing to drop. (A wake-up left over from an order already taken
+    /// is not a reason.)
+    async fn woken(&self) {
+        loop {
+            let reason = self.stopping()
+                || self.order.lock().expect("order lock").is_some()
+                || self.drop_pairing.load(Ordering::SeqCst);
+            if reason {
+                return;
+            }
             self.wake.notified().await;
         }
     }
 
-    /// Waits `delay`, or less if woken.
+    /// Waits for something to do.
+    async fn idle(&self) {
+        self.woken().await;
+    }
+
+    /// Waits `delay`, or less if there is something to do.
     async fn pause(&self, delay: Duration) {
-        if !self.stopping() {
-            let _ = tokio::time::timeout(delay, self.wake.notified()).await;
-        }
+        let _ = tokio::time::timeout(delay, self.woken()).await;
     }
 
     async fn build(self: &Arc<Self>, pair_phone: Option<String>) -> Result<Bot, String> {
@@ -352,6 +367,7 @@ impl Session {
         // Nobody is looking at the codes any more: stop showing them.
         if gone && *self.state.borrow() == LinkState::Pairing {
             drop(pairing);
+            self.drop_pairing.store(true, Ordering::SeqCst);
             self.wake.notify_one();
         }
     }
@@ -360,6 +376,7 @@ impl Session {
         tracing::warn!(reason, "WhatsApp pairing failed");
         self.tell_pairing(PairingEvent::Failed { reason: reason.to_string() });
         if *self.state.borrow() == LinkState::Pairing {
+            self.drop_pairing.store(true, Ordering::SeqCst);
             self.wake.notify_one();
         }
     }

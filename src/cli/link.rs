@@ -1,0 +1,198 @@
+//! Linking WhatsApp, for `relay init`: the QR code in the terminal (redrawn
+//! as WhatsApp rotates it, with a countdown), or a pairing code typed on the
+//! phone. Only one process may hold the session: when the daemon runs, it
+//! pairs and streams the codes here; otherwise this process pairs itself.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::client::Client;
+use super::{CliError, Context};
+use crate::api::{PairRequest, PairingEvent};
+use crate::channel::whatsapp::qr;
+use crate::channel::whatsapp::session::{Endpoint, Session};
+use crate::contact::Contact;
+use crate::daemon::lifecycle;
+
+/// How long a fresh link may take to finish its first sync before this
+/// process lets go of the session.
+const SETTLE: Duration = Duration::from_secs(60);
+
+pub async fn run(ctx: &Context, phone: Option<Contact>, force: bool) -> Result<(), CliError> {
+    let mut screen = Screen::new(ctx.json);
+    let phone = phone.map(|p| p.to_string());
+    let outcome = if lifecycle::is_locked(&ctx.home) {
+        screen.note("The daemon is running: it links, and this shows its codes.");
+        let client = Client::new(ctx)?;
+        let mut outcome = None;
+        let request = PairRequest { phone, force };
+        client
+            .post_lines("/whatsapp/pair", &request, |event: PairingEvent| {
+                screen.show(&event);
+                let done = is_outcome(&event);
+                if done {
+                    outcome = Some(event);
+                }
+                !done
+            })
+            .await?;
+        outcome
+    } else {
+        link_here(ctx, &mut screen, phone, force).await?
+    };
+    match outcome {
+        Some(PairingEvent::Linked { .. } | PairingEvent::AlreadyLinked { .. }) => Ok(()),
+        Some(PairingEvent::Failed { reason }) => Err(CliError::failure(reason)),
+        _ => Err(CliError::failure("the pairing stopped before WhatsApp answered; run `relay init` again")),
+    }
+}
+
+/// No daemon: this process holds the session (and the daemon lock, so a
+/// `relay start` meanwhile cannot open it too) until the link is done.
+async fn link_here(
+    ctx: &Context,
+    screen: &mut Screen,
+    phone: Option<String>,
+    force: bool,
+) -> Result<Option<PairingEvent>, CliError> {
+    let _lock = lifecycle::lock(&ctx.home).map_err(|e| CliError::failure(e.to_string()))?;
+    let (session, _events) = Session::start(ctx.home.whatsapp_auth_dir(), Endpoint::default());
+    let mut events = session.pair(phone, force);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut outcome = None;
+    screen.note("Connecting to WhatsApp...");
+    while outcome.is_none() {
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => {
+                    screen.show(&event);
+                    if is_outcome(&event) {
+                        outcome = Some(event);
+                    }
+                }
+                None => break,
+            },
+            _ = tick.tick() => screen.tick(session.failed_dials()),
+        }
+    }
+    if matches!(outcome, Some(PairingEvent::Linked { .. })) {
+        screen.note("Finishing the link (first sync)...");
+        let mut state = session.state();
+        let _ = tokio::time::timeout(SETTLE, state.wait_for(|s| s.is_connected())).await;
+    }
+    session.shutdown().await;
+    Ok(outcome)
+}
+
+fn is_outcome(event: &PairingEvent) -> bool {
+    matches!(event, PairingEvent::Linked { .. } | PairingEvent::AlreadyLinked { .. } | PairingEvent::Failed { .. })
+}
+
+/// Draws pairing events: JSON lines for programs, codes for people.
+struct Screen {
+    json: bool,
+    tty: bool,
+    /// Lines of the QR code on screen (to redraw it in place).
+    drawn: usize,
+    expires: Option<Instant>,
+    spinner: usize,
+}
+
+impl Screen {
+    fn new(json: bool) -> Screen {
+        Screen { json, tty: std::io::stdout().is_terminal(), drawn: 0, expires: None, spinner: 0 }
+    }
+
+    fn note(&self, text: &str) {
+        if !self.json {
+            println!("{text}");
+        }
+    }
+
+    fn show(&mut self, event: &PairingEvent) {
+        if self.json {
+            println!("{}", serde_json::to_string(event).expect("pairing events serialise"));
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        match event {
+            PairingEvent::Qr { code, expires_in_secs } => {
+                let lines = match qr::render(code) {
+                    Ok(lines) => lines,
+                    Err(error) => vec![error],
+                };
+                if self.tty && self.drawn > 0 {
+                    // Back over the previous code, to draw the new one in place.
+                    let _ = write!(out, "\r\x1b[{}A\x1b[J", self.drawn);
+                }
+                let _ =
+                    writeln!(out, "Scan this with WhatsApp on your phone: Settings > Linked devices > Link a device.");
+                for line in &lines {
+                    let _ = writeln!(out, "{line}");
+                }
+                let _ = writeln!(
+                    out,
+                    "(No camera at hand? `relay init --pair-phone +<your number>` gives a code to type.)"
+                );
+                self.drawn = lines.len() + 2;
+                self.expires = Some(Instant::now() + Duration::from_secs(*expires_in_secs));
+                if !self.tty {
+                    let _ = writeln!(out, "This code is valid for {expires_in_secs} s; a new one follows.");
+                }
+            }
+            PairingEvent::PairCode { code, expires_in_secs } => {
+                let spaced: String = code.chars().flat_map(|c| [c, ' ']).collect();
+                let _ = writeln!(
+                    out,
+                    "On your phone: Settings > Linked devices > Link a device > Link with phone number instead,"
+                );
+                let _ = writeln!(out, "and type this code (valid for {} min):\n", expires_in_secs.div_ceil(60));
+                let _ = writeln!(out, "        {}\n", spaced.trim_end());
+                self.drawn = 0;
+                self.expires = Some(Instant::now() + Duration::from_secs(*expires_in_secs));
+            }
+            PairingEvent::Linked { phone } => {
+                self.clear_status(&mut out);
+                let _ = writeln!(out, "Linked to WhatsApp as {}.", phone.as_deref().unwrap_or("this account"));
+            }
+            PairingEvent::AlreadyLinked { phone } => {
+                let _ = writeln!(
+                    out,
+                    "WhatsApp is already linked ({}). `relay init --force` unlinks it and links again.",
+                    phone.as_deref().unwrap_or("unknown number")
+                );
+            }
+            PairingEvent::Failed { .. } => self.clear_status(&mut out),
+        }
+    }
+
+    /// The countdown under the code, redrawn every second on a terminal.
+    fn tick(&mut self, failed_dials: u64) {
+        if self.json || !self.tty {
+            return;
+        }
+        const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+        self.spinner = (self.spinner + 1) % FRAMES.len();
+        let line = match self.expires {
+            Some(at) => {
+                let left = at.saturating_duration_since(Instant::now()).as_secs();
+                format!("{} waiting for the scan: {left} s left on this code", FRAMES[self.spinner])
+            }
+            None if failed_dials > 0 => {
+                format!("{} cannot reach WhatsApp yet ({failed_dials} attempts); retrying", FRAMES[self.spinner])
+            }
+            None => format!("{} connecting", FRAMES[self.spinner]),
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "\r\x1b[2K{line}");
+        let _ = out.flush();
+    }
+
+    fn clear_status(&self, out: &mut impl Write) {
+        if self.tty {
+            let _ = write!(out, "\r\x1b[2K");
+        }
+    }
+}

@@ -52,6 +52,11 @@ pub fn history(turn: &Turn, budget_chars: usize) -> (Vec<ChatTurn>, usize) {
             Role::Manual => (Speaker::Relay, format!("[written by the human operator] {}", message.content)),
             Role::System => unreachable!("filtered above"),
         };
+        // The model must know a message it sent never arrived.
+        let text = match &message.delivery_error {
+            Some(error) => format!("{text}\n[this message was NOT delivered: {error}]"),
+            None => text,
+        };
         // Consecutive messages of one side become one turn, as providers prefer.
         match turns.last_mut() {
             Some(last) if last.speaker == speaker => {
@@ -172,6 +177,14 @@ mod tests {
         let system = system_prompt(&t, Utc::now(), 0);
         assert!(system.contains("Follow-ups sent since the contact last wrote: 0 of at most 5"), "{system}");
         assert!(system.contains("Write follow-up 1 of 5"));
+    }
+
+    #[test]
+    fn a_message_whatsapp_refused_is_marked_as_not_delivered() {
+        let mut t = turn(&[(Role::Agent, "Hi!"), (Role::Contact, "hello")]);
+        t.transcript[0].delivery_error = Some("refused by WhatsApp (error 479)".into());
+        let (turns, _) = history(&t, 10_000);
+        assert_eq!(turns[0].text, "Hi!\n[this message was NOT delivered: refused by WhatsApp (error 479)]");
     }
 
     #[test]

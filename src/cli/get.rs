@@ -41,6 +41,9 @@ pub fn print(i: &ConversationInstance) {
     {
         println!("needs       {reason}");
     }
+    if let Some(reason) = &i.channel_blocked {
+        println!("waiting     {reason}");
+    }
     if let Some(reason) = &i.completion_reason {
         println!("completed   {reason}");
     }

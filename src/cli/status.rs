@@ -15,7 +15,14 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     println!("  pid            {}", status.pid);
     println!("  uptime         {uptime}");
     println!("  port           {}", status.port);
-    println!("  channel        {}: {}", status.channel.kind, status.channel.state);
+    let channel = &status.channel;
+    match &channel.phone {
+        Some(phone) => println!("  channel        {} ({phone}): {}", channel.kind, channel.state),
+        None => println!("  channel        {}: {}", channel.kind, channel.state),
+    }
+    if let Some(detail) = &channel.detail {
+        println!("                 {detail}");
+    }
     match &status.model {
         Some(model) => println!("  model          {model}"),
         None => println!("  model          none: conversations go to a human (answer with `relay send`)"),
@@ -24,6 +31,12 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         println!("  model error    {error}");
     }
     println!("  conversations  {} active, {} in all", status.active_instance_count, status.total_instance_count);
+    if status.unrouted_message_count > 0 {
+        println!(
+            "  unrouted       {} messages from contacts with no conversation (in unrouted.jsonl)",
+            status.unrouted_message_count
+        );
+    }
     println!("  home           {}", status.home);
     Ok(())
 }

@@ -26,6 +26,9 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
         for line in lines {
             println!("{:31}{line}", "");
         }
+        if let Some(error) = &m.delivery_error {
+            println!("{:31}(not delivered: {error})", "");
+        }
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::client::Client;
@@ -26,18 +27,11 @@ pub async fn run(ctx: &Context, phone: Option<Contact>, force: bool) -> Result<(
     let outcome = if lifecycle::is_locked(&ctx.home) {
         screen.note("The daemon is running: it links, and this shows its codes.");
         let client = Client::new(ctx)?;
-        let mut outcome = None;
+        let (tx, events) = mpsc::unbounded_channel();
         let request = PairRequest { phone, force };
-        client
-            .post_lines("/whatsapp/pair", &request, |event: PairingEvent| {
-                screen.show(&event);
-                let done = is_outcome(&event);
-                if done {
-                    outcome = Some(event);
-                }
-                !done
-            })
-            .await?;
+        let streaming = client.post_lines("/whatsapp/pair", &request, move |event| tx.send(event).is_ok());
+        let (streamed, outcome) = tokio::join!(streaming, watch(&mut screen, events, || 0));
+        streamed?;
         outcome
     } else {
         link_here(ctx, &mut screen, phone, force).await?
@@ -59,24 +53,8 @@ async fn link_here(
 ) -> Result<Option<PairingEvent>, CliError> {
     let _lock = lifecycle::lock(&ctx.home).map_err(|e| CliError::failure(e.to_string()))?;
     let (session, _events) = Session::start(ctx.home.whatsapp_auth_dir(), Endpoint::default());
-    let mut events = session.pair(phone, force);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut outcome = None;
     screen.note("Connecting to WhatsApp...");
-    while outcome.is_none() {
-        tokio::select! {
-            event = events.recv() => match event {
-                Some(event) => {
-                    screen.show(&event);
-                    if is_outcome(&event) {
-                        outcome = Some(event);
-                    }
-                }
-                None => break,
-            },
-            _ = tick.tick() => screen.tick(session.failed_dials()),
-        }
-    }
+    let outcome = watch(screen, session.pair(phone, force), || session.failed_dials()).await;
     if matches!(outcome, Some(PairingEvent::Linked { .. })) {
         screen.note("Finishing the link (first sync)...");
         let mut state = session.state();
@@ -84,6 +62,28 @@ async fn link_here(
     }
     session.shutdown().await;
     Ok(outcome)
+}
+
+/// Shows the pairing events as they come, with a countdown between them,
+/// until the outcome (or the end of the events).
+async fn watch(
+    screen: &mut Screen,
+    mut events: mpsc::UnboundedReceiver<PairingEvent>,
+    failed_dials: impl Fn() -> u64,
+) -> Option<PairingEvent> {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                let event = event?;
+                screen.show(&event);
+                if is_outcome(&event) {
+                    return Some(event);
+                }
+            }
+            _ = tick.tick() => screen.tick(failed_dials()),
+        }
+    }
 }
 
 fn is_outcome(event: &PairingEvent) -> bool {

@@ -34,7 +34,10 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             } else {
                 match said.instance_id {
                     Some(id) => println!("Delivered to conversation {id}."),
-                    None => println!("{} has no live conversation: not answered, kept in unrouted.jsonl (as on WhatsApp).", said.contact),
+                    None => println!(
+                        "{} has no live conversation: not answered, kept in unrouted.jsonl (as on WhatsApp).",
+                        said.contact
+                    ),
                 }
             }
         }

@@ -282,3 +282,20 @@ fn the_demo_runs_a_whole_conversation_and_says_it_is_simulated() {
     assert_eq!(done["state"], "COMPLETED");
     assert!(done["todos"].as_array().unwrap().iter().all(|t| t["status"] == "completed"));
 }
+
+/// WhatsApp not linked: with a model, the conversation neither sends nor
+/// fails nor goes to a person; it waits, saying why, and no model call is made.
+#[test]
+fn a_conversation_waits_for_an_unlinked_whatsapp_and_says_why() {
+    let model = ScriptedModel::start_on_thread(queue(vec![Reply::tool("send_message", json!({"text": "Hi!"}))]));
+    let relay = Relay::init("whatsapp");
+    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for(&id, "a channel_blocked reason", |i| i["channel_blocked"].is_string());
+    assert_eq!(waiting["state"], "ACTIVE");
+    assert!(waiting["channel_blocked"].as_str().unwrap().contains("relay init"), "{waiting}");
+    assert!(model.requests().is_empty(), "no turn runs while nothing can be sent");
+    let shown = relay.ok(&["get", &id]);
+    assert!(shown.contains("waiting     WhatsApp is not linked"), "{shown}");
+}

@@ -199,7 +199,8 @@ impl Session {
                 (None, Some(_)) => self.set(LinkState::Pairing),
                 (Some(_), Some(_)) => self.tell_pairing(PairingEvent::AlreadyLinked { phone: self.phone() }),
                 (Some(_), None) => {
-                    if matches!(*self.state.borrow(), LinkState::NotLinked | LinkState::Pairing) {
+                    let unlinked = matches!(*self.state.borrow(), LinkState::NotLinked | LinkState::Pairing);
+                    if unlinked {
                         self.set(LinkState::Connecting);
                     }
                 }
@@ -314,7 +315,9 @@ impl Session {
     }
 
     fn on_event(&self, event: Arc<Event>, client: &Arc<Client>) {
-        if let Some(next) = self.state.borrow().after(&event, Utc::now()) {
+        // Bound first: the read guard must be gone before `set` writes.
+        let next = self.state.borrow().after(&event, Utc::now());
+        if let Some(next) = next {
             tracing::info!(state = ?next, "WhatsApp link");
             if next.is_connected() {
                 self.failed_dials.store(0, Ordering::Relaxed);
@@ -511,5 +514,63 @@ impl super::Link for Session {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(Session::shutdown(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use whatsapp_rust::types::events::{Connected, Disconnected, PairSuccess};
+    use whatsapp_rust::wacore::net::DisconnectReason;
+    use whatsapp_rust::wacore::store::InMemoryBackend;
+
+    /// The session's event handler, fed whatsapp-rust's own events: the
+    /// state moves (and nothing deadlocks on the state it reads), pairing
+    /// events reach whoever asked, messages go to the channel.
+    #[tokio::test]
+    async fn events_move_the_state_and_reach_their_listeners() {
+        let dir = tempfile::tempdir().unwrap();
+        let (session, mut events) = Session::start(dir.path().join("auth"), Endpoint::default());
+        let bot = Bot::builder().with_backend(InMemoryBackend::new()).build().await.unwrap();
+        let client = bot.client();
+        let mut pairing = {
+            let (tx, rx) = mpsc::unbounded_channel();
+            *session.pairing.lock().unwrap() = Some(tx);
+            rx
+        };
+
+        let feed = |event: Event| {
+            let (session, client) = (session.clone(), client.clone());
+            // On its own thread, so a deadlock fails the test instead of hanging it.
+            let (done, finished) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                session.on_event(Arc::new(event), &client);
+                let _ = done.send(());
+            });
+            finished.recv_timeout(Duration::from_secs(5)).expect("the event handler returned");
+        };
+
+        feed(Event::Connected(Connected::builder().build()));
+        assert_eq!(*session.state().borrow(), LinkState::Connected);
+        feed(Event::Disconnected(Disconnected::builder().reason(DisconnectReason::StreamEnded).build()));
+        assert!(matches!(*session.state().borrow(), LinkState::Reconnecting { .. }));
+
+        let success = PairSuccess::builder()
+            .id(Jid::pn("56912345678"))
+            .lid(Jid::lid("184467440737095"))
+            .business_name(String::new())
+            .platform("android".into())
+            .build();
+        feed(Event::PairSuccess(success));
+        assert_eq!(pairing.recv().await.unwrap(), PairingEvent::Linked { phone: Some("+56912345678".into()) });
+        assert_eq!(session.phone().as_deref(), Some("+56912345678"));
+
+        let batch = super::super::inbound::tests::batch(
+            wa::Message::text("hola"),
+            super::super::inbound::tests::info(Jid::pn("56912345678"), None),
+        );
+        feed(batch);
+        assert!(matches!(&*events.recv().await.unwrap(), Event::Messages(_)));
+        session.shutdown().await;
     }
 }

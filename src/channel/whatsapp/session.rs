@@ -520,7 +520,7 @@ impl super::Link for Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use whatsapp_rust::types::events::{Connected, Disconnected, PairSuccess};
+    use whatsapp_rust::types::events::{Connected, Disconnected, PairSuccess, PairingQrCode, PairingQrCodesExhausted};
     use whatsapp_rust::wacore::net::DisconnectReason;
     use whatsapp_rust::wacore::store::InMemoryBackend;
 
@@ -564,6 +564,21 @@ mod tests {
         feed(Event::PairSuccess(success));
         assert_eq!(pairing.recv().await.unwrap(), PairingEvent::Linked { phone: Some("+56912345678".into()) });
         assert_eq!(session.phone().as_deref(), Some("+56912345678"));
+
+        // Pairing: each code reaches the listener; running out ends the pairing.
+        let mut pairing = {
+            let (tx, rx) = mpsc::unbounded_channel();
+            *session.pairing.lock().unwrap() = Some(tx);
+            rx
+        };
+        session.set(LinkState::Pairing);
+        let qr = PairingQrCode::builder().code("2@ref,key,id,adv,1".into()).timeout(Duration::from_secs(60)).build();
+        feed(Event::PairingQrCode(qr));
+        let shown = pairing.recv().await.unwrap();
+        assert_eq!(shown, PairingEvent::Qr { code: "2@ref,key,id,adv,1".into(), expires_in_secs: 60 });
+        feed(Event::PairingQrCodesExhausted(PairingQrCodesExhausted::builder().disconnected(true).build()));
+        assert!(matches!(pairing.recv().await.unwrap(), PairingEvent::Failed { reason } if reason.contains("ran out")));
+        assert_eq!(*session.state().borrow(), LinkState::NotLinked);
 
         let batch = super::super::inbound::tests::batch(
             wa::Message::text("hola"),

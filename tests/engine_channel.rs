@@ -247,7 +247,7 @@ async fn answered_messages_are_marked_read_and_sent_ids_recorded() {
     let reference = MessageRef { chat: "lid-chat".into(), id: "IN-1".into() };
     let message = InboundMessage { reference: Some(reference.clone()), ..InboundMessage::new(contact(), "Friday") };
     w.engine.deliver(message).await;
-    w.channel.read_marked.notified().await;
+    tokio::time::timeout(Duration::from_secs(60), w.channel.read_marked.notified()).await.expect("marked read");
     assert_eq!(*w.channel.read.lock().unwrap(), vec![reference]);
     let transcript = w.engine.transcript(&id.to_string()).unwrap();
     assert_eq!(transcript[1].channel_message_id.as_deref(), Some("IN-1"));
@@ -286,4 +286,33 @@ async fn a_message_from_a_contact_with_no_conversation_is_kept_not_answered() {
     assert!(kept.contains("who is this?") && kept.contains("+14155552671"), "{kept}");
     assert!(w.channel.sent().is_empty());
     assert!(w.agent.turns.lock().unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_still_going_out_when_the_conversation_is_cancelled_is_recorded() {
+    let channel = FakeChannel::default();
+    let gate = Arc::new(Semaphore::new(0));
+    channel.gate.set(gate.clone()).unwrap();
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::Active).await;
+    tokio::task::yield_now().await;
+
+    w.engine.cancel(&id.to_string()).await.unwrap();
+    // The send was already with the channel (say, waiting for WhatsApp to
+    // come back, for longer than shutdown would wait): it goes out, so it is
+    // written down.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    gate.add_permits(1);
+    let mut transcript = Vec::new();
+    for _ in 0..100 {
+        transcript = w.engine.transcript(&id.to_string()).unwrap();
+        if !transcript.is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(w.channel.sent(), vec!["Hi!"]);
+    assert_eq!(transcript.len(), 1, "sent after the cancel, and recorded");
+    assert_eq!(transcript[0].role, Role::Agent);
 }

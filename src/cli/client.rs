@@ -16,12 +16,16 @@ use super::{CliError, Context};
 use crate::api::ApiErrorResponse;
 use crate::daemon::lifecycle;
 
-/// Longer than any request the daemon serves should take.
+/// Longer than any request the daemon serves should take...
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// ...but a send answers once the message is out, which on WhatsApp can mean
+/// pacing, waiting for a lost connection (`connect_wait_secs`) and retries.
+pub const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 pub struct Client {
     port: u16,
     token: Option<String>,
+    timeout: std::time::Duration,
 }
 
 impl Client {
@@ -33,7 +37,12 @@ impl Client {
         if token.is_none() && !lifecycle::is_locked(&ctx.home) {
             return Err(CliError::not_running());
         }
-        Ok(Client { port: ctx.port(&config), token })
+        Ok(Client { port: ctx.port(&config), token, timeout: REQUEST_TIMEOUT })
+    }
+
+    /// The same client, waiting up to `timeout` for answers.
+    pub fn with_timeout(self, timeout: std::time::Duration) -> Client {
+        Client { timeout, ..self }
     }
 
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
@@ -123,12 +132,12 @@ impl Client {
             None => Bytes::new(),
         };
         let request = request.body(Full::new(bytes)).expect("valid request");
-        let response = tokio::time::timeout(REQUEST_TIMEOUT, sender.send_request(request))
+        let response = tokio::time::timeout(self.timeout, sender.send_request(request))
             .await
             .map_err(|_| {
                 CliError::failure(format!(
                     "the daemon did not answer within {}s; see relay.log in the relay home",
-                    REQUEST_TIMEOUT.as_secs()
+                    self.timeout.as_secs()
                 ))
             })?
             .map_err(|e| CliError::failure(format!("the daemon did not answer: {e}")))?;

@@ -15,7 +15,8 @@ pub struct Args {
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let path = format!("{}/send", instance_path(&args.id)?);
     let request = SendMessageRequest { message: args.message };
-    let sent: TranscriptMessage = Client::new(ctx)?.post(&path, Some(&request)).await?;
+    let sent: TranscriptMessage =
+        Client::new(ctx)?.with_timeout(super::client::SEND_TIMEOUT).post(&path, Some(&request)).await?;
     if ctx.json {
         output::json(&sent);
     } else {

@@ -273,11 +273,21 @@ async fn whatsapp_pair(
         )
     })?;
     let events = whatsapp.pair(phone.map(|p| p.to_string()), request.force);
-    let lines = futures_util::stream::unfold(events, |mut events| async move {
-        let event = events.recv().await?;
+    // The stream ends when the daemon stops, so it cannot hold up shutdown.
+    let stopping = app.stop.subscribe();
+    let lines = futures_util::stream::unfold((events, stopping), |(mut events, mut stopping)| async move {
+        let event = tokio::select! {
+            biased; // a closed receiver ends the stream before `stopping` fires again
+            event = events.recv() => event?,
+            _ = stopping.wait_for(|stop| *stop) => PairingEvent::Failed { reason: "the daemon is stopping".into() },
+        };
+        if *stopping.borrow() {
+            // After telling why, end: an empty receiver ends the next poll.
+            events.close();
+        }
         let mut line = serde_json::to_vec(&event).expect("pairing events serialise");
         line.push(b'\n');
-        Some((Ok::<_, std::convert::Infallible>(line), events))
+        Some((Ok::<_, std::convert::Infallible>(line), (events, stopping)))
     });
     Ok(([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(lines))
         .into_response())

@@ -163,7 +163,8 @@ pub(crate) async fn run(
     };
     actor.drive();
     loop {
-        if actor.convs.is_empty() && actor.shared.retire(&actor.contact, &rx) {
+        // Not while a send is under way: what it sends must still be recorded.
+        if actor.convs.is_empty() && actor.sends_in_flight == 0 && actor.shared.retire(&actor.contact, &rx) {
             break;
         }
         let deadline = actor.sync_timer();
@@ -570,6 +571,9 @@ impl Actor {
         while self.sends_in_flight > 0 {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(Msg::Sent { id, text, result, waiter })) => self.sent(id, text, result, waiter),
+                Ok(Some(Msg::DeliveryFailed { instance, message, error })) => {
+                    self.delivery_failed(instance, message, error)
+                }
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => break,
             }
@@ -717,6 +721,8 @@ impl Actor {
     fn abort_turn(&mut self) {
         if let Some(turn) = self.turn.take() {
             turn.task.abort();
+            // Not answered after all: the turn that runs again marks them read.
+            self.unread.splice(0..0, turn.answers);
         }
     }
 

@@ -112,14 +112,11 @@ impl WhatsappChannel {
             return Err(unavailable(reason));
         }
         let jid = jid::jid_of(to);
-        let slot =
-            self.pacer.lock().expect("pacer lock").reserve(&jid.to_string(), text.chars().count(), Instant::now());
-        let typing = slot.send_at - slot.typing_from;
-        tokio::time::sleep_until(slot.typing_from).await;
 
         let settings = &self.settings;
         let connect_deadline = Instant::now() + Duration::from_secs(settings.connect_wait_secs);
         let mut message_id = None;
+        let mut slot = None;
         let mut last_error = String::new();
         for attempt in 1..=settings.send_attempts {
             if attempt > 1 {
@@ -148,6 +145,14 @@ impl WhatsappChannel {
                 continue;
             };
             message_id = Some(id.clone());
+            // Paced from when it can go out: messages held by an outage
+            // leave at the pace, not in a burst when the link comes back.
+            let slot = *slot.get_or_insert_with(|| {
+                let mut pacer = self.pacer.lock().expect("pacer lock");
+                pacer.reserve(&jid.to_string(), text.chars().count(), Instant::now())
+            });
+            let typing = slot.send_at - slot.typing_from;
+            tokio::time::sleep_until(slot.typing_from).await;
             self.link.typing(&jid).await;
             tokio::time::sleep_until(slot.send_at.max(Instant::now() + typing)).await;
             match self.link.send_text(&jid, text, &id).await {

@@ -239,6 +239,9 @@ impl Session {
                 LinkState::TemporarilyBanned { until, .. } => {
                     tracing::warn!(%until, "WhatsApp banned this number for a while; waiting until the ban ends");
                     self.pause((until - Utc::now()).to_std().unwrap_or_default()).await;
+                    if Utc::now() >= until {
+                        self.set(LinkState::Connecting);
+                    }
                 }
                 LinkState::Connecting | LinkState::Connected | LinkState::Reconnecting { .. } => {
                     let last_error = match state {

@@ -177,6 +177,30 @@ async fn while_disconnected_a_send_waits_for_the_connection_then_goes_out() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn messages_held_by_an_outage_leave_at_the_pace_not_in_a_burst() {
+    let settings = WhatsappSettings {
+        pacing: pacing::PacingSettings { max_messages_per_minute: 2, ..Default::default() },
+        ..WhatsappSettings::default()
+    };
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Reconnecting { last_error: None }), settings);
+    let contacts: Vec<Contact> =
+        ["+14155552671", "+14155552672", "+14155552673"].iter().map(|c| Contact::parse(c).unwrap()).collect();
+    let reconnect = async {
+        tokio::time::sleep(secs(100)).await;
+        link.state.send_replace(LinkState::Connected);
+    };
+    let (a, b, c, ()) = tokio::join!(
+        channel.send(&contacts[0], "hi"),
+        channel.send(&contacts[1], "hi"),
+        channel.send(&contacts[2], "hi"),
+        reconnect
+    );
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    let times: Vec<Duration> = link.log().into_iter().filter(|(_, w)| w.starts_with("send")).map(|(t, _)| t).collect();
+    assert_eq!(times, vec![secs(101), secs(101), secs(161)], "two a minute, counted from the reconnection");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_connection_that_never_comes_back_fails_the_send_after_the_wait() {
     let settings = WhatsappSettings { connect_wait_secs: 120, ..WhatsappSettings::default() };
     let (channel, link, _) = channel(FakeLink::new(LinkState::Reconnecting { last_error: None }), settings);

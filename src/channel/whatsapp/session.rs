@@ -134,8 +134,10 @@ impl Session {
         // A logged-out or replaced session cannot be reused: start afresh.
         let fresh = force || matches!(state, LinkState::LoggedOut { .. } | LinkState::Replaced);
         *self.pairing.lock().expect("pairing lock") = Some(tx);
-        if state == LinkState::Pairing && !fresh && phone.is_none() {
-            return rx; // the bot already pairing shows its next code here
+        // The bot already pairing shows its next code here, unless it is
+        // being dropped: then a new one is ordered.
+        if state == LinkState::Pairing && !fresh && phone.is_none() && !self.drop_pairing.load(Ordering::SeqCst) {
+            return rx;
         }
         *self.order.lock().expect("order lock") = Some(PairOrder { phone, fresh });
         self.wake.notify_one();

@@ -295,8 +295,8 @@ pub struct ListQuery {
 pub struct ChannelStatus {
     /// "whatsapp" or "sandbox".
     pub kind: String,
-    /// "connected", "not linked", "connecting", "reconnecting", "logged out",
-    /// "temporarily banned", "replaced".
+    /// "connected", "not linked", "pairing", "connecting", "reconnecting",
+    /// "logged out", "temporarily banned", "replaced".
     pub state: String,
     pub connected: bool,
     /// What to know about that state: attempts and last error, until when,
@@ -391,7 +391,8 @@ pub struct ApiErrorResponse {
     /// A stable code for a program: `invalid_request`, `not_found`,
     /// `ambiguous_id`, `invalid_transition`, `unauthorized`, `forbidden`,
     /// `unsupported_media_type`, `payload_too_large`, `method_not_allowed`,
-    /// `channel_unavailable`, `shutting_down`, `not_sandbox`, `internal`.
+    /// `channel_unavailable`, `not_sent`, `shutting_down`, `not_sandbox`,
+    /// `not_whatsapp`, `internal`.
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,

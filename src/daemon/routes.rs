@@ -209,8 +209,9 @@ async fn resume_instance(State(app): State<App>, Path(id): Path<String>) -> ApiR
 /// The operator writes to the contact; recorded with role "manual".
 #[utoipa::path(post, path = "/instances/{id}/send", tag = "instances", request_body = SendMessageRequest,
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
-    responses((status = 200, body = TranscriptMessage), (status = 404, body = ApiErrorResponse),
-              (status = 409, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse)))]
+    responses((status = 200, body = TranscriptMessage), (status = 400, body = ApiErrorResponse),
+              (status = 404, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
+              (status = 502, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse)))]
 async fn send_message(
     State(app): State<App>,
     Path(id): Path<String>,

@@ -118,6 +118,7 @@ impl WhatsappChannel {
         let mut message_id = None;
         let mut slot = None;
         let mut last_error = String::new();
+        let mut tried = 0;
         for attempt in 1..=settings.send_attempts {
             if attempt > 1 {
                 let backoff = Duration::from_millis(settings.retry_backoff_ms) * 2u32.pow(attempt - 2);
@@ -140,6 +141,7 @@ impl WhatsappChannel {
                 Ok(Ok(None)) => {}
             }
             self.check_once(&jid, to).await?;
+            tried = attempt;
             let Some(id) = message_id.clone().or_else(|| self.link.new_message_id()) else {
                 last_error = "the WhatsApp session is not ready".into();
                 continue;
@@ -165,7 +167,11 @@ impl WhatsappChannel {
         }
         Err(ChannelError::Failed {
             channel: CHANNEL,
-            reason: format!("not sent after {} attempts: {last_error}", settings.send_attempts),
+            reason: match tried {
+                0 => format!("not sent: {last_error}"),
+                1 => format!("not sent after 1 attempt: {last_error}"),
+                n => format!("not sent after {n} attempts: {last_error}"),
+            },
         })
     }
 

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use relay::agent::{Agent, AgentError, ConversationTools, ToolCall, Turn, TurnKind};
+use relay::agent::{AgentError, ConversationTools, ToolCall, Turn, TurnKind};
 use relay::api::{ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, State, TodoStatus};
 use relay::channel::{Channel, SandboxChannel};
 use relay::contact::Contact;
@@ -17,30 +17,10 @@ use tokio::sync::Notify;
 
 const CONTACT: &str = "+56912345678";
 
-type Behaviour = dyn Fn(Turn, ConversationTools) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync;
+#[path = "support/test_agent.rs"]
+mod test_agent;
 
-/// Runs `behaviour` for every turn and remembers what each turn was given.
-struct TestAgent {
-    behaviour: Box<Behaviour>,
-    turns: Mutex<Vec<Turn>>,
-}
-
-impl Agent for TestAgent {
-    fn model(&self) -> Option<String> {
-        Some("test-agent".into())
-    }
-
-    fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
-        self.turns.lock().unwrap().push(turn.clone());
-        (self.behaviour)(turn, tools)
-    }
-}
-
-impl TestAgent {
-    fn kinds(&self) -> Vec<TurnKind> {
-        self.turns.lock().unwrap().iter().map(|t| t.kind).collect()
-    }
-}
+use test_agent::TestAgent;
 
 struct World {
     _dir: tempfile::TempDir,
@@ -55,7 +35,7 @@ fn world(
 ) -> World {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::at(dir.path());
-    let agent = Arc::new(TestAgent { behaviour: Box::new(behaviour), turns: Mutex::new(Vec::new()) });
+    let agent = Arc::new(TestAgent::new(behaviour));
     let (engine, sandbox) = boot(&home, agent.clone());
     World { _dir: dir, home, engine, sandbox, agent }
 }

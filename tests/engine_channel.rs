@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use relay::agent::{Agent, AgentError, ConversationTools, ToolCall, Turn, TurnKind};
-use relay::api::{ChannelStatus, ConversationInstance, CreateInstanceRequest, NewTodo, Role, State};
+use relay::agent::{ToolCall, TurnKind};
+use relay::api::{ChannelStatus, ConversationInstance, CreateInstanceRequest, NewTodo, Role, State, TranscriptMessage};
 use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent};
 use relay::contact::Contact;
 use relay::engine::{Engine, Settings};
@@ -88,35 +88,19 @@ impl Channel for FakeChannel {
     }
 }
 
-type Behaviour = dyn Fn(Turn, ConversationTools) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync;
+#[path = "support/test_agent.rs"]
+mod test_agent;
 
-struct TestAgent {
-    behaviour: Box<Behaviour>,
-    turns: Mutex<Vec<TurnKind>>,
-}
-
-impl Agent for TestAgent {
-    fn model(&self) -> Option<String> {
-        Some("test-agent".into())
-    }
-
-    fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
-        self.turns.lock().unwrap().push(turn.kind);
-        (self.behaviour)(turn, tools)
-    }
-}
+use test_agent::TestAgent;
 
 /// An agent that says `text` once per turn and then waits for the contact.
 fn says(text: &'static str) -> Arc<TestAgent> {
-    Arc::new(TestAgent {
-        behaviour: Box::new(move |_turn, tools| {
-            Box::pin(async move {
-                let _ = tools.call(ToolCall::SendMessage { text: text.into() }).await;
-                Ok(())
-            })
-        }),
-        turns: Mutex::new(Vec::new()),
-    })
+    Arc::new(TestAgent::new(move |_turn, tools| {
+        Box::pin(async move {
+            let _ = tools.call(ToolCall::SendMessage { text: text.into() }).await;
+            Ok(())
+        })
+    }))
 }
 
 struct World {
@@ -160,6 +144,37 @@ async fn until(engine: &Engine, id: uuid::Uuid, done: impl Fn(&ConversationInsta
     }
 }
 
+/// A conversation whose first message is with the channel, which holds it
+/// until the test adds a permit to the gate.
+async fn with_a_send_stuck_in_the_channel() -> (World, Arc<Semaphore>, uuid::Uuid) {
+    let channel = FakeChannel::default();
+    let gate = Arc::new(Semaphore::new(0));
+    channel.gate.set(gate.clone()).unwrap();
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::Active).await;
+    tokio::task::yield_now().await;
+    (w, gate, id)
+}
+
+/// The transcript once `done` holds for it. Transcript lines notify no one,
+/// so this gives the actor a bounded number of turns to write them.
+async fn transcript_when(
+    w: &World,
+    id: uuid::Uuid,
+    done: impl Fn(&[TranscriptMessage]) -> bool,
+) -> Vec<TranscriptMessage> {
+    let mut transcript = w.engine.transcript(&id.to_string()).unwrap();
+    for _ in 0..100 {
+        if done(&transcript) {
+            break;
+        }
+        tokio::task::yield_now().await;
+        transcript = w.engine.transcript(&id.to_string()).unwrap();
+    }
+    transcript
+}
+
 fn contact() -> Contact {
     Contact::parse(CONTACT).unwrap()
 }
@@ -174,7 +189,7 @@ async fn a_conversation_waits_for_a_channel_that_cannot_send_and_goes_on_when_it
     let held = until(&w.engine, id, |i| i.channel_blocked.is_some()).await;
     assert_eq!(held.state, State::Active);
     assert!(held.channel_blocked.unwrap().contains("logged this device out"));
-    assert!(w.agent.turns.lock().unwrap().is_empty(), "no turn runs while nothing can be sent");
+    assert!(w.agent.kinds().is_empty(), "no turn runs while nothing can be sent");
 
     w.channel.unblock();
     let going = until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
@@ -195,7 +210,7 @@ async fn a_channel_lost_mid_turn_holds_the_conversation_and_the_turn_runs_again(
     w.channel.unblock();
     until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
     assert_eq!(w.channel.sent(), vec!["Hi!"]);
-    assert_eq!(*w.agent.turns.lock().unwrap(), vec![TurnKind::FirstMessage, TurnKind::FirstMessage]);
+    assert_eq!(w.agent.kinds(), vec![TurnKind::FirstMessage, TurnKind::FirstMessage]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -213,13 +228,7 @@ async fn a_send_that_fails_after_its_retries_fails_the_conversation_with_the_rea
 
 #[tokio::test(start_paused = true)]
 async fn a_slow_send_does_not_hold_up_the_contacts_messages() {
-    let channel = FakeChannel::default();
-    let gate = Arc::new(Semaphore::new(0));
-    channel.gate.set(gate.clone()).unwrap();
-    let w = world(channel, says("Hi!"));
-    let id = create(&w).await;
-    until(&w.engine, id, |i| i.state == State::Active).await;
-    tokio::task::yield_now().await;
+    let (w, gate, id) = with_a_send_stuck_in_the_channel().await;
 
     // The agent's send is stuck in the channel; the contact's message still lands at once.
     let delivery =
@@ -262,15 +271,7 @@ async fn a_message_refused_after_it_was_sent_is_marked_in_the_transcript() {
     until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
 
     w.channel.sink.get().unwrap().delivery_failed("WA-7".into(), "463".into()).await;
-    // The actor writes it down; give it the turn it needs.
-    let mut transcript = w.engine.transcript(&id.to_string()).unwrap();
-    for _ in 0..100 {
-        if transcript[0].delivery_error.is_some() {
-            break;
-        }
-        tokio::task::yield_now().await;
-        transcript = w.engine.transcript(&id.to_string()).unwrap();
-    }
+    let transcript = transcript_when(&w, id, |t| t[0].delivery_error.is_some()).await;
     assert_eq!(transcript.len(), 1, "annotated in place, not added");
     assert_eq!(transcript[0].delivery_error.as_deref(), Some("463"));
 }
@@ -285,18 +286,12 @@ async fn a_message_from_a_contact_with_no_conversation_is_kept_not_answered() {
     let kept = std::fs::read_to_string(w.home.unrouted_file()).unwrap();
     assert!(kept.contains("who is this?") && kept.contains("+14155552671"), "{kept}");
     assert!(w.channel.sent().is_empty());
-    assert!(w.agent.turns.lock().unwrap().is_empty());
+    assert!(w.agent.kinds().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_message_still_going_out_when_the_conversation_is_cancelled_is_recorded() {
-    let channel = FakeChannel::default();
-    let gate = Arc::new(Semaphore::new(0));
-    channel.gate.set(gate.clone()).unwrap();
-    let w = world(channel, says("Hi!"));
-    let id = create(&w).await;
-    until(&w.engine, id, |i| i.state == State::Active).await;
-    tokio::task::yield_now().await;
+    let (w, gate, id) = with_a_send_stuck_in_the_channel().await;
 
     w.engine.cancel(&id.to_string()).await.unwrap();
     // The send was already with the channel (say, waiting for WhatsApp to
@@ -304,14 +299,7 @@ async fn a_message_still_going_out_when_the_conversation_is_cancelled_is_recorde
     // written down.
     tokio::time::sleep(Duration::from_secs(60)).await;
     gate.add_permits(1);
-    let mut transcript = Vec::new();
-    for _ in 0..100 {
-        transcript = w.engine.transcript(&id.to_string()).unwrap();
-        if !transcript.is_empty() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    let transcript = transcript_when(&w, id, |t| !t.is_empty()).await;
     assert_eq!(w.channel.sent(), vec!["Hi!"]);
     assert_eq!(transcript.len(), 1, "sent after the cancel, and recorded");
     assert_eq!(transcript[0].role, Role::Agent);

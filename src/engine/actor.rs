@@ -584,7 +584,7 @@ impl Actor {
 
     fn inbound(&mut self, message: InboundMessage) -> Delivery {
         let Some(live) = self.convs.iter().find(|c| c.holds_contact()) else {
-            tracing::info!(contact = %self.contact, "message from a contact whose conversations are all queued; ignored");
+            self.shared.keep_unrouted(message.from, message.text);
             return Delivery::NoConversation;
         };
         let (id, state) = (live.id, live.state);

@@ -370,18 +370,12 @@ impl Engine {
         let contact = message.from.clone();
         // A contact has an actor exactly while it has conversations not yet ended.
         let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);
-        let delivery = if has_actor {
-            let text = message.text.clone();
-            match self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await {
-                Ok(Delivery::NoConversation) | Err(_) => (Delivery::NoConversation, text),
-                Ok(delivery) => return delivery,
-            }
-        } else {
-            (Delivery::NoConversation, message.text)
-        };
-        let (delivery, text) = delivery;
-        self.shared.keep_unrouted(contact, text);
-        delivery
+        if !has_actor {
+            self.shared.keep_unrouted(contact, message.text);
+            return Delivery::NoConversation;
+        }
+        // The actor keeps the message itself if none of its conversations takes it.
+        self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await.unwrap_or(Delivery::NoConversation)
     }
 
     /// Messages kept because no conversation could take them.
@@ -409,7 +403,7 @@ impl Shared {
 
     /// A message no conversation takes is not answered, but it is kept
     /// where the operator can read it (`unrouted.jsonl`).
-    fn keep_unrouted(&self, from: Contact, text: String) {
+    pub(crate) fn keep_unrouted(&self, from: Contact, text: String) {
         tracing::info!(contact = %from, "message from a contact with no live conversation; kept in unrouted.jsonl");
         let message = UnroutedMessage { from: from.to_string(), text, timestamp: chrono::Utc::now() };
         match self.store.append_unrouted(&message) {

@@ -195,7 +195,7 @@ impl Session {
                 (None, None) => {
                     self.set(LinkState::NotLinked);
                     drop(bot);
-                    self.idle().await;
+                    self.woken().await;
                     continue;
                 }
                 (None, Some(_)) => self.set(LinkState::Pairing),
@@ -236,7 +236,7 @@ impl Session {
                         self.set(LinkState::NotLinked);
                     }
                     tracing::warn!(?state, "the WhatsApp session stopped; waiting for `relay init`");
-                    self.idle().await;
+                    self.woken().await;
                 }
                 LinkState::TemporarilyBanned { until, .. } => {
                     tracing::warn!(%until, "WhatsApp banned this number for a while; waiting until the ban ends");
@@ -271,11 +271,6 @@ impl Session {
             }
             self.wake.notified().await;
         }
-    }
-
-    /// Waits for something to do.
-    async fn idle(&self) {
-        self.woken().await;
     }
 
     /// Waits `delay`, or less if there is something to do.

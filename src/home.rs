@@ -52,6 +52,11 @@ impl Home {
     pub fn unrouted_file(&self) -> PathBuf {
         self.root.join("unrouted.jsonl")
     }
+    /// Present only while no daemon runs, after one stopped with every send
+    /// settled (see `Store::settle_interrupted_sends`).
+    pub fn clean_shutdown_file(&self) -> PathBuf {
+        self.root.join("clean-shutdown")
+    }
 
     /// The WhatsApp session (identity keys): owner-only.
     pub fn whatsapp_auth_dir(&self) -> PathBuf {

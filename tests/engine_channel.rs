@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use relay::agent::{ToolCall, TurnKind};
-use relay::api::{ChannelStatus, ConversationInstance, CreateInstanceRequest, NewTodo, Role, State, TranscriptMessage};
+use relay::api::{
+    ChannelStatus, ConversationInstance, CreateInstanceRequest, NewTodo, Role, SendStatus, State, TranscriptMessage,
+};
 use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent};
 use relay::contact::Contact;
 use relay::engine::{Engine, Settings};
@@ -50,6 +52,10 @@ impl FakeChannel {
 impl Channel for FakeChannel {
     fn attach(&self, inbound: Arc<dyn InboundSink>) {
         let _ = self.sink.set(inbound);
+    }
+
+    fn name(&self) -> &'static str {
+        "fake"
     }
 
     fn status(&self) -> ChannelStatus {
@@ -223,7 +229,10 @@ async fn a_send_that_fails_after_its_retries_fails_the_conversation_with_the_rea
     assert_eq!(failed.state, State::Failed);
     assert!(failed.failure_reason.unwrap().contains("after 3 attempts"));
     assert_eq!(failed.history.last().unwrap().trigger, "unrecoverable_error");
-    assert!(w.engine.transcript(&id.to_string()).unwrap().is_empty(), "nothing went out, nothing is recorded");
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    assert_eq!(transcript.len(), 1, "the attempt is recorded");
+    assert_eq!(transcript[0].send_status, Some(SendStatus::Failed));
+    assert!(transcript[0].delivery_error.as_deref().unwrap().contains("after 3 attempts"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -239,8 +248,11 @@ async fn a_slow_send_does_not_hold_up_the_contacts_messages() {
 
     gate.add_permits(10);
     until(&w.engine, id, |i| i.state == State::WaitingForReply || i.state == State::WaitingForAgent).await;
-    let roles: Vec<Role> = w.engine.transcript(&id.to_string()).unwrap().iter().map(|m| m.role).collect();
-    assert_eq!(roles[..2], [Role::Contact, Role::Agent], "each recorded when it happened");
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    let roles: Vec<Role> = transcript.iter().map(|m| m.role).collect();
+    // The agent's message was recorded (pending) before the channel got it.
+    assert_eq!(roles[..2], [Role::Agent, Role::Contact], "each recorded when it happened");
+    assert_eq!(transcript[0].send_status, Some(SendStatus::Sent));
 }
 
 #[tokio::test(start_paused = true)]
@@ -299,8 +311,84 @@ async fn a_message_still_going_out_when_the_conversation_is_cancelled_is_recorde
     // written down.
     tokio::time::sleep(Duration::from_secs(60)).await;
     gate.add_permits(1);
-    let transcript = transcript_when(&w, id, |t| !t.is_empty()).await;
+    let transcript =
+        transcript_when(&w, id, |t| t.first().is_some_and(|m| m.send_status == Some(SendStatus::Sent))).await;
     assert_eq!(w.channel.sent(), vec!["Hi!"]);
     assert_eq!(transcript.len(), 1, "sent after the cancel, and recorded");
     assert_eq!(transcript[0].role, Role::Agent);
+}
+
+/// An agent that says `text` unless the transcript shows it already did (or
+/// may have): what a careful model does with what relay tells it.
+fn says_once(text: &'static str) -> Arc<TestAgent> {
+    Arc::new(TestAgent::new(move |turn, tools| {
+        Box::pin(async move {
+            let spoke =
+                turn.transcript.iter().any(|m| m.role == Role::Agent && m.send_status != Some(SendStatus::Failed));
+            if !spoke {
+                let _ = tools.call(ToolCall::SendMessage { text: text.into() }).await;
+            }
+            Ok(())
+        })
+    }))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_paused_mid_send_waits_for_the_outcome_instead_of_sending_again() {
+    let channel = FakeChannel::default();
+    let gate = Arc::new(Semaphore::new(0));
+    channel.gate.set(gate.clone()).unwrap();
+    let w = world(channel, says_once("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::Active).await;
+    tokio::task::yield_now().await;
+
+    w.engine.pause(&id.to_string()).await.unwrap();
+    let resumed = w.engine.resume(&id.to_string()).await.unwrap();
+    assert_eq!(resumed.state, State::Active);
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(w.agent.kinds(), vec![TurnKind::FirstMessage], "no turn while its message is with the channel");
+
+    gate.add_permits(10);
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    assert_eq!(w.channel.sent(), vec!["Hi!"], "sent once");
+    let turns = w.agent.turns.lock().unwrap().clone();
+    assert_eq!(turns[1].kind, TurnKind::Resume);
+    assert_eq!(turns[1].transcript[0].send_status, Some(SendStatus::Sent), "the turn saw how its send ended");
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_stop_mid_send_the_message_is_unconfirmed_and_not_sent_again() {
+    let (w, _gate, id) = with_a_send_stuck_in_the_channel().await;
+    // The send never reports back (as if relay were killed while WhatsApp had it).
+    w.engine.shutdown().await;
+    assert!(!w.home.clean_shutdown_file().exists(), "a send was left without its outcome");
+    assert_eq!(w.engine.transcript(&id.to_string()).unwrap()[0].send_status, Some(SendStatus::Pending));
+
+    let channel = Arc::new(FakeChannel::default());
+    let agent = says_once("Hi!");
+    let engine =
+        Engine::start(Store::open(&w.home).unwrap(), channel.clone(), agent.clone(), Settings::default()).unwrap();
+    until(&engine, id, |i| i.state == State::WaitingForReply).await;
+    let transcript = engine.transcript(&id.to_string()).unwrap();
+    assert_eq!(transcript.len(), 1);
+    assert_eq!(transcript[0].send_status, Some(SendStatus::Unconfirmed));
+    let turns = agent.turns.lock().unwrap().clone();
+    assert_eq!(turns[0].transcript[0].send_status, Some(SendStatus::Unconfirmed), "the model is told");
+    assert!(channel.sent().is_empty(), "not sent again blindly");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clean_shutdown_is_marked_and_the_mark_is_taken_at_start() {
+    let w = world(FakeChannel::default(), says("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    w.engine.shutdown().await;
+    assert!(w.home.clean_shutdown_file().exists());
+    let engine =
+        Engine::start(Store::open(&w.home).unwrap(), w.channel.clone(), w.agent.clone(), Settings::default()).unwrap();
+    assert!(!w.home.clean_shutdown_file().exists(), "a crash from now on must be noticed");
+    assert_eq!(engine.transcript(&id.to_string()).unwrap()[0].send_status, Some(SendStatus::Sent));
 }

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Turn, TurnKind};
-use crate::api::Role;
+use crate::api::{Role, SendStatus};
 
 /// Who said a chat turn, as the model sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,10 +52,15 @@ pub fn history(turn: &Turn, budget_chars: usize) -> (Vec<ChatTurn>, usize) {
             Role::Manual => (Speaker::Relay, format!("[written by the human operator] {}", message.content)),
             Role::System => unreachable!("filtered above"),
         };
-        // The model must know a message it sent never arrived.
-        let text = match &message.delivery_error {
-            Some(error) => format!("{text}\n[this message was NOT delivered: {error}]"),
-            None => text,
+        // The model must know what became of what it sent.
+        let text = match (message.send_status, &message.delivery_error) {
+            (_, Some(error)) => format!("{text}\n[this message was NOT delivered: {error}]"),
+            (Some(SendStatus::Unconfirmed), None) => format!(
+                "{text}\n[relay was interrupted while sending this message: it may or may not have reached \
+                 the contact. Do not simply repeat it; if it matters, ask whether they got it.]"
+            ),
+            (Some(SendStatus::Pending), None) => format!("{text}\n[this message is still being sent]"),
+            _ => text,
         };
         // Consecutive messages of one side become one turn, as providers prefer.
         match turns.last_mut() {
@@ -185,6 +190,19 @@ mod tests {
         t.transcript[0].delivery_error = Some("refused by WhatsApp (error 479)".into());
         let (turns, _) = history(&t, 10_000);
         assert_eq!(turns[0].text, "Hi!\n[this message was NOT delivered: refused by WhatsApp (error 479)]");
+    }
+
+    #[test]
+    fn a_message_relay_may_not_have_sent_is_marked_unconfirmed() {
+        let mut t = turn(&[(Role::Agent, "Hi!"), (Role::Contact, "hello")]);
+        t.transcript[0].send_status = Some(SendStatus::Unconfirmed);
+        let (turns, _) = history(&t, 10_000);
+        assert!(
+            turns[0].text.starts_with("Hi!\n[relay was interrupted while sending this message"),
+            "{}",
+            turns[0].text
+        );
+        assert!(turns[0].text.contains("Do not simply repeat it"));
     }
 
     #[test]

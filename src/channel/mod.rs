@@ -82,6 +82,9 @@ pub trait Channel: Send + Sync + 'static {
     /// Gives the channel the sink for what contacts send.
     fn attach(&self, inbound: Arc<dyn InboundSink>);
 
+    /// "whatsapp", "sandbox": for messages and logs.
+    fn name(&self) -> &'static str;
+
     fn status(&self) -> ChannelStatus;
 
     /// `Err(why)` while no send would be attempted (not linked, logged out,

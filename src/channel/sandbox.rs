@@ -46,6 +46,10 @@ impl Channel for SandboxChannel {
         let _ = self.inbound.set(inbound);
     }
 
+    fn name(&self) -> &'static str {
+        "sandbox"
+    }
+
     fn status(&self) -> ChannelStatus {
         ChannelStatus {
             kind: "sandbox".into(),

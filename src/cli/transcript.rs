@@ -2,7 +2,7 @@
 
 use super::client::Client;
 use super::{CliError, Context, instance_path, output};
-use crate::api::{Role, TranscriptMessage};
+use crate::api::{Role, SendStatus, TranscriptMessage};
 
 pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
     let path = format!("{}/transcript", instance_path(id)?);
@@ -26,8 +26,13 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
         for line in lines {
             println!("{:31}{line}", "");
         }
-        if let Some(error) = &m.delivery_error {
-            println!("{:31}(not delivered: {error})", "");
+        match (m.send_status, &m.delivery_error) {
+            (_, Some(error)) => println!("{:31}(not delivered: {error})", ""),
+            (Some(SendStatus::Unconfirmed), None) => {
+                println!("{:31}(unconfirmed: relay stopped while sending it; it may not have arrived)", "")
+            }
+            (Some(SendStatus::Pending), None) => println!("{:31}(sending)", ""),
+            _ => {}
         }
     }
     Ok(())

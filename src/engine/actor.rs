@@ -23,7 +23,8 @@ use super::tools::{ConversationTools, ToolCall, ToolError};
 use super::{EngineError, Shared, bounded_text, heartbeat, limits};
 use crate::agent::{AgentError, Turn, TurnKind};
 use crate::api::{
-    ConversationInstance, CreateInstanceResponse, Role, State, StateTransition, TokenUsage, TranscriptMessage,
+    ConversationInstance, CreateInstanceResponse, Role, SendStatus, State, StateTransition, TokenUsage,
+    TranscriptMessage,
 };
 use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
 use crate::contact::Contact;
@@ -63,8 +64,7 @@ pub(crate) enum Msg {
     },
     /// A send this actor started has finished (see [`Actor::start_send`]).
     Sent {
-        id: Uuid,
-        text: String,
+        message: TranscriptMessage,
         result: Result<Sent, ChannelError>,
         waiter: SendWaiter,
     },
@@ -83,6 +83,20 @@ pub(crate) enum Msg {
 pub(crate) enum SendWaiter {
     Tool { turn: u64, reply: ToolReply },
     Operator { reply: OperatorReply },
+}
+
+impl SendWaiter {
+    /// Nothing was sent, because of `error`.
+    fn refuse(self, error: EngineError) {
+        match self {
+            SendWaiter::Tool { reply, .. } => {
+                let _ = reply.send(Err(ToolError(format!("not sent: {error}"))));
+            }
+            SendWaiter::Operator { reply } => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
 }
 
 /// Operator commands.
@@ -125,8 +139,9 @@ struct Actor {
     reply_due: Option<Instant>,
     /// Contact messages not yet answered by a turn (to mark read later).
     unread: Vec<MessageRef>,
-    /// Sends started and not yet finished: shutdown waits for them.
-    sends_in_flight: usize,
+    /// The conversation of each send started and not yet finished. Their
+    /// turns wait for them (so nothing is sent twice), and so does shutdown.
+    sending: Vec<Uuid>,
 }
 
 /// What `drive` does next.
@@ -148,7 +163,7 @@ pub(crate) async fn run(
     convs: Vec<ConversationInstance>,
     me: mpsc::UnboundedSender<Msg>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
-) {
+) -> usize {
     let mut actor = Actor {
         shared,
         contact,
@@ -159,12 +174,12 @@ pub(crate) async fn run(
         timer: None,
         reply_due: None,
         unread: Vec::new(),
-        sends_in_flight: 0,
+        sending: Vec::new(),
     };
     actor.drive();
     loop {
         // Not while a send is under way: what it sends must still be recorded.
-        if actor.convs.is_empty() && actor.sends_in_flight == 0 && actor.shared.retire(&actor.contact, &rx) {
+        if actor.convs.is_empty() && actor.sending.is_empty() && actor.shared.retire(&actor.contact, &rx) {
             break;
         }
         let deadline = actor.sync_timer();
@@ -185,6 +200,7 @@ pub(crate) async fn run(
     }
     actor.abort_turn();
     actor.drain_sends(&mut rx).await;
+    actor.sending.len()
 }
 
 impl Actor {
@@ -212,7 +228,7 @@ impl Actor {
             Msg::Tool { id, turn, call, reply } => {
                 let _ = reply.send(self.tool(id, turn, call));
             }
-            Msg::Sent { id, text, result, waiter } => self.sent(id, text, result, waiter),
+            Msg::Sent { message, result, waiter } => self.sent(message, result, waiter),
             Msg::DeliveryFailed { instance, message, error } => self.delivery_failed(instance, message, error),
             Msg::ChannelChanged => {}
             Msg::Usage { id, usage } => {
@@ -246,6 +262,9 @@ impl Actor {
 
     /// Moves the conversations as far as they go on their own. Idempotent.
     fn drive(&mut self) {
+        if self.shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return; // nothing new starts during shutdown; the next start drives
+        }
         while let Some(step) = self.next_step() {
             let done = match step {
                 Step::Promote(id) => self.transition(id, Event::PriorInstanceTerminal, None, |_| {}).map(drop),
@@ -288,6 +307,9 @@ impl Actor {
             State::HeartbeatScheduled if live.follow_up_count > live.heartbeat_config.max_followups => {
                 Some(Step::Abandon(id))
             }
+            // A turn cut short while it was sending waits for the outcome, and
+            // sees it in the transcript: it never sends the same thing blindly.
+            State::Active | State::HeartbeatScheduled if self.sending.contains(&id) => None,
             State::Active | State::HeartbeatScheduled => self.turn_or_block(live),
             _ => None,
         }
@@ -386,15 +408,17 @@ impl Actor {
     }
 
     fn record(&self, id: Uuid, role: Role, content: String) -> Result<TranscriptMessage, EngineError> {
-        self.record_message(TranscriptMessage::new(id, role, content))
+        let message = TranscriptMessage::new(id, role, content);
+        self.record_message(&message)?;
+        Ok(message)
     }
 
-    fn record_message(&self, message: TranscriptMessage) -> Result<TranscriptMessage, EngineError> {
-        self.shared.store.append_message(&message)?;
+    fn record_message(&self, message: &TranscriptMessage) -> Result<(), EngineError> {
+        self.shared.store.append_message(message)?;
         if let Some(channel_id) = &message.channel_message_id {
             self.shared.remember_sent(channel_id, message.instance_id, message.id);
         }
-        Ok(message)
+        Ok(())
     }
 
     // ---- operator commands -------------------------------------------------
@@ -431,7 +455,9 @@ impl Actor {
             })
         });
         match allowed {
-            Ok(_) => self.start_send(id, text, SendWaiter::Operator { reply }),
+            Ok(_) => {
+                self.start_send(TranscriptMessage::outgoing(id, Role::Manual, text), SendWaiter::Operator { reply })
+            }
             Err(error) => {
                 let _ = reply.send(Err(error));
             }
@@ -459,15 +485,32 @@ impl Actor {
 
     // ---- sending -----------------------------------------------------------
 
-    /// Hands `text` to the channel in a task of its own, so a slow send
-    /// (pacing, a reconnecting link) holds up none of this contact's other
-    /// events. The outcome comes back as [`Msg::Sent`].
-    fn start_send(&mut self, id: Uuid, text: String, waiter: SendWaiter) {
+    /// Records `message` as pending, then hands it to the channel in a task
+    /// of its own, so a slow send (pacing, a reconnecting link) holds up none
+    /// of this contact's other events. The outcome comes back as
+    /// [`Msg::Sent`]. If the pending record cannot be written, nothing is sent.
+    fn start_send(&mut self, message: TranscriptMessage, waiter: SendWaiter) {
+        // A channel that would not even try (not linked, banned) gets no record.
+        if let Err(reason) = self.shared.channel.ready() {
+            let error = ChannelError::Unavailable { channel: self.shared.channel.name(), reason };
+            match waiter {
+                SendWaiter::Tool { turn, reply } => {
+                    let _ = reply.send(Err(self.agent_send_failed(message.instance_id, turn, error)));
+                }
+                operator => operator.refuse(EngineError::Channel(error)),
+            }
+            return;
+        }
+        if let Err(error) = self.shared.store.append_message(&message) {
+            tracing::error!(instance = %message.instance_id, %error, "cannot record a message before sending it; not sent");
+            waiter.refuse(EngineError::Store(error));
+            return;
+        }
         let (channel, contact, me) = (self.shared.channel.clone(), self.contact.clone(), self.me.clone());
-        self.sends_in_flight += 1;
+        self.sending.push(message.instance_id);
         tokio::spawn(async move {
-            let result = channel.send(&contact, &text).await;
-            let _ = me.send(Msg::Sent { id, text, result, waiter });
+            let result = channel.send(&contact, &message.content).await;
+            let _ = me.send(Msg::Sent { message, result, waiter });
         });
     }
 
@@ -477,7 +520,8 @@ impl Actor {
         });
         match checked {
             Ok(text) => {
-                self.start_send(id, text, SendWaiter::Tool { turn, reply });
+                let message = TranscriptMessage::outgoing(id, Role::Agent, text);
+                self.start_send(message, SendWaiter::Tool { turn, reply });
                 Ok(())
             }
             Err(error) => {
@@ -487,35 +531,43 @@ impl Actor {
         }
     }
 
-    /// A send finished. Whatever went out is recorded, even if its turn or
-    /// its conversation has ended meanwhile: the contact has it.
-    fn sent(&mut self, id: Uuid, text: String, result: Result<Sent, ChannelError>, waiter: SendWaiter) {
-        self.sends_in_flight -= 1;
-        let role = match waiter {
-            SendWaiter::Tool { .. } => Role::Agent,
-            SendWaiter::Operator { .. } => Role::Manual,
+    /// A send finished: its record is settled (sent, or failed with why),
+    /// even if its turn or its conversation has ended meanwhile.
+    fn sent(&mut self, message: TranscriptMessage, result: Result<Sent, ChannelError>, waiter: SendWaiter) {
+        let id = message.instance_id;
+        if let Some(at) = self.sending.iter().position(|s| *s == id) {
+            self.sending.remove(at);
+        }
+        let settled = match &result {
+            Ok(sent) => TranscriptMessage {
+                send_status: Some(SendStatus::Sent),
+                channel_message_id: sent.message_id.clone(),
+                ..message
+            },
+            Err(error) => TranscriptMessage {
+                send_status: Some(SendStatus::Failed),
+                delivery_error: Some(error.to_string()),
+                ..message
+            },
         };
-        let recorded = result.map_err(EngineError::Channel).and_then(|sent| {
-            let message =
-                TranscriptMessage { channel_message_id: sent.message_id, ..TranscriptMessage::new(id, role, text) };
-            self.record_message(message)
-        });
-        match waiter {
-            SendWaiter::Tool { turn, reply } => {
-                let answer = match recorded {
-                    Ok(_) => {
-                        if let Some(running) = self.turn.as_mut().filter(|t| t.id == turn) {
-                            running.sent += 1;
-                        }
-                        Ok("sent".to_string())
-                    }
-                    Err(EngineError::Channel(error)) => Err(self.agent_send_failed(id, turn, error)),
-                    Err(error) => Err(ToolError(error.to_string())),
-                };
-                let _ = reply.send(answer);
+        if let Err(error) = self.record_message(&settled) {
+            // The contact has it (or not) all the same; on disk it stays
+            // pending, and reads as unconfirmed after a restart.
+            tracing::error!(instance = %id, %error, "cannot record what became of a message");
+        }
+        match (waiter, result) {
+            (SendWaiter::Tool { turn, reply }, Ok(_)) => {
+                if let Some(running) = self.turn.as_mut().filter(|t| t.id == turn) {
+                    running.sent += 1;
+                }
+                let _ = reply.send(Ok("sent".to_string()));
             }
-            SendWaiter::Operator { reply } => {
-                let result = recorded.and_then(|message| Ok((self.after_manual_send(id)?, Some(message))));
+            (SendWaiter::Tool { turn, reply }, Err(error)) => {
+                let _ = reply.send(Err(self.agent_send_failed(id, turn, error)));
+            }
+            (SendWaiter::Operator { reply }, result) => {
+                let result =
+                    result.map_err(EngineError::Channel).and_then(|_| Ok((self.after_manual_send(id)?, Some(settled))));
                 self.drive();
                 let _ = reply.send(result.map(|(instance, message)| (self.current(instance), message)));
             }
@@ -568,9 +620,9 @@ impl Actor {
     /// what went out is recorded.
     async fn drain_sends(&mut self, rx: &mut mpsc::UnboundedReceiver<Msg>) {
         let deadline = Instant::now() + SEND_DRAIN;
-        while self.sends_in_flight > 0 {
+        while !self.sending.is_empty() {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(Msg::Sent { id, text, result, waiter })) => self.sent(id, text, result, waiter),
+                Ok(Some(Msg::Sent { message, result, waiter })) => self.sent(message, result, waiter),
                 Ok(Some(Msg::DeliveryFailed { instance, message, error })) => {
                     self.delivery_failed(instance, message, error)
                 }
@@ -674,7 +726,9 @@ impl Actor {
         let instance = self.convs[self.index(id)?].clone();
         let transcript = self.shared.store.read_transcript(id)?;
         // A first turn cut short after it spoke (stop, pause) goes on, not over.
-        let spoke = transcript.iter().any(|m| matches!(m.role, Role::Agent | Role::Manual));
+        let spoke = transcript
+            .iter()
+            .any(|m| matches!(m.role, Role::Agent | Role::Manual) && m.send_status != Some(SendStatus::Failed));
         let kind = if kind == TurnKind::FirstMessage && spoke { TurnKind::Resume } else { kind };
         self.turns_started += 1;
         let turn = self.turns_started;

@@ -27,8 +27,8 @@ use uuid::Uuid;
 
 use crate::agent::Agent;
 use crate::api::{
-    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, State, TodoItem, TodoStatus,
-    TranscriptMessage, UnroutedMessage,
+    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, SendStatus, State, TodoItem,
+    TodoStatus, TranscriptMessage, UnroutedMessage,
 };
 use crate::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink};
 use crate::contact::Contact;
@@ -118,7 +118,7 @@ pub(crate) struct Shared {
     /// prefix lookup is a range scan).
     view: RwLock<BTreeMap<String, Arc<ConversationInstance>>>,
     actors: Mutex<HashMap<Contact, ActorHandle>>,
-    stopping: AtomicBool,
+    pub(crate) stopping: AtomicBool,
     /// Bumped after every persisted change, for whoever waits for one.
     changes: watch::Sender<u64>,
     /// Messages kept in the unrouted log.
@@ -152,18 +152,27 @@ impl SentIndex {
 
 struct ActorHandle {
     tx: mpsc::UnboundedSender<Msg>,
-    task: JoinHandle<()>,
+    /// Ends with the number of sends whose outcome it never learned.
+    task: JoinHandle<usize>,
 }
 
 impl Engine {
     /// Loads every conversation from `store` and restarts the live ones:
     /// timers re-armed (past deadlines fire at once), interrupted turns re-run.
+    /// After a crash, messages that were being sent are marked unconfirmed
+    /// first, so no turn mistakes them for sent or unsent.
     pub fn start(
         store: Store,
         channel: Arc<dyn Channel>,
         agent: Arc<dyn Agent>,
         settings: Settings,
     ) -> Result<Engine, StoreError> {
+        if !store.take_clean_shutdown()? {
+            let unconfirmed = store.settle_interrupted_sends()?;
+            if unconfirmed > 0 {
+                tracing::warn!(unconfirmed, "relay stopped while sending; those messages are marked unconfirmed");
+            }
+        }
         let instances = store.load_instances()?;
         let unrouted = store.count_unrouted()?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
@@ -317,7 +326,8 @@ impl Engine {
     }
 
     /// Stops every actor (interrupting running turns; they re-run at the next
-    /// start) and waits for them. Everything is already on disk.
+    /// start) and waits for them. Everything is already on disk; when no send
+    /// was left without its outcome, the store is marked cleanly shut down.
     pub async fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         let handles: Vec<ActorHandle> = {
@@ -327,8 +337,14 @@ impl Engine {
         for handle in &handles {
             let _ = handle.tx.send(Msg::Shutdown);
         }
+        let mut unsettled = 0;
         for handle in handles {
-            let _ = handle.task.await;
+            unsettled += handle.task.await.unwrap_or(1);
+        }
+        if unsettled == 0
+            && let Err(error) = self.shared.store.mark_clean_shutdown()
+        {
+            tracing::warn!(%error, "cannot mark the shutdown clean; the next start checks every transcript");
         }
     }
 }
@@ -442,11 +458,15 @@ impl Shared {
         }
     }
 
-    /// Writes the message again with its delivery error (the later line wins).
+    /// Writes the message again, failed with its delivery error (the later line wins).
     pub(crate) fn mark_undelivered(&self, instance: Uuid, message: Uuid, error: String) -> Result<(), StoreError> {
         let transcript = self.store.read_transcript(instance)?;
         match transcript.into_iter().find(|m| m.id == message) {
-            Some(sent) => self.store.append_message(&TranscriptMessage { delivery_error: Some(error), ..sent }),
+            Some(sent) => self.store.append_message(&TranscriptMessage {
+                send_status: Some(SendStatus::Failed),
+                delivery_error: Some(error),
+                ..sent
+            }),
             None => Ok(()),
         }
     }

@@ -20,7 +20,7 @@ pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
         file.write_all(contents)?;
         file.sync_all()?;
         fs::rename(&temp, path)?;
-        File::open(dir)?.sync_all()
+        sync_parent(path)
     })();
     if written.is_err() {
         // A full disk must not leave half a temp file lying around.
@@ -40,10 +40,18 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
     drop_torn_tail(&file)?;
     file.write_all(&buf)?;
     file.sync_data()?;
-    if !existed && let Some(dir) = path.parent() {
-        File::open(dir)?.sync_all()?;
+    if !existed {
+        sync_parent(path)?;
     }
     Ok(())
+}
+
+/// Makes a file's creation, rename or removal durable.
+pub fn sync_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(dir) => File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
 }
 
 /// Truncates the file after its last newline, if it does not end with one.

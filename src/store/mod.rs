@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use crate::api::{ConversationInstance, TranscriptMessage, UnroutedMessage};
+use crate::api::{ConversationInstance, SendStatus, TranscriptMessage, UnroutedMessage};
 use crate::home::Home;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +36,7 @@ pub struct Store {
     instances: PathBuf,
     transcripts: PathBuf,
     unrouted: PathBuf,
+    clean_shutdown: PathBuf,
 }
 
 impl Store {
@@ -46,6 +47,7 @@ impl Store {
             instances: home.instances_dir(),
             transcripts: home.transcripts_dir(),
             unrouted: home.unrouted_file(),
+            clean_shutdown: home.clean_shutdown_file(),
         })
     }
 
@@ -106,6 +108,56 @@ impl Store {
             }
         }
         Ok(messages)
+    }
+
+    /// After a crash: every message still `pending` (the channel had it when
+    /// relay stopped) is rewritten `unconfirmed`, never sent again. Returns
+    /// how many. Only transcripts holding the pending marker are parsed.
+    pub fn settle_interrupted_sends(&self) -> Result<usize, StoreError> {
+        const MARKER: &[u8] = br#""send_status":"pending""#;
+        let entries = match fs::read_dir(&self.transcripts) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(source) => return Err(read_error(&self.transcripts, source)),
+        };
+        let mut settled = 0;
+        for entry in entries {
+            let path = entry.map_err(|source| read_error(&self.transcripts, source))?.path();
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()).and_then(|s| Uuid::parse_str(s).ok()) else {
+                continue;
+            };
+            let bytes = fs::read(&path).map_err(|source| read_error(&path, source))?;
+            if !bytes.windows(MARKER.len()).any(|w| w == MARKER) {
+                continue;
+            }
+            for message in self.read_transcript(id)? {
+                if message.send_status == Some(SendStatus::Pending) {
+                    self.append_message(&TranscriptMessage { send_status: Some(SendStatus::Unconfirmed), ..message })?;
+                    settled += 1;
+                }
+            }
+        }
+        Ok(settled)
+    }
+
+    /// Marks that the daemon stopped with no send left unsettled, so the next
+    /// start may skip [`Store::settle_interrupted_sends`].
+    pub fn mark_clean_shutdown(&self) -> Result<(), StoreError> {
+        atomic::replace(&self.clean_shutdown, b"").map_err(|source| write_error(&self.clean_shutdown, source))
+    }
+
+    /// Whether the last daemon shut down cleanly; the mark is removed (and
+    /// the removal made durable) so a crash from now on is noticed.
+    pub fn take_clean_shutdown(&self) -> Result<bool, StoreError> {
+        match fs::remove_file(&self.clean_shutdown) {
+            Ok(()) => {
+                atomic::sync_parent(&self.clean_shutdown)
+                    .map_err(|source| write_error(&self.clean_shutdown, source))?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(write_error(&self.clean_shutdown, source)),
+        }
     }
 
     /// Keeps a message from a contact with no live conversation.

@@ -276,6 +276,10 @@ impl Channel for WhatsappChannel {
         }
     }
 
+    fn name(&self) -> &'static str {
+        "whatsapp"
+    }
+
     fn status(&self) -> ChannelStatus {
         let state = self.link.state().borrow().clone();
         state.status(self.link.failed_dials(), self.link.phone())

@@ -423,7 +423,9 @@ pub struct ApiErrorResponse {
     /// `ambiguous_id`, `invalid_transition`, `unauthorized`, `forbidden`,
     /// `unsupported_media_type`, `payload_too_large`, `method_not_allowed`,
     /// `channel_unavailable`, `not_sent`, `shutting_down`, `not_sandbox`,
-    /// `not_whatsapp`, `internal`.
+    /// `not_whatsapp`, `idempotency_key_reused`, `idempotency_key_in_use`,
+    /// `storage_unavailable` (a full disk or read-only home: nothing was
+    /// changed), `internal`.
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,

@@ -52,6 +52,10 @@ impl Home {
     pub fn unrouted_file(&self) -> PathBuf {
         self.root.join("unrouted.jsonl")
     }
+    /// The idempotency keys of recent creates and sends.
+    pub fn idempotency_file(&self) -> PathBuf {
+        self.root.join("idempotency.jsonl")
+    }
     /// Present only while no daemon runs, after one stopped with every send
     /// settled (see `Store::settle_interrupted_sends`).
     pub fn clean_shutdown_file(&self) -> PathBuf {
@@ -87,6 +91,49 @@ impl Home {
     /// What the daemon printed before its log was open (start-up errors).
     pub fn daemon_stderr_file(&self) -> PathBuf {
         self.root.join("daemon.stderr")
+    }
+}
+
+impl Home {
+    /// Checked at every daemon start: the home must belong to the user
+    /// running relay (else it is refused: someone else could plant a config
+    /// pointing the agent anywhere). Its folders must be owner-only (0700),
+    /// which protects every file in them, and the files holding secrets
+    /// (config.json with model keys, the WhatsApp keys) 0600. Anything looser
+    /// is tightened; the paths tightened are returned, to be logged.
+    pub fn secure(&self) -> io::Result<Vec<PathBuf>> {
+        use std::os::unix::fs::MetadataExt;
+        let me = unsafe { libc::geteuid() };
+        let owner = fs::metadata(&self.root)?.uid();
+        if owner != me {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} belongs to another user (uid {owner}, you are {me}): relay only runs on a home of its own user",
+                    self.root.display()
+                ),
+            ));
+        }
+        let auth = self.whatsapp_auth_dir();
+        let mut wanted = vec![
+            (self.root.clone(), 0o700),
+            (self.instances_dir(), 0o700),
+            (self.transcripts_dir(), 0o700),
+            (auth.clone(), 0o700),
+            (self.config_file(), 0o600),
+        ];
+        if let Ok(entries) = fs::read_dir(&auth) {
+            wanted.extend(entries.flatten().map(|e| (e.path(), 0o600)));
+        }
+        let mut tightened = Vec::new();
+        for (path, mode) in wanted {
+            let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+            if meta.permissions().mode() & 0o077 != 0 && !meta.file_type().is_symlink() {
+                fs::set_permissions(&path, fs::Permissions::from_mode(mode))?;
+                tightened.push(path);
+            }
+        }
+        Ok(tightened)
     }
 }
 

@@ -26,6 +26,7 @@ pub struct Client {
     port: u16,
     token: Option<String>,
     timeout: std::time::Duration,
+    idempotency_key: Option<String>,
 }
 
 impl Client {
@@ -37,12 +38,17 @@ impl Client {
         if token.is_none() && !lifecycle::is_locked(&ctx.home) {
             return Err(CliError::not_running());
         }
-        Ok(Client { port: ctx.port(&config), token, timeout: REQUEST_TIMEOUT })
+        Ok(Client { port: ctx.port(&config), token, timeout: REQUEST_TIMEOUT, idempotency_key: None })
     }
 
     /// The same client, waiting up to `timeout` for answers.
     pub fn with_timeout(self, timeout: std::time::Duration) -> Client {
         Client { timeout, ..self }
+    }
+
+    /// The same client, sending `Idempotency-Key: key` (if any).
+    pub fn with_idempotency_key(self, key: Option<String>) -> Client {
+        Client { idempotency_key: key, ..self }
     }
 
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
@@ -123,6 +129,9 @@ impl Client {
             .header(header::ACCEPT, "application/json");
         if let Some(token) = &self.token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        if let Some(key) = &self.idempotency_key {
+            request = request.header("idempotency-key", key.as_str());
         }
         let bytes = match body {
             Some(body) => {

@@ -22,6 +22,10 @@ pub struct Args {
     /// Follow-ups before the conversation is ABANDONED [default: 5].
     #[arg(long)]
     pub max_followups: Option<u32>,
+    /// Makes a retry safe: the same key again prints the conversation the
+    /// first call created and creates nothing (kept for 24 hours).
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -38,7 +42,8 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             max_followups: args.max_followups,
         }),
     };
-    let created: CreateInstanceResponse = Client::new(ctx)?.post("/instances", Some(&request)).await?;
+    let client = Client::new(ctx)?.with_idempotency_key(args.idempotency_key);
+    let created: CreateInstanceResponse = client.post("/instances", Some(&request)).await?;
     if ctx.json {
         output::json(&created);
     } else {

@@ -156,7 +156,11 @@ impl CliError {
     /// Maps the API's error codes onto the documented exit codes.
     pub fn api(error: ApiErrorResponse) -> CliError {
         let exit = match error.code.as_str() {
-            "invalid_request" | "ambiguous_id" | "payload_too_large" | "unsupported_media_type" => 2,
+            "invalid_request"
+            | "ambiguous_id"
+            | "payload_too_large"
+            | "unsupported_media_type"
+            | "idempotency_key_reused" => 2,
             "not_found" => 4,
             "invalid_transition" | "not_sandbox" | "not_whatsapp" => 5,
             "unauthorized" | "forbidden" => 7,

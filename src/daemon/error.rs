@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use crate::api::ApiErrorResponse;
 use crate::channel::ChannelError;
 use crate::engine::EngineError;
+use crate::store::StoreError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -49,8 +50,19 @@ impl From<EngineError> for ApiError {
             EngineError::Channel(ChannelError::Rejected { .. } | ChannelError::Failed { .. }) => {
                 ApiError::new(StatusCode::BAD_GATEWAY, "not_sent", message)
             }
+            // A full disk or read-only home: nothing was changed, and the
+            // caller may retry once there is room.
+            EngineError::Store(StoreError::Write { .. }) => ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "storage_unavailable",
+                format!("{message}; nothing was changed: free space in (or make writable) the relay home, then retry"),
+            ),
             EngineError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message),
             EngineError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", message),
+            EngineError::KeyReused(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused", message)
+            }
+            EngineError::KeyInUse(_) => ApiError::new(StatusCode::CONFLICT, "idempotency_key_in_use", message),
         }
     }
 }

@@ -48,9 +48,15 @@ pub enum DaemonError {
 pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
     let config = Config::load(&home)?;
     let port = port.unwrap_or(config.daemon_port);
+    let loose = home.secure()?;
     home.create()?;
     let _lock = lifecycle::lock(&home)?;
     init_logging(&home)?;
+    for path in loose {
+        tracing::warn!(path = %path.display(), "was readable by other users; made owner-only");
+    }
+    // A file-size limit (ulimit -f) must fail the write, not kill the daemon.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|source| match source.kind() {
         io::ErrorKind::AddrInUse => DaemonError::PortInUse(port),
         _ => DaemonError::Bind { port, source },
@@ -125,6 +131,24 @@ fn init_logging(home: &Home) -> io::Result<()> {
     let directive = if wanted.contains('=') { wanted } else { format!("warn,relay={wanted}") };
     let filter = tracing_subscriber::EnvFilter::try_new(&directive)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,relay=info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(file)).try_init();
+    let writer = Mutex::new(LogFile(file));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(writer).try_init();
     Ok(())
+}
+
+/// The log file, as a writer that never fails: on a full disk a log line is
+/// lost, quietly. (tracing-subscriber reports a failed write on stderr with
+/// `eprintln!`, which panics when stderr is a file on that same full disk,
+/// and would take down whichever task was logging.)
+struct LogFile(std::fs::File);
+
+impl io::Write for LogFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _ = self.0.write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }

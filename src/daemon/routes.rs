@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{FromRequest, Path, Query, Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::{Json, Router, middleware};
 use serde::de::DeserializeOwned;
@@ -21,7 +21,7 @@ use super::guard;
 use crate::api::*;
 use crate::channel::{Delivery, SandboxChannel};
 use crate::contact::Contact;
-use crate::engine::Engine;
+use crate::engine::{Engine, Once};
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -140,13 +140,23 @@ async fn shutdown(State(app): State<App>) -> (StatusCode, Json<ShutdownResponse>
 }
 
 /// Creates a conversation: CREATED, or QUEUED behind the contact's live one.
+/// With an `Idempotency-Key`, a retry returns the same conversation (with
+/// its state now) and `Idempotent-Replayed: true`, and creates nothing.
 #[utoipa::path(post, path = "/instances", tag = "instances", request_body = CreateInstanceRequest,
-    responses((status = 201, body = CreateInstanceResponse), (status = 400, body = ApiErrorResponse)))]
+    params(IdempotencyHeader),
+    responses((status = 201, body = CreateInstanceResponse), (status = 400, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse), (status = 422, body = ApiErrorResponse),
+              (status = 507, body = ApiErrorResponse)))]
 async fn create_instance(
     State(app): State<App>,
+    headers: HeaderMap,
     Body(request): Body<CreateInstanceRequest>,
-) -> ApiResult<(StatusCode, Json<CreateInstanceResponse>)> {
-    Ok((StatusCode::CREATED, Json(app.engine.create(request).await?)))
+) -> ApiResult<impl IntoResponse> {
+    let created = match idempotency_key(&headers)? {
+        Some(key) => app.engine.create_once(key, request).await?,
+        None => Once { value: app.engine.create(request).await?, replayed: false },
+    };
+    Ok((StatusCode::CREATED, replayed(created.replayed), Json(created.value)))
 }
 
 /// Every conversation, oldest first.
@@ -206,18 +216,53 @@ async fn resume_instance(State(app): State<App>, Path(id): Path<String>) -> ApiR
     Ok(Json(app.engine.resume(&id).await?))
 }
 
-/// The operator writes to the contact; recorded with role "manual".
+/// The operator writes to the contact; recorded with role "manual". With an
+/// `Idempotency-Key`, a retry returns the first message as recorded (sent,
+/// or unconfirmed if relay stopped while sending it) and sends nothing.
 #[utoipa::path(post, path = "/instances/{id}/send", tag = "instances", request_body = SendMessageRequest,
-    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    params(("id" = String, Path, description = "conversation id, or a unique prefix"), IdempotencyHeader),
     responses((status = 200, body = TranscriptMessage), (status = 400, body = ApiErrorResponse),
               (status = 404, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
-              (status = 502, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse)))]
+              (status = 422, body = ApiErrorResponse), (status = 502, body = ApiErrorResponse),
+              (status = 503, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
 async fn send_message(
     State(app): State<App>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     Body(request): Body<SendMessageRequest>,
-) -> ApiResult<Json<TranscriptMessage>> {
-    Ok(Json(app.engine.send(&id, request.message).await?))
+) -> ApiResult<impl IntoResponse> {
+    let sent = match idempotency_key(&headers)? {
+        Some(key) => app.engine.send_once(key, &id, request.message).await?,
+        None => Once { value: app.engine.send(&id, request.message).await?, replayed: false },
+    };
+    Ok((replayed(sent.replayed), Json(sent.value)))
+}
+
+/// The `Idempotency-Key` request header.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // read by hand in `idempotency_key`; this only documents it
+struct IdempotencyHeader {
+    /// Any unique string (a UUID is a good one), at most 255 printable ASCII
+    /// characters. A retry with the same key and the same request does
+    /// nothing twice; the same key with another request is refused (422).
+    #[param(rename = "Idempotency-Key")]
+    idempotency_key: Option<String>,
+}
+
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<&str>> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(value) => value
+            .to_str()
+            .map(Some)
+            .map_err(|_| invalid("the Idempotency-Key header must be printable ASCII".to_string())),
+    }
+}
+
+/// `Idempotent-Replayed: true` on an answer an earlier request produced.
+fn replayed(replayed: bool) -> [(&'static str, &'static str); 1] {
+    [("idempotent-replayed", if replayed { "true" } else { "false" })]
 }
 
 /// Sandbox only: a simulated contact writes to relay.
@@ -234,7 +279,11 @@ async fn sandbox_say(
         Delivery::Delivered(id) => Some(id),
         Delivery::NoConversation => None,
         Delivery::NotRecorded(error) => {
-            return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error));
+            return Err(ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "storage_unavailable",
+                format!("the message could not be recorded: {error}"),
+            ));
         }
     };
     Ok(Json(SandboxSayResponse { instance_id, contact: contact.to_string() }))

@@ -104,7 +104,11 @@ pub(crate) enum Op {
     Pause,
     Resume,
     Cancel,
-    Send(String),
+    /// `relay send`: the message gets `message_id` (an idempotent retry reuses it).
+    Send {
+        text: String,
+        message_id: Uuid,
+    },
 }
 
 struct RunningTurn {
@@ -209,7 +213,11 @@ impl Actor {
             Msg::Create { instance, reply } => {
                 let _ = reply.send(self.create(*instance));
             }
-            Msg::Operator { id, op: Op::Send(text), reply } => self.start_manual_send(id, text, reply),
+            Msg::Operator { id, op: Op::Send { text, message_id }, reply } => {
+                let message =
+                    TranscriptMessage { id: message_id, ..TranscriptMessage::outgoing(id, Role::Manual, text) };
+                self.start_manual_send(message, reply)
+            }
             Msg::Operator { id, op, reply } => {
                 let result = self.operate(id, op);
                 // Let the conversation move on first, so the caller sees where it went.
@@ -440,13 +448,14 @@ impl Actor {
                 self.abort_turn_of(id);
                 Ok((instance, None))
             }
-            Op::Send(_) => unreachable!("handled by start_manual_send"),
+            Op::Send { .. } => unreachable!("handled by start_manual_send"),
         }
     }
 
     /// `relay send`: checked against the table now, delivered in the
     /// background, then recorded and applied (see [`Actor::sent`]).
-    fn start_manual_send(&mut self, id: Uuid, text: String, reply: OperatorReply) {
+    fn start_manual_send(&mut self, message: TranscriptMessage, reply: OperatorReply) {
+        let id = message.instance_id;
         let allowed = self.index(id).and_then(|index| {
             let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
             fsm::next(state, Event::ManualSend, previous).map_err(|source| {
@@ -455,9 +464,7 @@ impl Actor {
             })
         });
         match allowed {
-            Ok(_) => {
-                self.start_send(TranscriptMessage::outgoing(id, Role::Manual, text), SendWaiter::Operator { reply })
-            }
+            Ok(_) => self.start_send(message, SendWaiter::Operator { reply }),
             Err(error) => {
                 let _ = reply.send(Err(error));
             }
@@ -467,19 +474,16 @@ impl Actor {
     /// After `relay send` went out: the conversation waits for the reply
     /// (from NEEDS_HUMAN_INTERVENTION: ACTIVE, then WAITING_FOR_REPLY with
     /// its heartbeat armed; from WAITING_FOR_REPLY: the heartbeat restarts).
-    fn after_manual_send(&mut self, id: Uuid) -> Result<ConversationInstance, EngineError> {
+    fn after_manual_send(&mut self, id: Uuid) -> Result<(), EngineError> {
         let index = self.index(id)?;
         match self.convs[index].state {
             State::NeedsHumanIntervention => {
                 // The operator has answered whatever the contact said meanwhile.
                 self.transition(id, Event::ManualSend, None, |i| i.unanswered_contact_messages = 0)?;
-                self.transition(id, Event::MessageSent, None, |_| {})
+                self.transition(id, Event::MessageSent, None, |_| {}).map(drop)
             }
-            State::WaitingForReply => {
-                self.update(id, |i| heartbeat::rearm(i, Utc::now()))?;
-                Ok(self.convs[self.index(id)?].clone())
-            }
-            _ => Ok(self.convs[index].clone()),
+            State::WaitingForReply => self.update(id, |i| heartbeat::rearm(i, Utc::now())),
+            _ => Ok(()),
         }
     }
 
@@ -565,11 +569,22 @@ impl Actor {
             (SendWaiter::Tool { turn, reply }, Err(error)) => {
                 let _ = reply.send(Err(self.agent_send_failed(id, turn, error)));
             }
-            (SendWaiter::Operator { reply }, result) => {
-                let result =
-                    result.map_err(EngineError::Channel).and_then(|_| Ok((self.after_manual_send(id)?, Some(settled))));
+            (SendWaiter::Operator { reply }, Ok(_)) => {
+                // It went out: that is the answer, whatever else fails now
+                // (the conversation may even have been cancelled meanwhile).
+                if let Err(error) = self.after_manual_send(id) {
+                    tracing::warn!(instance = %id, %error, "sent, but the conversation could not move on");
+                }
                 self.drive();
-                let _ = reply.send(result.map(|(instance, message)| (self.current(instance), message)));
+                let result = match self.shared.snapshot(id) {
+                    Some(instance) => Ok(((*instance).clone(), Some(settled))),
+                    None => Err(EngineError::NotFound(id.to_string())),
+                };
+                let _ = reply.send(result);
+            }
+            (SendWaiter::Operator { reply }, Err(error)) => {
+                self.drive();
+                let _ = reply.send(Err(EngineError::Channel(error)));
             }
         }
     }

@@ -8,6 +8,7 @@
 //!   heartbeat can never race. The per-contact FIFO queue lives there too.
 //! - [`heartbeat`]: when follow-ups are due.
 //! - [`tools`]: the agent's six tools, as requests to the actor.
+//! - [`idempotency`]: retried creates and sends that do nothing twice.
 //!
 //! Reads (`get`, `list`) never wait for an actor: each actor publishes every
 //! instance it has persisted into a shared view.
@@ -15,6 +16,7 @@
 pub mod actor;
 pub mod fsm;
 pub mod heartbeat;
+pub mod idempotency;
 pub mod tools;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -71,6 +73,18 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error("relay is shutting down")]
     ShuttingDown,
+    #[error("the idempotency key '{0}' was already used for a different request; use a new key for a new request")]
+    KeyReused(String),
+    #[error("a request with the idempotency key '{0}' is still being handled; retry when it is done")]
+    KeyInUse(String),
+}
+
+/// The result of an operation that may have been done before.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Once<T> {
+    pub value: T,
+    /// True when an earlier request with the same idempotency key did it.
+    pub replayed: bool,
 }
 
 /// A cheap handle to the engine; clone it freely.
@@ -126,6 +140,7 @@ pub(crate) struct Shared {
     /// Recently sent messages by channel id, to find them when the channel
     /// refuses one later.
     sent: Mutex<SentIndex>,
+    keys: Arc<idempotency::Keys>,
 }
 
 /// The channel ids of the last [`SentIndex::CAPACITY`] messages sent.
@@ -175,6 +190,7 @@ impl Engine {
         }
         let instances = store.load_instances()?;
         let unrouted = store.count_unrouted()?;
+        let keys = Arc::new(idempotency::Keys::load(store.clone())?);
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
         let engine = Engine {
             shared: Arc::new(Shared {
@@ -188,6 +204,7 @@ impl Engine {
                 changes: watch::Sender::new(0),
                 unrouted: AtomicU64::new(unrouted),
                 sent: Mutex::new(SentIndex::default()),
+                keys,
             }),
         };
         // Weak: the channel must not keep the engine (which owns it) alive.
@@ -214,7 +231,33 @@ impl Engine {
     }
 
     pub async fn create(&self, request: CreateInstanceRequest) -> Result<CreateInstanceResponse, EngineError> {
-        let instance = Box::new(new_instance(request)?);
+        self.create_instance(new_instance(request)?).await
+    }
+
+    /// `create`, at most once per idempotency `key`.
+    pub async fn create_once(
+        &self,
+        key: &str,
+        request: CreateInstanceRequest,
+    ) -> Result<Once<CreateInstanceResponse>, EngineError> {
+        let mut instance = new_instance(request)?;
+        // What the request asks for once validated: the same conversation
+        // asked for in other words (a number spelled differently, defaults
+        // given or left out) is the same request.
+        let asked = (&instance.objective, &instance.target_contact, &instance.todos, &instance.heartbeat_config);
+        let fingerprint = idempotency::fingerprint(&[&serde_json::to_vec(&asked).expect("requests serialise")]);
+        let claim = self.shared.keys.claim(key, "create", fingerprint)?;
+        if let Some(done) = self.shared.snapshot(claim.target) {
+            let value = CreateInstanceResponse { id: done.id, state: done.state };
+            return Ok(Once { value, replayed: true });
+        }
+        instance.id = claim.target;
+        let value = self.create_instance(instance).await?;
+        Ok(Once { value, replayed: claim.retried })
+    }
+
+    async fn create_instance(&self, instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
+        let instance = Box::new(instance);
         let contact = contact_of(&instance);
         self.shared.ask(&contact, |reply| Msg::Create { instance, reply }).await?
     }
@@ -286,7 +329,39 @@ impl Engine {
     /// The operator speaks to the contact (`relay send`).
     pub async fn send(&self, id_or_prefix: &str, text: String) -> Result<TranscriptMessage, EngineError> {
         let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)?;
-        let (_, message) = self.operate(id_or_prefix, Op::Send(text)).await?;
+        self.send_as(id_or_prefix, text, Uuid::new_v4()).await
+    }
+
+    /// `send`, at most once per idempotency `key`. A message that went out,
+    /// or may have (unconfirmed), is returned as it is; one that failed is
+    /// tried again under the same id.
+    pub async fn send_once(
+        &self,
+        key: &str,
+        id_or_prefix: &str,
+        text: String,
+    ) -> Result<Once<TranscriptMessage>, EngineError> {
+        let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)?;
+        let id = self.resolve(id_or_prefix)?;
+        let fingerprint = idempotency::fingerprint(&[id.as_bytes(), text.as_bytes()]);
+        let claim = self.shared.keys.claim(key, "send", fingerprint)?;
+        if claim.retried {
+            let earlier = self.shared.store.read_transcript(id)?.into_iter().find(|m| m.id == claim.target);
+            if let Some(message) = earlier.filter(|m| m.send_status != Some(SendStatus::Failed)) {
+                return Ok(Once { value: message, replayed: true });
+            }
+        }
+        let value = self.send_as(&id.to_string(), text, claim.target).await?;
+        Ok(Once { value, replayed: false })
+    }
+
+    async fn send_as(
+        &self,
+        id_or_prefix: &str,
+        text: String,
+        message_id: Uuid,
+    ) -> Result<TranscriptMessage, EngineError> {
+        let (_, message) = self.operate(id_or_prefix, Op::Send { text, message_id }).await?;
         Ok(message.expect("a send returns its message"))
     }
 
@@ -585,7 +660,7 @@ impl Op {
             Op::Pause => Event::Pause,
             Op::Resume => Event::Resume,
             Op::Cancel => Event::Cancel,
-            Op::Send(_) => Event::ManualSend,
+            Op::Send { .. } => Event::ManualSend,
         }
     }
 }

@@ -30,7 +30,8 @@ pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
 }
 
 /// Appends one line with a single write and makes it durable. A last line
-/// cut short by a crash is dropped first, so the new line never joins it.
+/// cut short by a crash is dropped first, so the new line never joins it;
+/// a write that fails (a full disk) takes back what part of it got in.
 pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line);
@@ -38,8 +39,11 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
     let existed = path.exists();
     let mut file = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(path)?;
     drop_torn_tail(&file)?;
-    file.write_all(&buf)?;
-    file.sync_data()?;
+    let len = file.metadata()?.len();
+    if let Err(error) = file.write_all(&buf).and_then(|()| file.sync_data()) {
+        let _ = file.set_len(len);
+        return Err(error);
+    }
     if !existed {
         sync_parent(path)?;
     }

@@ -2,7 +2,8 @@
 //!
 //! - `instances/<id>.json`: one conversation, replaced atomically on every change;
 //! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line;
-//! - `unrouted.jsonl`: messages from contacts with no live conversation.
+//! - `unrouted.jsonl`: messages from contacts with no live conversation;
+//! - `idempotency.jsonl`: the idempotency keys of the last day.
 //!
 //! Per-instance files keep every write O(1) in the number of conversations.
 //! Every write is durable (fsync) before it returns, so nothing the API
@@ -19,6 +20,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::api::{ConversationInstance, SendStatus, TranscriptMessage, UnroutedMessage};
+use crate::engine::idempotency::KeyRecord;
 use crate::home::Home;
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +39,7 @@ pub struct Store {
     transcripts: PathBuf,
     unrouted: PathBuf,
     clean_shutdown: PathBuf,
+    keys: PathBuf,
 }
 
 impl Store {
@@ -48,6 +51,7 @@ impl Store {
             transcripts: home.transcripts_dir(),
             unrouted: home.unrouted_file(),
             clean_shutdown: home.clean_shutdown_file(),
+            keys: home.idempotency_file(),
         })
     }
 
@@ -158,6 +162,26 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(source) => Err(write_error(&self.clean_shutdown, source)),
         }
+    }
+
+    /// The idempotency keys journaled so far, oldest first.
+    pub fn load_keys(&self) -> Result<Vec<KeyRecord>, StoreError> {
+        read_jsonl(&self.keys)
+    }
+
+    pub fn append_key(&self, record: &KeyRecord) -> Result<(), StoreError> {
+        let line = serde_json::to_vec(record).expect("keys serialise");
+        atomic::append_line(&self.keys, &line).map_err(|source| write_error(&self.keys, source))
+    }
+
+    /// Replaces the journal (to drop expired keys).
+    pub fn rewrite_keys(&self, records: &[KeyRecord]) -> Result<(), StoreError> {
+        let mut text = Vec::new();
+        for record in records {
+            text.extend(serde_json::to_vec(record).expect("keys serialise"));
+            text.push(b'\n');
+        }
+        atomic::replace(&self.keys, &text).map_err(|source| write_error(&self.keys, source))
     }
 
     /// Keeps a message from a contact with no live conversation.

@@ -26,32 +26,43 @@ impl Contact {
     /// Accepts "+56 9 1234 5678", "+56-9-1234-5678" or "+56912345678".
     pub fn parse(input: &str) -> Result<Contact, ContactError> {
         let trimmed = input.trim();
-        if !trimmed.starts_with('+') {
-            return Err(ContactError::NotInternational(trimmed.to_string()));
+        let e164 = normalise(trimmed)?;
+        // The stored form must read back as itself: phonenumber turns some
+        // inputs (+98000001) into a form it then refuses (+980001).
+        match normalise(&e164) {
+            Ok(again) if again == e164 => Ok(Contact(e164)),
+            _ => Err(ContactError::Invalid(trimmed.to_string())),
         }
-        let number = phonenumber::parse(None, trimmed)
-            .map_err(|e| ContactError::Unparsable(trimmed.to_string(), e.to_string()))?;
-        // "Possible" (known country code, a length used there), not "valid":
-        // number ranges change faster than the metadata, and a real number
-        // must never be refused (the seeds' own example, +56912345678, is in
-        // a range the metadata does not list).
-        let national_digits = number.national().to_string().len() as u16;
-        let possible = number.metadata(&phonenumber::metadata::DATABASE).is_some_and(|meta| {
-            use phonenumber::Type;
-            [Type::Mobile, Type::FixedLine, Type::Voip, Type::PersonalNumber, Type::Uan]
-                .into_iter()
-                .filter_map(|kind| meta.descriptors().get(kind))
-                .any(|d| d.possible_length().contains(&national_digits))
-        });
-        if !possible {
-            return Err(ContactError::Invalid(trimmed.to_string()));
-        }
-        Ok(Contact(number.format().mode(phonenumber::Mode::E164).to_string()))
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// `trimmed` in E.164, if it is a possible international number.
+fn normalise(trimmed: &str) -> Result<String, ContactError> {
+    if !trimmed.starts_with('+') {
+        return Err(ContactError::NotInternational(trimmed.to_string()));
+    }
+    let number =
+        phonenumber::parse(None, trimmed).map_err(|e| ContactError::Unparsable(trimmed.to_string(), e.to_string()))?;
+    // "Possible" (known country code, a length used there), not "valid":
+    // number ranges change faster than the metadata, and a real number
+    // must never be refused (the seeds' own example, +56912345678, is in
+    // a range the metadata does not list).
+    let national_digits = number.national().to_string().len() as u16;
+    let possible = number.metadata(&phonenumber::metadata::DATABASE).is_some_and(|meta| {
+        use phonenumber::Type;
+        [Type::Mobile, Type::FixedLine, Type::Voip, Type::PersonalNumber, Type::Uan]
+            .into_iter()
+            .filter_map(|kind| meta.descriptors().get(kind))
+            .any(|d| d.possible_length().contains(&national_digits))
+    });
+    if !possible {
+        return Err(ContactError::Invalid(trimmed.to_string()));
+    }
+    Ok(number.format().mode(phonenumber::Mode::E164).to_string())
 }
 
 impl fmt::Display for Contact {
@@ -82,6 +93,13 @@ mod tests {
         assert_eq!(Contact::parse("+56 9 1234 5678").unwrap().as_str(), "+56912345678");
         assert_eq!(Contact::parse(" +1 (415) 555-2671 ").unwrap().as_str(), "+14155552671");
         assert_eq!(Contact::parse("+447911123456").unwrap().as_str(), "+447911123456");
+    }
+
+    /// Found by the API fuzz: accepted, stored as +980001, then refused on
+    /// reading (a panic in the engine).
+    #[test]
+    fn a_number_whose_normal_form_does_not_read_back_is_refused() {
+        assert!(matches!(Contact::parse("+98000001"), Err(ContactError::Invalid(_))));
     }
 
     #[test]

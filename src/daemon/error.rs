@@ -1,7 +1,7 @@
 //! How errors leave the daemon: always an `ApiErrorResponse` body.
 
 use axum::Json;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
@@ -84,6 +84,12 @@ impl From<JsonRejection> for ApiError {
                 format!("invalid JSON body: {}", other.body_text()),
             ),
         }
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid path: {}", rejection.body_text()))
     }
 }
 

@@ -98,6 +98,9 @@ async fn serve(
     tracing::info!(pid = std::process::id(), port, channel = config.channel.as_str(), "daemon started");
 
     tokio::spawn(stop_on_signals(stop));
+    // Phone numbers are parsed with metadata loaded on first use (tens of
+    // ms): load it now, off the request path, not in the first create.
+    tokio::task::spawn_blocking(|| crate::contact::Contact::parse("+14155552671"));
     let served = axum::serve(listener, routes::router(app))
         .with_graceful_shutdown(async move {
             let _ = stopped.wait_for(|stop| *stop).await;

@@ -102,6 +102,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// The `{id}` of a route, whose rejections (an id that is not UTF-8) are
+/// `ApiErrorResponse`s like every other error.
+pub struct Id(pub String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Id {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(id) = Path::<String>::from_request_parts(parts, state).await?;
+        Ok(Id(id))
+    }
+}
+
 /// Liveness, without a token.
 #[utoipa::path(get, path = "/health", tag = "daemon", security(()),
     responses((status = 200, body = HealthResponse)))]
@@ -176,7 +189,7 @@ async fn list_instances(
 #[utoipa::path(get, path = "/instances/{id}", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse)))]
-async fn get_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+async fn get_instance(State(app): State<App>, Id(id): Id) -> ApiResult<Json<ConversationInstance>> {
     Ok(Json(app.engine.get(&id)?))
 }
 
@@ -184,7 +197,7 @@ async fn get_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResu
 #[utoipa::path(get, path = "/instances/{id}/transcript", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = Vec<TranscriptMessage>), (status = 404, body = ApiErrorResponse)))]
-async fn get_transcript(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<Vec<TranscriptMessage>>> {
+async fn get_transcript(State(app): State<App>, Id(id): Id) -> ApiResult<Json<Vec<TranscriptMessage>>> {
     Ok(Json(app.engine.transcript(&id)?))
 }
 
@@ -193,7 +206,7 @@ async fn get_transcript(State(app): State<App>, Path(id): Path<String>) -> ApiRe
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
               (status = 409, body = ApiErrorResponse)))]
-async fn cancel_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+async fn cancel_instance(State(app): State<App>, Id(id): Id) -> ApiResult<Json<ConversationInstance>> {
     Ok(Json(app.engine.cancel(&id).await?))
 }
 
@@ -202,7 +215,7 @@ async fn cancel_instance(State(app): State<App>, Path(id): Path<String>) -> ApiR
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
               (status = 409, body = ApiErrorResponse)))]
-async fn pause_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+async fn pause_instance(State(app): State<App>, Id(id): Id) -> ApiResult<Json<ConversationInstance>> {
     Ok(Json(app.engine.pause(&id).await?))
 }
 
@@ -212,7 +225,7 @@ async fn pause_instance(State(app): State<App>, Path(id): Path<String>) -> ApiRe
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
               (status = 409, body = ApiErrorResponse)))]
-async fn resume_instance(State(app): State<App>, Path(id): Path<String>) -> ApiResult<Json<ConversationInstance>> {
+async fn resume_instance(State(app): State<App>, Id(id): Id) -> ApiResult<Json<ConversationInstance>> {
     Ok(Json(app.engine.resume(&id).await?))
 }
 
@@ -227,7 +240,7 @@ async fn resume_instance(State(app): State<App>, Path(id): Path<String>) -> ApiR
               (status = 503, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
 async fn send_message(
     State(app): State<App>,
-    Path(id): Path<String>,
+    Id(id): Id,
     headers: HeaderMap,
     Body(request): Body<SendMessageRequest>,
 ) -> ApiResult<impl IntoResponse> {

@@ -187,14 +187,29 @@ impl Drop for Relay {
 
 /// Sends `headers` exactly as given (no Host added) and returns (status, body).
 pub fn raw_http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to daemon");
+    let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to daemon");
+    exchange(stream, method, path, headers, body)
+}
+
+/// As [`raw_http`], but a daemon that is not there (or dies mid-request)
+/// gives status 0 instead of a panic.
+pub fn try_http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    match TcpStream::connect(("127.0.0.1", port)) {
+        Ok(stream) => exchange(stream, method, path, headers, body),
+        Err(_) => (0, String::new()),
+    }
+}
+
+fn exchange(mut stream: TcpStream, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
+    if stream.write_all(request.as_bytes()).is_err() {
+        return (0, String::new());
+    }
     // The daemon may refuse before reading a large body; that is fine.
     let _ = stream.write_all(body);
     let mut response = Vec::new();

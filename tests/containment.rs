@@ -282,6 +282,20 @@ fn a_model_looping_on_tools_stops_at_max_rounds_and_goes_to_a_person() {
     assert_eq!(sent, ["still here 0", "still here 1", "still here 2"]);
 }
 
+/// One answer calling `send_message` twelve times reaches the contact as at
+/// most five messages; the model is told why the rest were not sent.
+#[test]
+fn a_turn_sends_at_most_five_messages() {
+    let flood = (0..12).map(|n| ("send_message".to_string(), json!({"text": format!("spam {n}")}))).collect();
+    let (relay, model) = with_model(queue(vec![Reply::Tools(flood), Reply::Text(String::new())]), json!({}));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    let sent: Vec<String> = outbox(&relay).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(sent, ["spam 0", "spam 1", "spam 2", "spam 3", "spam 4"]);
+    let results = tool_results(&model.requests()[1]);
+    assert_eq!(results.iter().filter(|r| r.contains("at most 5 messages per turn")).count(), 7, "{results:?}");
+}
+
 /// The tools are bound to the conversation whose turn runs: no argument can
 /// name another conversation, the model never learns another's id, and a
 /// second conversation with another contact is left exactly as it was.

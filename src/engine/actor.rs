@@ -116,6 +116,8 @@ struct RunningTurn {
     id: u64,
     /// Messages this turn delivered to the contact.
     sent: u32,
+    /// Messages this turn handed to the channel (sent or not).
+    attempted: u32,
     /// The contact's messages this turn answers: marked read when it ends well.
     answers: Vec<MessageRef>,
     task: JoinHandle<()>,
@@ -520,10 +522,19 @@ impl Actor {
 
     fn start_agent_send(&mut self, id: Uuid, turn: u64, text: String, reply: ToolReply) -> Result<(), ToolError> {
         let checked = self.check_turn(id, turn).and_then(|()| {
+            if self.turn.as_ref().is_some_and(|t| t.attempted >= limits::MAX_MESSAGES_PER_TURN) {
+                return Err(ToolError(format!(
+                    "not sent: at most {} messages per turn; wait for the contact to answer",
+                    limits::MAX_MESSAGES_PER_TURN
+                )));
+            }
             bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))
         });
         match checked {
             Ok(text) => {
+                if let Some(running) = self.turn.as_mut() {
+                    running.attempted += 1;
+                }
                 let message = TranscriptMessage::outgoing(id, Role::Agent, text);
                 self.start_send(message, SendWaiter::Tool { turn, reply });
                 Ok(())
@@ -755,7 +766,7 @@ impl Actor {
             let _ = me.send(Msg::TurnDone { id, turn, result });
         });
         let answers = std::mem::take(&mut self.unread);
-        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, answers, task });
+        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, attempted: 0, answers, task });
         Ok(())
     }
 

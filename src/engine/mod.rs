@@ -50,6 +50,9 @@ pub mod limits {
     pub const MAX_MESSAGE_CHARS: usize = 4_096;
     pub const MAX_NOTE_CHARS: usize = 1_000;
     pub const MAX_REASON_CHARS: usize = 1_000;
+    /// Messages one agent turn may send: a person gets a few messages, not a
+    /// flood from a model that calls `send_message` fifty times in one answer.
+    pub const MAX_MESSAGES_PER_TURN: u32 = 5;
     pub const MIN_HEARTBEAT: Duration = Duration::from_secs(1);
     pub const MAX_HEARTBEAT: Duration = Duration::from_secs(30 * 24 * 3600);
     pub const MAX_FOLLOWUPS: u32 = 100;

@@ -115,6 +115,11 @@ pub struct AgentSettings {
     /// Bounds on the delay the agent may choose with schedule_next_heartbeat.
     pub min_scheduled_heartbeat_secs: u64,
     pub max_scheduled_heartbeat_secs: u64,
+    /// Model calls in flight at once, across all conversations. Others wait
+    /// their turn: a thousand heartbeats due in the same minute then cost a
+    /// bounded number of connections and buffers, and a provider's rate
+    /// limit sees a steady stream rather than a burst.
+    pub max_concurrent_model_calls: usize,
 }
 
 impl AgentSettings {
@@ -125,6 +130,7 @@ impl AgentSettings {
             (self.request_timeout_secs == 0, "agent.request_timeout_secs must be at least 1"),
             (self.max_output_tokens == 0, "agent.max_output_tokens must be at least 1"),
             (self.history_budget_chars == 0, "agent.history_budget_chars must be at least 1"),
+            (self.max_concurrent_model_calls == 0, "agent.max_concurrent_model_calls must be at least 1"),
             (
                 self.min_scheduled_heartbeat_secs == 0
                     || self.min_scheduled_heartbeat_secs > self.max_scheduled_heartbeat_secs,
@@ -150,6 +156,7 @@ impl Default for AgentSettings {
             reply_window_ms: 1500,
             min_scheduled_heartbeat_secs: 60,
             max_scheduled_heartbeat_secs: 7 * 24 * 3600,
+            max_concurrent_model_calls: 16,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! every request so a test can check what relay sent: system prompt,
 //! history, tool schemas. It is not a model and never pretends to be one.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
@@ -23,6 +24,8 @@ pub enum Reply {
     Tools(Vec<(String, Value)>),
     /// An HTTP error with this status and message.
     Error(u16, String),
+    /// The reply, after holding the request this long (a slow model).
+    After(std::time::Duration, Box<Reply>),
 }
 
 impl Reply {
@@ -43,12 +46,21 @@ pub fn queue(replies: Vec<Reply>) -> Responder {
 struct Script {
     responder: Responder,
     requests: Arc<Mutex<Vec<Value>>>,
+    in_flight: Arc<InFlight>,
+}
+
+/// Requests being answered now, and the most there ever were at once.
+#[derive(Default)]
+struct InFlight {
+    now: AtomicUsize,
+    most: AtomicUsize,
 }
 
 /// A running scripted model server on 127.0.0.1. Stops when dropped.
 pub struct ScriptedModel {
     base_url: String,
     requests: Arc<Mutex<Vec<Value>>>,
+    in_flight: Arc<InFlight>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -58,7 +70,8 @@ impl ScriptedModel {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let base_url = format!("http://{}/v1", listener.local_addr()?);
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let script = Script { responder, requests: requests.clone() };
+        let in_flight = Arc::new(InFlight::default());
+        let script = Script { responder, requests: requests.clone(), in_flight: in_flight.clone() };
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/chat/completions", post(complete))
@@ -71,7 +84,7 @@ impl ScriptedModel {
                 })
                 .await;
         });
-        Ok(ScriptedModel { base_url, requests, _stop: stop })
+        Ok(ScriptedModel { base_url, requests, in_flight, _stop: stop })
     }
 
     /// Starts the server on a thread of its own (for synchronous tests).
@@ -85,6 +98,7 @@ impl ScriptedModel {
                 let handle = ScriptedModel {
                     base_url: server.base_url.clone(),
                     requests: server.requests.clone(),
+                    in_flight: server.in_flight.clone(),
                     _stop: done_tx,
                 };
                 tx.send(handle).expect("hand over the server");
@@ -105,16 +119,35 @@ impl ScriptedModel {
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().expect("requests lock").clone()
     }
+
+    /// The most requests it was answering at once so far.
+    pub fn most_in_flight(&self) -> usize {
+        self.in_flight.most.load(Ordering::SeqCst)
+    }
 }
 
 async fn complete(State(script): State<Script>, Json(request): Json<Value>) -> Response {
+    let now = script.in_flight.now.fetch_add(1, Ordering::SeqCst) + 1;
+    script.in_flight.most.fetch_max(now, Ordering::SeqCst);
+    let response = answer(&script, request).await;
+    script.in_flight.now.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn answer(script: &Script, request: Value) -> Response {
     let n = {
         let mut requests = script.requests.lock().expect("requests lock");
         requests.push(request.clone());
         requests.len() - 1
     };
     let model = request["model"].as_str().unwrap_or("scripted").to_string();
-    let message = match (script.responder)(n, &request) {
+    let mut reply = (script.responder)(n, &request);
+    while let Reply::After(delay, then) = reply {
+        tokio::time::sleep(delay).await;
+        reply = *then;
+    }
+    let message = match reply {
+        Reply::After(..) => unreachable!("unwrapped above"),
         Reply::Error(status, message) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = json!({"error": {"message": message, "type": "scripted_error"}});

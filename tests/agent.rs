@@ -12,13 +12,20 @@ use serde_json::{Value, json};
 
 /// A sandbox relay whose model is the scripted server.
 fn with_model(responder: Responder) -> (Relay, ScriptedModel) {
+    with_agent_settings(responder, json!({}))
+}
+
+/// The same, with these `agent` settings on top of the tests' fast retries.
+fn with_agent_settings(responder: Responder, settings: Value) -> (Relay, ScriptedModel) {
     let model = ScriptedModel::start_on_thread(responder);
     let relay = Relay::sandbox();
     relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
-    // Fast retries for the tests.
     let path = relay.path().join("config.json");
     let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 2});
+    for (key, value) in settings.as_object().unwrap() {
+        config["agent"][key] = value.clone();
+    }
     std::fs::write(&path, config.to_string()).unwrap();
     relay.ok(&["start"]);
     (relay, model)
@@ -132,6 +139,34 @@ fn a_silent_contact_gets_exactly_max_followups() {
         .collect();
     assert_eq!(followups.len(), 2);
     assert!(followups[0].contains("follow-up 1 of 2") && followups[1].contains("follow-up 2 of 2"));
+}
+
+/// Many turns at once (heartbeats due together, a burst of creates) share
+/// `agent.max_concurrent_model_calls` model calls; the rest wait their turn.
+#[test]
+fn model_calls_in_flight_never_exceed_the_configured_limit() {
+    let responder: Responder = Arc::new(|_, request| {
+        let last = request["messages"].as_array().unwrap().last().unwrap().clone();
+        let reply = if last["role"] == "tool" {
+            Reply::Text(String::new())
+        } else {
+            Reply::tool("send_message", json!({"text": "Hello!"}))
+        };
+        Reply::After(std::time::Duration::from_millis(200), Box::new(reply))
+    });
+    let (relay, model) = with_agent_settings(responder, json!({"max_concurrent_model_calls": 2}));
+    let contacts = ["+56912345678", "+56912345679", "+56912345670", "+447911123456", "+447911123457", "+14155552671"];
+    let ids: Vec<String> = contacts
+        .iter()
+        .map(|c| {
+            relay.ok(&["create", "--objective", "Say hello", "--contact", c, "--todo", "Greet"]).trim().to_string()
+        })
+        .collect();
+    for id in &ids {
+        relay.wait_for_state(id, "WAITING_FOR_REPLY");
+    }
+    assert_eq!(outbox(&relay).len(), contacts.len(), "every conversation got its turn");
+    assert_eq!(model.most_in_flight(), 2, "two calls at a time, and never more");
 }
 
 #[test]

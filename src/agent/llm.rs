@@ -26,6 +26,8 @@ pub struct LlmAgent {
     definitions: Vec<ToolDefinition>,
     /// The last failure, shown by `relay status` until a call succeeds.
     last_error: Mutex<Option<String>>,
+    /// One permit per model call in flight (`agent.max_concurrent_model_calls`).
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl LlmAgent {
@@ -39,9 +41,10 @@ impl LlmAgent {
         Ok(LlmAgent {
             model: super::provider::connect(config)?,
             label: config.label(),
-            settings,
             definitions,
             last_error: Mutex::new(None),
+            in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
+            settings,
         })
     }
 
@@ -105,12 +108,16 @@ impl LlmAgent {
         )))
     }
 
-    /// One model call, retried with backoff on timeouts, 429 and 5xx.
+    /// One model call, retried with backoff on timeouts, 429 and 5xx. Each
+    /// attempt waits for a permit first; the timeout starts once it has one.
     async fn call(&self, request: CompletionRequest) -> Result<CompletionResponse, AgentError> {
         let timeout = Duration::from_secs(self.settings.request_timeout_secs);
         let mut attempt = 0;
         loop {
-            let (error, retryable) = match tokio::time::timeout(timeout, self.model.call(request.clone())).await {
+            let permit = self.in_flight.acquire().await.expect("the semaphore is never closed");
+            let outcome = tokio::time::timeout(timeout, self.model.call(request.clone())).await;
+            drop(permit);
+            let (error, retryable) = match outcome {
                 Ok(Ok(response)) => {
                     *self.last_error.lock().expect("error lock") = None;
                     return Ok(response);

@@ -136,7 +136,9 @@ struct Actor {
     contact: Contact,
     me: mpsc::UnboundedSender<Msg>,
     /// This contact's non-terminal conversations, oldest first.
-    convs: Vec<ConversationInstance>,
+    /// The contact's live conversations, oldest first, shared with the
+    /// engine's view (a change replaces the whole instance in both).
+    convs: Vec<Arc<ConversationInstance>>,
     turn: Option<RunningTurn>,
     turns_started: u64,
     timer: Option<Timer>,
@@ -166,7 +168,7 @@ const SEND_DRAIN: Duration = Duration::from_secs(10);
 pub(crate) async fn run(
     shared: Arc<Shared>,
     contact: Contact,
-    convs: Vec<ConversationInstance>,
+    convs: Vec<Arc<ConversationInstance>>,
     me: mpsc::UnboundedSender<Msg>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
 ) -> usize {
@@ -263,6 +265,7 @@ impl Actor {
             instance.state = to;
         }
         self.shared.store.save_instance(&instance)?;
+        let instance = Arc::new(instance);
         self.shared.publish(&instance);
         tracing::info!(instance = %instance.id, state = %instance.state, "conversation created");
         let response = CreateInstanceResponse { id: instance.id, state: instance.state };
@@ -371,7 +374,7 @@ impl Actor {
         })?;
         let to = fsm::resolve(from, target, previous);
         let now = Utc::now();
-        let mut next = current.clone();
+        let mut next = (**current).clone();
         next.state = to;
         if to == State::Paused {
             next.previous_state = Some(from);
@@ -391,7 +394,7 @@ impl Actor {
     /// Changes conversation `id` without a transition (todos, counters).
     fn update(&mut self, id: Uuid, change: impl FnOnce(&mut ConversationInstance)) -> Result<(), EngineError> {
         let index = self.index(id)?;
-        let mut next = self.convs[index].clone();
+        let mut next = (*self.convs[index]).clone();
         change(&mut next);
         next.updated_at = Utc::now();
         self.commit(index, next).map(drop)
@@ -399,13 +402,14 @@ impl Actor {
 
     fn commit(&mut self, index: usize, next: ConversationInstance) -> Result<ConversationInstance, EngineError> {
         self.shared.store.save_instance(&next)?;
+        let next = Arc::new(next);
         self.shared.publish(&next);
         if next.state.is_terminal() {
             self.convs.remove(index);
         } else {
             self.convs[index] = next.clone();
         }
-        Ok(next)
+        Ok(Arc::unwrap_or_clone(next))
     }
 
     fn index(&self, id: Uuid) -> Result<usize, EngineError> {
@@ -749,7 +753,7 @@ impl Actor {
                 i.channel_blocked = None;
             })?;
         }
-        let instance = self.convs[self.index(id)?].clone();
+        let instance = (*self.convs[self.index(id)?]).clone();
         let transcript = self.shared.store.read_transcript(id)?;
         // A first turn cut short after it spoke (stop, pause) goes on, not over.
         let spoke = transcript

@@ -212,14 +212,18 @@ impl Engine {
         };
         // Weak: the channel must not keep the engine (which owns it) alive.
         channel.attach(Arc::new(Inbound(Arc::downgrade(&engine.shared))));
-        let mut live: Vec<Contact> = engine
-            .shared
-            .read_view(|view| view.values().filter(|i| !i.state.is_terminal()).map(|i| contact_of(i)).collect());
-        live.sort();
-        live.dedup();
+        // One pass over the view, not one per contact: a start with 10,000
+        // conversations must not cost 10,000².
+        let mut live: HashMap<Contact, Vec<Arc<ConversationInstance>>> = HashMap::new();
+        engine.shared.read_view(|view| {
+            for instance in view.values().filter(|i| !i.state.is_terminal()) {
+                live.entry(contact_of(instance)).or_default().push(instance.clone());
+            }
+        });
         let mut actors = engine.shared.actors.lock().expect("actors lock");
-        for contact in live {
-            engine.shared.spawn_actor(&mut actors, contact);
+        for (contact, mut convs) in live {
+            convs.sort_by_key(|a| (a.created_at, a.id));
+            engine.shared.spawn_actor(&mut actors, contact, convs);
         }
         drop(actors);
         Ok(engine)
@@ -487,10 +491,11 @@ impl Shared {
         self.read_view(|view| view.get(&id.to_string()).cloned())
     }
 
-    /// Called by actors after every successful write.
-    pub(crate) fn publish(&self, instance: &ConversationInstance) {
+    /// Called by actors after every successful write. The view and the
+    /// actor share the one copy.
+    pub(crate) fn publish(&self, instance: &Arc<ConversationInstance>) {
         let mut view = self.view.write().expect("view lock");
-        view.insert(instance.id.to_string(), Arc::new(instance.clone()));
+        view.insert(instance.id.to_string(), instance.clone());
         drop(view);
         self.changes.send_modify(|n| *n += 1);
     }
@@ -550,20 +555,22 @@ impl Shared {
     }
 
     /// The live conversations of one contact, oldest first (an actor's state at spawn).
-    fn live_of(&self, contact: &Contact) -> Vec<ConversationInstance> {
-        let mut live: Vec<ConversationInstance> = self.read_view(|view| {
-            view.values()
-                .filter(|i| !i.state.is_terminal() && i.target_contact == contact.as_str())
-                .map(|i| (**i).clone())
-                .collect()
+    fn live_of(&self, contact: &Contact) -> Vec<Arc<ConversationInstance>> {
+        let mut live: Vec<Arc<ConversationInstance>> = self.read_view(|view| {
+            view.values().filter(|i| !i.state.is_terminal() && i.target_contact == contact.as_str()).cloned().collect()
         });
         live.sort_by_key(|a| (a.created_at, a.id));
         live
     }
 
-    fn spawn_actor(self: &Arc<Self>, actors: &mut HashMap<Contact, ActorHandle>, contact: Contact) {
+    /// Starts the actor of `contact`, which owns its `live` conversations.
+    fn spawn_actor(
+        self: &Arc<Self>,
+        actors: &mut HashMap<Contact, ActorHandle>,
+        contact: Contact,
+        live: Vec<Arc<ConversationInstance>>,
+    ) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let live = self.live_of(&contact);
         let task = tokio::spawn(actor::run(self.clone(), contact.clone(), live, tx.clone(), rx));
         actors.insert(contact, ActorHandle { tx, task });
     }
@@ -583,7 +590,8 @@ impl Shared {
                 return Err(EngineError::ShuttingDown);
             }
             if !actors.contains_key(contact) {
-                self.spawn_actor(&mut actors, contact.clone());
+                let live = self.live_of(contact);
+                self.spawn_actor(&mut actors, contact.clone(), live);
             }
             let handle = actors.get(contact).expect("actor just ensured");
             handle.tx.send(msg(reply)).map_err(|_| EngineError::ShuttingDown)?;

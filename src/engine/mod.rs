@@ -612,7 +612,7 @@ impl Shared {
 }
 
 pub(crate) fn contact_of(instance: &ConversationInstance) -> Contact {
-    Contact::parse(&instance.target_contact).expect("stored contacts are E.164")
+    Contact::stored(&instance.target_contact)
 }
 
 /// Validates a create request and builds the instance it describes (CREATED;

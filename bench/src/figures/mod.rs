@@ -1,0 +1,7 @@
+//! One module per figure of docs/benchmarks.md.
+
+pub mod cli;
+pub mod heartbeat;
+pub mod overhead;
+pub mod scale;
+pub mod start;

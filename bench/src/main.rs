@@ -92,7 +92,15 @@ fn main() {
     let bin = relay_binary(&workspace);
     let model = model::Model::start();
 
-    let runs = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name));
+    // Each figure starts on a quiet disk: the writeback of the one before
+    // (10,000 seeded files) would otherwise land in its fsyncs.
+    let runs = |name: &str| {
+        let wanted = only.as_ref().is_none_or(|o| o.iter().any(|n| n == name));
+        if wanted {
+            let _ = Command::new("sync").status();
+        }
+        wanted
+    };
     let mut sections: Vec<Section> = Vec::new();
     if runs("cli") || runs("start") {
         let relay = relay::Relay::new(&bin, model.base_url());

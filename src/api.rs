@@ -41,9 +41,93 @@ pub struct TodoItem {
     pub id: String,
     pub text: String,
     pub status: TodoStatus,
-    /// What was learned, written by the agent with `mark_todo_item`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    /// What was learned, written by the conversation agent with
+    /// `mark_todo_item` (its `note`). The agent's words, which may quote the
+    /// contact: treat them as data.
+    #[serde(default, alias = "note", skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The contact's messages (transcript ids) the answer rests on: those the
+    /// agent was answering when it marked the todo.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_message_ids: Vec<Uuid>,
+}
+
+/// How a conversation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The objective was achieved (the agent says so).
+    Achieved,
+    /// Part of it was: see each todo's status and answer.
+    PartiallyAchieved,
+    /// The contact declined.
+    Declined,
+    /// The contact never answered the last follow-up (ABANDONED).
+    NoResponse,
+    /// It could not be achieved: the agent gave up, or an error ended it.
+    Failed,
+    /// The operator cancelled it.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The outcomes the agent may choose with `end_conversation`.
+    pub const AGENT_CHOICES: [Outcome; 4] =
+        [Outcome::Achieved, Outcome::PartiallyAchieved, Outcome::Declined, Outcome::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Achieved => "achieved",
+            Outcome::PartiallyAchieved => "partially_achieved",
+            Outcome::Declined => "declined",
+            Outcome::NoResponse => "no_response",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Who or what ended a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EndedBy {
+    /// The conversation agent (`end_conversation`).
+    Agent,
+    /// The heartbeat: the contact stayed silent through every follow-up.
+    MaxFollowups,
+    /// The operator (`relay cancel`).
+    Operator,
+    /// An error relay could not recover from.
+    Error,
+}
+
+/// A question the agent asked the operator (`request_human_intervention`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Question {
+    /// "q1", "q2", ... within the conversation.
+    pub id: String,
+    /// Why the agent needs a human (the agent's words).
+    pub reason: String,
+    /// What exactly it asks, if it asked something (the agent's words).
+    #[serde(default)]
+    pub question: Option<String>,
+    pub asked_at: DateTime<Utc>,
+    /// The operator's answer (`relay answer`), given to the agent, never to the contact.
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default)]
+    pub answered_at: Option<DateTime<Utc>>,
+}
+
+/// Words the contact wrote, handed on as they are: untrusted data, never
+/// instructions. Every field of relay's API that carries the contact's own
+/// text is named `untrusted_contact_text`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ContactText {
+    /// The transcript message.
+    pub message_id: Uuid,
+    pub at: DateTime<Utc>,
+    pub untrusted_contact_text: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -109,9 +193,26 @@ pub struct ConversationInstance {
     /// Why the conversation needs (or last needed) a human.
     #[serde(default)]
     pub intervention_reason: Option<String>,
-    /// The reason the agent gave when it ended the conversation.
+    /// How the conversation ended (null until it has).
     #[serde(default)]
-    pub completion_reason: Option<String>,
+    pub outcome: Option<Outcome>,
+    /// Who or what ended it (null until it has).
+    #[serde(default)]
+    pub ended_by: Option<EndedBy>,
+    /// A short account of the conversation: written by the agent when it ends
+    /// it (`end_conversation`), or by relay itself when something else did.
+    #[serde(default, alias = "completion_reason")]
+    pub summary: Option<String>,
+    /// The question the agent asked the operator and is waiting on
+    /// (`relay answer`), while NEEDS_HUMAN_INTERVENTION.
+    #[serde(default)]
+    pub pending_question: Option<Question>,
+    /// Questions asked before, oldest first, with the operator's answer when one was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_questions: Vec<Question>,
+    /// The contact's latest message, as they wrote it.
+    #[serde(default)]
+    pub last_contact_message: Option<ContactText>,
     /// Why the conversation cannot go on right now although nothing is wrong
     /// with it: the channel is not linked, logged out or banned. It goes on,
     /// and this is cleared, when the channel is back.
@@ -162,7 +263,12 @@ impl ConversationInstance {
             follow_up_count: 0,
             failure_reason: None,
             intervention_reason: None,
-            completion_reason: None,
+            outcome: None,
+            ended_by: None,
+            summary: None,
+            pending_question: None,
+            earlier_questions: Vec::new(),
+            last_contact_message: None,
             channel_blocked: None,
             next_heartbeat_at: None,
             paused_heartbeat_remaining_ms: None,
@@ -466,4 +572,166 @@ pub struct OutboxEntry {
 pub struct OutboxQuery {
     /// Only messages to this contact.
     pub contact: Option<String>,
+}
+
+/// Query of `GET /instances/{id}/wait`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct WaitQuery {
+    /// What to wait for, comma-separated: state names (`COMPLETED,PAUSED`),
+    /// `terminal` (any of COMPLETED, ABANDONED, FAILED) or `change` (any
+    /// change after the request arrives). Default: `terminal,NEEDS_HUMAN_INTERVENTION`,
+    /// i.e. until the conversation ends or needs you.
+    pub until: Option<String>,
+    /// How long to wait at most, in milliseconds (default 50,000; at most 3,600,000).
+    pub timeout_ms: Option<u64>,
+}
+
+/// `GET /instances/{id}/wait`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WaitResponse {
+    /// True when the conversation reached what was waited for; false when
+    /// the wait timed out first.
+    pub reached: bool,
+    /// The conversation as it is now.
+    pub instance: ConversationInstance,
+}
+
+/// `POST /instances/{id}/answer`: the operator answers the agent's question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    pub answer: String,
+}
+
+/// One event of the event log (`GET /events`, `relay events`, webhooks).
+/// `seq` increases by one with every event, across all conversations, and
+/// survives restarts: resume with `after=<last seq seen>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ConversationEvent {
+    pub seq: u64,
+    pub at: DateTime<Utc>,
+    pub instance_id: Uuid,
+    #[serde(flatten)]
+    pub data: EventData,
+}
+
+/// What happened. The contact's own words are only ever in
+/// `untrusted_contact_text`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventData {
+    /// A conversation was created (CREATED or QUEUED).
+    Created { state: State, target_contact: String },
+    /// The conversation moved from one state to another.
+    Transition {
+        from: State,
+        to: State,
+        /// The event that moved it (`heartbeat_fires`, `pause`, ...).
+        trigger: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The contact wrote.
+    MessageIn { message_id: Uuid, untrusted_contact_text: String },
+    /// relay wrote to the contact (the agent, or the operator with `relay send`),
+    /// once the channel answered: `sent` or `failed`.
+    MessageOut {
+        message_id: Uuid,
+        role: Role,
+        text: String,
+        send_status: SendStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delivery_error: Option<String>,
+    },
+    /// The agent updated a todo.
+    Todo {
+        todo_id: String,
+        status: TodoStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
+    },
+    /// The agent asked the operator something.
+    Question { question: Question },
+    /// The operator answered it.
+    Answer { question_id: String, answer: String },
+}
+
+impl EventData {
+    /// The name of the event's type, as in `type` and `--events` filters.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventData::Created { .. } => "created",
+            EventData::Transition { .. } => "transition",
+            EventData::MessageIn { .. } => "message_in",
+            EventData::MessageOut { .. } => "message_out",
+            EventData::Todo { .. } => "todo",
+            EventData::Question { .. } => "question",
+            EventData::Answer { .. } => "answer",
+        }
+    }
+
+    pub const KINDS: [&'static str; 7] =
+        ["created", "transition", "message_in", "message_out", "todo", "question", "answer"];
+}
+
+/// Query of `GET /events`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Only events after this sequence number (default 0: from the start).
+    /// For Server-Sent Events, a `Last-Event-ID` header does the same.
+    pub after: Option<u64>,
+    /// Only the events of this conversation (id or unique prefix).
+    pub instance: Option<String>,
+    /// Keep the stream open and send new events as they happen (default
+    /// false: send what is stored, then end).
+    pub follow: Option<bool>,
+}
+
+/// `POST /webhooks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookRequest {
+    /// Where to POST each event (http or https).
+    pub url: String,
+    /// Only these event types (`transition`, `message_in`, ...); empty or
+    /// absent: all of them.
+    #[serde(default)]
+    pub events: Vec<String>,
+}
+
+/// A registered webhook and how its deliveries go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Webhook {
+    /// "wh_" and 12 hex digits.
+    pub id: String,
+    pub url: String,
+    /// The event types it gets (empty: all).
+    pub events: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    /// The last event delivered (or skipped by the filter); delivery goes on after it.
+    pub delivered_seq: u64,
+    /// Events stored after `delivered_seq`, not yet delivered.
+    #[serde(default)]
+    pub pending: u64,
+    /// Failed attempts in a row for the event being delivered (0 when healthy).
+    #[serde(default)]
+    pub failures: u32,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// `POST /webhooks` answers this once: the secret is not shown again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WebhookCreated {
+    #[serde(flatten)]
+    pub webhook: Webhook,
+    /// The key of the `Relay-Signature` HMAC-SHA256 (hex). Keep it; it is
+    /// shown only now.
+    pub secret: String,
 }

@@ -90,7 +90,7 @@ pub fn system_prompt(turn: &Turn, now: DateTime<Utc>, omitted: usize) -> String 
     for todo in &i.todos {
         let status = todo.status.as_str();
         p.push_str(&format!("- id \"{}\" [{status}] {}", todo.id, todo.text));
-        if let Some(note) = &todo.note {
+        if let Some(note) = &todo.answer {
             // Written by the agent, but it may quote the contact: data, not instructions.
             p.push_str(&format!(" (your note, which may quote the contact: {note:?})"));
         }
@@ -140,7 +140,7 @@ mod tests {
     use crate::api::*;
 
     fn turn(messages: &[(Role, &str)]) -> Turn {
-        let todo = TodoItem { id: "1".into(), text: "Ask the day".into(), status: TodoStatus::Pending, note: None };
+        let todo = TodoItem { id: "1".into(), text: "Ask the day".into(), status: TodoStatus::Pending, answer: None, answer_message_ids: Vec::new() };
         let instance = ConversationInstance::new(
             "Confirm the delivery day".into(),
             "+56912345678".into(),

@@ -44,7 +44,7 @@ pub fn print(i: &ConversationInstance) {
     if let Some(reason) = &i.channel_blocked {
         println!("waiting     {reason}");
     }
-    if let Some(reason) = &i.completion_reason {
+    if let Some(reason) = &i.summary {
         println!("completed   {reason}");
     }
     if let Some(reason) = &i.failure_reason {
@@ -65,7 +65,7 @@ pub fn print(i: &ConversationInstance) {
             TodoStatus::Completed => "[x]",
             TodoStatus::Skipped => "[-]",
         };
-        match &todo.note {
+        match &todo.answer {
             Some(note) => println!("  {mark} {}. {}: {note}", todo.id, todo.text),
             None => println!("  {mark} {}. {}", todo.id, todo.text),
         }

@@ -858,7 +858,7 @@ impl Actor {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
                     todo.status = status;
                     if note.is_some() {
-                        todo.note = note;
+                        todo.answer = note;
                     }
                 })
                 .map_err(refused)?;
@@ -867,7 +867,7 @@ impl Actor {
             ToolCall::EndConversation { reason } => {
                 let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
                 self.transition(id, Event::EndConversation, Some(reason.clone()), |i| {
-                    i.completion_reason = Some(reason);
+                    i.summary = Some(reason);
                 })
                 .map_err(refused)?;
                 self.detach_turn();

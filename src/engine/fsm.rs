@@ -138,10 +138,12 @@ pub enum Event {
     Cancel,
     /// Operator: `relay send`.
     ManualSend,
+    /// Operator: `relay answer`, to the agent's question. (addition)
+    OperatorAnswers,
 }
 
 impl Event {
-    pub const ALL: [Event; 18] = [
+    pub const ALL: [Event; 19] = [
         Event::AgentSendsFirstMessage,
         Event::ContactHasActiveInstance,
         Event::PriorInstanceTerminal,
@@ -160,6 +162,7 @@ impl Event {
         Event::Resume,
         Event::Cancel,
         Event::ManualSend,
+        Event::OperatorAnswers,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -182,6 +185,7 @@ impl Event {
             Event::Resume => "resume",
             Event::Cancel => "cancel",
             Event::ManualSend => "manual_send",
+            Event::OperatorAnswers => "operator_answers",
         }
     }
 }
@@ -262,6 +266,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
 
     (S::NeedsHumanIntervention, E::Resume,                   To(S::Active)),
     (S::NeedsHumanIntervention, E::ManualSend,               To(S::Active)),
+    (S::NeedsHumanIntervention, E::OperatorAnswers,          To(S::Active)),                 // addition
     (S::NeedsHumanIntervention, E::Pause,                    To(S::Paused)),
     (S::NeedsHumanIntervention, E::Cancel,                   To(S::Failed)),
 ];
@@ -385,6 +390,7 @@ mod tests {
         (S::HeartbeatScheduled, E::AgentError, To(S::NeedsHumanIntervention)),
         (S::HeartbeatScheduled, E::UnrecoverableError, To(S::Failed)),
         (S::HeartbeatScheduled, E::ManualSend, Stay),
+        (S::NeedsHumanIntervention, E::OperatorAnswers, To(S::Active)),
     ];
 
     #[test]

@@ -3,6 +3,7 @@
 use super::{CliError, Context};
 
 pub fn run(ctx: &Context) -> Result<(), CliError> {
+    crate::daemon::memory::tune();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("relay-daemon")

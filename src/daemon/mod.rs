@@ -10,6 +10,7 @@
 pub mod error;
 pub mod guard;
 pub mod lifecycle;
+pub mod memory;
 pub mod routes;
 
 use std::io;
@@ -98,6 +99,7 @@ async fn serve(
     tracing::info!(pid = std::process::id(), port, channel = config.channel.as_str(), "daemon started");
 
     tokio::spawn(stop_on_signals(stop));
+    tokio::spawn(memory::trim_periodically());
     // Phone numbers are parsed with metadata loaded on first use (tens of
     // ms): load it now, off the request path, not in the first create.
     tokio::task::spawn_blocking(|| crate::contact::Contact::parse("+14155552671"));

@@ -1,0 +1,31 @@
+//! Keeping the daemon's memory what it uses. Every change to a conversation
+//! replaces the whole instance (history included) with a new copy, so the
+//! heap sees a steady churn of growing blocks. glibc's malloc keeps freed
+//! memory for reuse, spread over one arena per thread, and a long-running
+//! daemon's RSS drifts far above what it holds (the soak test measured 87
+//! MiB of growth for 20 MiB of data). Two arenas and a periodic trim keep it
+//! close to the live data. Other allocators and platforms: nothing to do.
+
+use std::time::Duration;
+
+/// How often freed memory is handed back to the system.
+const TRIM_EVERY: Duration = Duration::from_secs(30);
+
+/// Call before any thread starts.
+pub fn tune() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: a plain setting of glibc's malloc, made before threads exist.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+pub async fn trim_periodically() {
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + TRIM_EVERY, TRIM_EVERY);
+    loop {
+        every.tick().await;
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only returns free pages to the kernel.
+        let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+    }
+}

@@ -101,6 +101,17 @@ pub enum EndedBy {
     Error,
 }
 
+impl EndedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndedBy::Agent => "agent",
+            EndedBy::MaxFollowups => "max_followups",
+            EndedBy::Operator => "operator",
+            EndedBy::Error => "error",
+        }
+    }
+}
+
 /// A question the agent asked the operator (`request_human_intervention`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Question {
@@ -457,6 +468,12 @@ pub struct DaemonStatusResponse {
     /// Messages from contacts with no live conversation, kept in
     /// `unrouted.jsonl` in the home.
     pub unrouted_message_count: u64,
+    /// `relay wait` requests under way.
+    #[serde(default)]
+    pub waiting_requests: usize,
+    /// The sequence number of the last event (`relay events --after`).
+    #[serde(default)]
+    pub last_event_seq: u64,
     pub channel: ChannelStatus,
     /// The conversation agent's model ("provider/name"), or null when none is configured.
     pub model: Option<String>,

@@ -33,7 +33,7 @@ impl Home {
 
     /// Creates the home and its folders, owner-only (0700).
     pub fn create(&self) -> io::Result<()> {
-        for dir in [self.root.clone(), self.instances_dir(), self.transcripts_dir()] {
+        for dir in [self.root.clone(), self.instances_dir(), self.transcripts_dir(), self.templates_dir()] {
             DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
             fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
         }
@@ -55,6 +55,18 @@ impl Home {
     /// The idempotency keys of recent creates and sends.
     pub fn idempotency_file(&self) -> PathBuf {
         self.root.join("idempotency.jsonl")
+    }
+    /// Every change as a numbered event (see `engine::events`).
+    pub fn events_file(&self) -> PathBuf {
+        self.root.join("events.jsonl")
+    }
+    /// Registered webhooks and how far each has got.
+    pub fn webhooks_file(&self) -> PathBuf {
+        self.root.join("webhooks.json")
+    }
+    /// `relay template add`: one readable JSON file per template.
+    pub fn templates_dir(&self) -> PathBuf {
+        self.root.join("templates")
     }
     /// Present only while no daemon runs, after one stopped with every send
     /// settled (see `Store::settle_interrupted_sends`).
@@ -120,7 +132,9 @@ impl Home {
             (self.instances_dir(), 0o700),
             (self.transcripts_dir(), 0o700),
             (auth.clone(), 0o700),
+            (self.templates_dir(), 0o700),
             (self.config_file(), 0o600),
+            (self.webhooks_file(), 0o600),
         ];
         if let Ok(entries) = fs::read_dir(&auth) {
             wanted.extend(entries.flatten().map(|e| (e.path(), 0o600)));

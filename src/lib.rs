@@ -19,6 +19,7 @@
 //! | [`cli`] | one file per subcommand, and output formatting |
 //! | [`home`], [`config`] | where files live, and `config.json` |
 //! | [`contact`], [`duration`] | E.164 numbers and `30m`-style durations |
+//! | [`template`] | conversations written once with `{{placeholders}}`, started many times |
 //! | [`scripted_model`] | a scripted Chat Completions server, for tests and trying relay without a key |
 
 pub mod agent;
@@ -33,4 +34,5 @@ pub mod engine;
 pub mod home;
 pub mod scripted_model;
 pub mod store;
+pub mod template;
 pub mod util;

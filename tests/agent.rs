@@ -6,50 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
+use common::model::*;
 use common::*;
 use relay::scripted_model::{Reply, Responder, ScriptedModel, queue};
 use serde_json::{Value, json};
-
-/// A sandbox relay whose model is the scripted server.
-fn with_model(responder: Responder) -> (Relay, ScriptedModel) {
-    with_agent_settings(responder, json!({}))
-}
-
-/// The same, with these `agent` settings on top of the tests' fast retries.
-fn with_agent_settings(responder: Responder, settings: Value) -> (Relay, ScriptedModel) {
-    let model = ScriptedModel::start_on_thread(responder);
-    let relay = Relay::sandbox();
-    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
-    let path = relay.path().join("config.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 2});
-    for (key, value) in settings.as_object().unwrap() {
-        config["agent"][key] = value.clone();
-    }
-    std::fs::write(&path, config.to_string()).unwrap();
-    relay.ok(&["start"]);
-    (relay, model)
-}
-
-fn system_prompt(request: &Value) -> String {
-    let system = &request["messages"][0];
-    assert_eq!(system["role"], "system");
-    match &system["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-        other => panic!("unexpected system content {other}"),
-    }
-}
-
-fn outbox(relay: &Relay) -> Vec<String> {
-    relay
-        .json(&["sandbox", "outbox"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_string())
-        .collect()
-}
 
 /// PRD success criterion 1: CREATED to COMPLETED with no manual intervention.
 #[test]
@@ -61,16 +21,16 @@ fn a_conversation_runs_to_completion_on_its_own() {
             ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "Friday 3pm"})),
             ("send_message".into(), json!({"text": "Perfect, Friday 3pm. Thank you!"})),
         ]),
-        Reply::tool("end_conversation", json!({"reason": "delivery day confirmed"})),
+        Reply::tool("end_conversation", json!({"outcome": "achieved", "summary": "delivery day confirmed"})),
     ]));
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm works"]);
     let done = relay.wait_for_state(&id, "COMPLETED");
 
-    assert_eq!(done["completion_reason"], "delivery day confirmed");
+    assert_eq!(done["summary"], "delivery day confirmed");
     assert_eq!(done["todos"][0]["status"], "completed");
-    assert_eq!(done["todos"][0]["note"], "Friday 3pm");
+    assert_eq!(done["todos"][0]["answer"], "Friday 3pm");
     assert_eq!(done["usage"], json!({"input_tokens": 400, "output_tokens": 40, "model_calls": 4}));
     assert_eq!(outbox(&relay), ["Hi! Which day suits you for the delivery?", "Perfect, Friday 3pm. Thank you!"]);
     assert!(relay.ok(&["get", &id]).contains("Friday 3pm"), "get shows the todo's note");

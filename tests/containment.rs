@@ -219,7 +219,10 @@ fn oversized_tool_arguments_are_refused_and_the_model_is_told_why() {
                     "mark_todo_item".into(),
                     json!({"todo_id": "1", "status": "completed", "note": "n".repeat(MAX_NOTE_CHARS + 1)}),
                 ),
-                ("end_conversation".into(), json!({"reason": "r".repeat(MAX_REASON_CHARS + 1)})),
+                (
+                    "end_conversation".into(),
+                    json!({"outcome": "achieved", "summary": "r".repeat(MAX_REASON_CHARS + 1)}),
+                ),
                 ("request_human_intervention".into(), json!({"reason": "h".repeat(MAX_REASON_CHARS + 1)})),
                 ("send_message".into(), json!({"text": at_limit})),
             ]),
@@ -232,8 +235,8 @@ fn oversized_tool_arguments_are_refused_and_the_model_is_told_why() {
 
     assert_eq!(outbox(&relay), [(CONTACT.to_string(), at_limit)], "only the message at the limit went out");
     assert_eq!(waiting["todos"][0]["status"], "pending");
-    assert_eq!(waiting["todos"][0]["note"], Value::Null);
-    assert_eq!(waiting["completion_reason"], Value::Null);
+    assert_eq!(waiting["todos"][0]["answer"], Value::Null);
+    assert_eq!(waiting["summary"], Value::Null);
     assert_eq!(waiting["intervention_reason"], Value::Null);
     assert_eq!(history_triggers(&waiting).last().unwrap(), "message_sent");
 
@@ -243,7 +246,7 @@ fn oversized_tool_arguments_are_refused_and_the_model_is_told_why() {
     let expected = [
         format!("the message is too long ({} characters; at most {MAX_MESSAGE_CHARS})", MAX_MESSAGE_CHARS + 1),
         format!("the note is too long ({} characters; at most {MAX_NOTE_CHARS})", MAX_NOTE_CHARS + 1),
-        format!("the reason is too long ({} characters; at most {MAX_REASON_CHARS})", MAX_REASON_CHARS + 1),
+        format!("the summary is too long ({} characters; at most {MAX_REASON_CHARS})", MAX_REASON_CHARS + 1),
         format!("the reason is too long ({} characters; at most {MAX_REASON_CHARS})", MAX_REASON_CHARS + 1),
     ];
     assert_eq!(results.len(), 5);
@@ -312,12 +315,12 @@ fn a_turn_cannot_reach_another_conversation() {
             1 => Reply::Tools(vec![
                 ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "instance_id": other})),
                 ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "conversation_id": other})),
-                ("end_conversation".into(), json!({"reason": "done", "instance_id": other})),
+                ("end_conversation".into(), json!({"outcome": "achieved", "summary": "done", "instance_id": other})),
                 ("request_human_intervention".into(), json!({"reason": "help", "id": other})),
                 ("send_message".into(), json!({"text": "hello", "instance_id": other})),
                 ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "A only"})),
             ]),
-            _ => Reply::tool("end_conversation", json!({"reason": "A is done"})),
+            _ => Reply::tool("end_conversation", json!({"outcome": "achieved", "summary": "A is done"})),
         }
     });
     let (relay, model) = with_model(responder, json!({}));
@@ -330,8 +333,8 @@ fn a_turn_cannot_reach_another_conversation() {
 
     let a = relay.create(&[]);
     let done = relay.wait_for_state(&a, "COMPLETED");
-    assert_eq!(done["todos"][0]["note"], "A only");
-    assert_eq!(done["completion_reason"], "A is done");
+    assert_eq!(done["todos"][0]["answer"], "A only");
+    assert_eq!(done["summary"], "A is done");
     assert!(outbox(&relay).is_empty(), "A's refused send_message sent nothing");
 
     let requests = model.requests();

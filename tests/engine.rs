@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use relay::agent::{AgentError, ConversationTools, ToolCall, Turn, TurnKind};
-use relay::api::{ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, State, TodoStatus};
+use relay::api::{
+    ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, State, TodoStatus,
+};
 use relay::channel::{Channel, SandboxChannel};
 use relay::contact::Contact;
 use relay::engine::{Engine, Settings};
@@ -115,9 +117,12 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
                         .await
                         .unwrap();
                     tools.call(send("Great, Friday 3pm it is. Thank you!")).await.unwrap();
-                    let reason = "delivery day confirmed".into();
+                    let end = ToolCall::EndConversation {
+                        outcome: Outcome::Achieved,
+                        summary: "delivery day confirmed".into(),
+                    };
                     // The agent's own turn hears back from end_conversation.
-                    *ended.lock().unwrap() = Some(tools.call(ToolCall::EndConversation { reason }).await);
+                    *ended.lock().unwrap() = Some(tools.call(end).await);
                 }
                 other => panic!("unexpected turn {other:?}"),
             }
@@ -141,7 +146,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
             "end_conversation"
         ]
     );
-    assert_eq!(done.completion_reason.as_deref(), Some("delivery day confirmed"));
+    assert_eq!(done.summary.as_deref(), Some("delivery day confirmed"));
     for _ in 0..1000 {
         if ended.lock().unwrap().is_some() {
             break;
@@ -151,7 +156,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
     let answer = ended.lock().unwrap().take().expect("the agent's turn was cut off before end_conversation answered");
     assert!(answer.unwrap().contains("ended"));
     assert_eq!(done.todos[0].status, TodoStatus::Completed);
-    assert_eq!(done.todos[0].note.as_deref(), Some("contact said: Friday 3pm"));
+    assert_eq!(done.todos[0].answer.as_deref(), Some("contact said: Friday 3pm"));
     let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
     assert_eq!(sent, ["Hi! Which day suits you for the delivery?", "Great, Friday 3pm it is. Thank you!"]);
     let roles: Vec<Role> = w.engine.transcript(&done.id.to_string()).unwrap().iter().map(|m| m.role).collect();
@@ -265,7 +270,7 @@ async fn asking_for_a_human_ends_the_turn_and_later_calls_are_refused() {
         let refused = r.clone();
         Box::pin(async move {
             let reason = "the contact asks for a refund; I cannot decide that".to_string();
-            tools.call(ToolCall::RequestHumanIntervention { reason }).await.unwrap();
+            tools.call(ToolCall::RequestHumanIntervention { reason, question: None }).await.unwrap();
             *refused.lock().unwrap() = Some(tools.call(send("one more thing")).await);
             Ok(())
         })
@@ -339,7 +344,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
     assert!(w.sandbox.outbox(None).is_empty());
     assert_eq!(triggers(&waiting).last(), Some(&"agent_waits"));
     assert_eq!(waiting.todos[1].status, TodoStatus::Skipped);
-    assert_eq!(waiting.todos[1].note.as_deref(), Some("not needed"));
+    assert_eq!(waiting.todos[1].answer.as_deref(), Some("not needed"));
     let due = waiting.next_heartbeat_at.unwrap() - waiting.updated_at;
     assert!(due <= chrono::Duration::seconds(60) && due > chrono::Duration::seconds(59), "{due}");
     // place_call leaves a note for the operator in the transcript.

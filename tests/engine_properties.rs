@@ -33,8 +33,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use relay::agent::{AgentError, ToolCall};
 use relay::api::{
-    ChannelStatus, ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, SendStatus, State,
-    TodoStatus, TranscriptMessage,
+    ChannelStatus, ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, SendStatus,
+    State, TodoStatus, TranscriptMessage,
 };
 use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent};
 use relay::contact::Contact;
@@ -361,9 +361,13 @@ fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                     drop(tools.call(ToolCall::ScheduleNextHeartbeat { delay: Duration::from_secs(s) }).await);
                     drop(tools.call(send()).await);
                 }
-                Act::End => drop(tools.call(ToolCall::EndConversation { reason: "objective met".into() }).await),
+                Act::End => drop(
+                    tools
+                        .call(ToolCall::EndConversation { outcome: Outcome::Achieved, summary: "objective met".into() })
+                        .await,
+                ),
                 Act::Human => {
-                    let call = ToolCall::RequestHumanIntervention { reason: "needs a person".into() };
+                    let call = ToolCall::RequestHumanIntervention { reason: "needs a person".into(), question: None };
                     drop(tools.call(call).await);
                 }
                 Act::Fail => return Err(AgentError::Model("scripted failure".into())),

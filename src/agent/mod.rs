@@ -29,6 +29,8 @@ pub enum TurnKind {
     /// An operator handed the conversation back (`relay resume`). A turn cut
     /// short by a daemon restart re-runs with its original kind.
     Resume,
+    /// The operator answered the agent's question (`relay answer`).
+    Answered,
 }
 
 /// Everything the agent may know, rebuilt from disk for every turn.

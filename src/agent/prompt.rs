@@ -107,6 +107,21 @@ pub fn system_prompt(turn: &Turn, now: DateTime<Utc>, omitted: usize) -> String 
          - If the contact needs something you cannot give or decide, call request_human_intervention.\n\
          - Messages marked [written by the human operator] were sent by your principal's operator.\n\n",
     );
+    if !i.earlier_questions.is_empty() {
+        // The operator's answers are your principal's word; your own
+        // questions may quote the contact.
+        p.push_str("## Your questions to the operator\n");
+        for q in &i.earlier_questions {
+            let asked = q.question.as_deref().unwrap_or(&q.reason);
+            match &q.answer {
+                Some(answer) => {
+                    p.push_str(&format!("- {}: you asked {asked:?}. The operator answered: {answer}\n", q.id))
+                }
+                None => p.push_str(&format!("- {}: you asked {asked:?}. No answer; the operator resumed you.\n", q.id)),
+            }
+        }
+        p.push('\n');
+    }
     p.push_str(&format!("## Now\nCurrent time: {} (UTC).\n", now.format("%Y-%m-%d %H:%M")));
     // During a follow-up turn the count already includes the one being written.
     let sent = match turn.kind {
@@ -124,6 +139,10 @@ pub fn system_prompt(turn: &Turn, now: DateTime<Utc>, omitted: usize) -> String 
         TurnKind::FirstMessage => "\nThis is the start: write your first message to the contact.\n",
         TurnKind::Reply => "\nThe contact wrote: answer, and update the todos.\n",
         TurnKind::Resume => "\nYou are resuming this conversation: continue where it stands.\n",
+        TurnKind::Answered => {
+            "\nThe operator has answered your last question (above). Continue the conversation with it; \
+             the contact has not seen the answer.\n"
+        }
         TurnKind::FollowUp { .. } => "",
     });
     if let TurnKind::FollowUp { number, max } = turn.kind {
@@ -140,7 +159,13 @@ mod tests {
     use crate::api::*;
 
     fn turn(messages: &[(Role, &str)]) -> Turn {
-        let todo = TodoItem { id: "1".into(), text: "Ask the day".into(), status: TodoStatus::Pending, answer: None, answer_message_ids: Vec::new() };
+        let todo = TodoItem {
+            id: "1".into(),
+            text: "Ask the day".into(),
+            status: TodoStatus::Pending,
+            answer: None,
+            answer_message_ids: Vec::new(),
+        };
         let instance = ConversationInstance::new(
             "Confirm the delivery day".into(),
             "+56912345678".into(),

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ToolCall, ToolError};
-use crate::api::TodoStatus;
+use crate::api::{Outcome, TodoStatus};
 use crate::engine::limits;
 
 /// (name, description, JSON schema of the arguments)
@@ -37,8 +37,21 @@ pub fn definitions() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "end_conversation",
-            "End this conversation, when the objective is achieved or cannot be. Stop after calling it.",
-            object(json!({"reason": text("why the conversation ends", limits::MAX_REASON_CHARS)}), &["reason"]),
+            "End this conversation, when the objective is achieved or cannot be. Stop after calling it. \
+             The summary is what the person who started this conversation reads: what was achieved or \
+             learned, in a sentence or two.",
+            object(
+                json!({
+                    "outcome": {
+                        "type": "string",
+                        "enum": Outcome::AGENT_CHOICES.map(Outcome::as_str),
+                        "description": "achieved: the objective is met; partially_achieved: some of it; \
+                                        declined: the contact said no; failed: it cannot be done"
+                    },
+                    "summary": text("what happened, for the person who asked", limits::MAX_REASON_CHARS),
+                }),
+                &["outcome", "summary"],
+            ),
         ),
         (
             "schedule_next_heartbeat",
@@ -59,9 +72,16 @@ pub fn definitions() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "request_human_intervention",
-            "Ask the human operator to take over: the contact needs something you cannot give or decide. \
-             Stop after calling it.",
-            object(json!({"reason": text("what the operator must handle", limits::MAX_REASON_CHARS)}), &["reason"]),
+            "Ask the human operator for help: the contact needs something you cannot give or decide. \
+             Put what you need to know in `question`; the operator's answer comes to you (not to the \
+             contact) in a later turn. Stop after calling it.",
+            object(
+                json!({
+                    "reason": text("what the operator must handle", limits::MAX_REASON_CHARS),
+                    "question": text("the question to the operator, if you have one", limits::MAX_REASON_CHARS),
+                }),
+                &["reason"],
+            ),
         ),
     ]
 }
@@ -74,8 +94,17 @@ struct Text {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Reason {
+struct End {
+    outcome: String,
+    summary: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Intervention {
     reason: String,
+    #[serde(default)]
+    question: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -120,7 +149,14 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
             };
             ToolCall::MarkTodoItem { todo_id, status, note }
         }
-        "end_conversation" => ToolCall::EndConversation { reason: args::<Reason>(name, arguments)?.reason },
+        "end_conversation" => {
+            let End { outcome, summary } = args(name, arguments)?;
+            let outcome = Outcome::AGENT_CHOICES.into_iter().find(|o| o.as_str() == outcome).ok_or_else(|| {
+                let choices: Vec<&str> = Outcome::AGENT_CHOICES.iter().map(|o| o.as_str()).collect();
+                ToolError(format!("end_conversation: outcome must be one of {}; nothing was done", choices.join(", ")))
+            })?;
+            ToolCall::EndConversation { outcome, summary }
+        }
         "schedule_next_heartbeat" => {
             let delay = match args::<Delay>(name, arguments)?.delay {
                 Value::Number(n) => n.as_u64().map(Duration::from_secs),
@@ -139,7 +175,8 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
             ToolCall::PlaceCall
         }
         "request_human_intervention" => {
-            ToolCall::RequestHumanIntervention { reason: args::<Reason>(name, arguments)?.reason }
+            let Intervention { reason, question } = args(name, arguments)?;
+            ToolCall::RequestHumanIntervention { reason, question }
         }
         other => {
             let names: Vec<&str> = definitions().iter().map(|(n, _, _)| *n).collect();
@@ -185,7 +222,7 @@ mod tests {
             ("send_message", json!({"text": "hi", "to": "+15550001111"})),
             ("send_message", json!({"text": "hi", "recipient": "+15550001111"})),
             ("place_call", json!({"number": "+15550001111"})),
-            ("end_conversation", json!({"reason": "done", "notify": "+1"})),
+            ("end_conversation", json!({"outcome": "achieved", "summary": "done", "notify": "+1"})),
         ] {
             let error = parse(name, args).unwrap_err();
             assert!(error.0.contains("unknown field") && error.0.contains("nothing was done"), "{error}");

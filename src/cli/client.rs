@@ -66,9 +66,28 @@ impl Client {
         &self,
         path: &str,
         body: &impl Serialize,
+        each: impl FnMut(T) -> bool,
+    ) -> Result<(), CliError> {
+        self.lines(Method::POST, path, Some(body), each).await
+    }
+
+    /// `post_lines` for a GET (the answer asked for as NDJSON).
+    pub async fn get_lines<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        each: impl FnMut(T) -> bool,
+    ) -> Result<(), CliError> {
+        self.lines(Method::GET, path, None::<&()>, each).await
+    }
+
+    async fn lines<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
         mut each: impl FnMut(T) -> bool,
     ) -> Result<(), CliError> {
-        let response = self.send(Method::POST, path, Some(body)).await?;
+        let response = self.send(method, path, body, "application/x-ndjson").await?;
         let status = response.status();
         let mut body = response.into_body();
         if !status.is_success() {
@@ -96,7 +115,7 @@ impl Client {
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T, CliError> {
-        let response = self.send(method, path, body).await?;
+        let response = self.send(method, path, body, "application/json").await?;
         let status = response.status();
         let body = response.into_body().collect().await.map_err(cut)?.to_bytes();
         if status.is_success() {
@@ -111,6 +130,7 @@ impl Client {
         method: Method,
         path: &str,
         body: Option<&impl Serialize>,
+        accept: &str,
     ) -> Result<hyper::Response<hyper::body::Incoming>, CliError> {
         let stream = TcpStream::connect(("127.0.0.1", self.port)).await.map_err(|e| match e.kind() {
             io::ErrorKind::ConnectionRefused => CliError::not_running(),
@@ -126,7 +146,7 @@ impl Client {
             .method(method)
             .uri(path)
             .header(header::HOST, format!("127.0.0.1:{}", self.port))
-            .header(header::ACCEPT, "application/json");
+            .header(header::ACCEPT, accept);
         if let Some(token) = &self.token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }

@@ -183,9 +183,10 @@ fn demo_model() -> Responder {
                 tool("mark_todo_item", json!({"todo_id": "2", "status": "completed", "note": "Friday, around 3pm"})),
                 tool("send_message", json!({"text": "Perfect: Friday around 3pm. Thank you, see you then!"})),
             ]),
-            (heard, true) if heard >= 2 => {
-                Reply::Tools(vec![tool("end_conversation", json!({"reason": "day and time window agreed"}))])
-            }
+            (heard, true) if heard >= 2 => Reply::Tools(vec![tool(
+                "end_conversation",
+                json!({"outcome": "achieved", "summary": "day and time window agreed"}),
+            )]),
             (_, true) => Reply::Text(String::new()),
         }
     })

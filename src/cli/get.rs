@@ -41,13 +41,21 @@ pub fn print(i: &ConversationInstance) {
     {
         println!("needs       {reason}");
     }
+    if let Some(q) = &i.pending_question {
+        let asked = q.question.as_deref().unwrap_or(&q.reason);
+        println!("question    {} asks: {asked}", q.id);
+        println!("            answer it with `relay answer {} \"...\"`", output::short_id(&i.id));
+    }
     if let Some(reason) = &i.channel_blocked {
         println!("waiting     {reason}");
     }
-    if let Some(reason) = &i.summary {
-        println!("completed   {reason}");
+    if let (Some(outcome), Some(by)) = (i.outcome, i.ended_by) {
+        println!("outcome     {} (ended by {})", outcome.as_str(), by.as_str());
     }
-    if let Some(reason) = &i.failure_reason {
+    if let Some(summary) = &i.summary {
+        println!("summary     {summary}");
+    }
+    if let Some(reason) = i.failure_reason.as_ref().filter(|_| i.outcome.is_none()) {
         println!("failed      {reason}");
     }
     if i.usage.model_calls > 0 {
@@ -69,6 +77,13 @@ pub fn print(i: &ConversationInstance) {
             Some(note) => println!("  {mark} {}. {}: {note}", todo.id, todo.text),
             None => println!("  {mark} {}. {}", todo.id, todo.text),
         }
+    }
+    if let Some(last) = &i.last_contact_message {
+        println!(
+            "contact     last wrote {:?} ({})",
+            output::truncate(&last.untrusted_contact_text, 60),
+            output::time(last.at)
+        );
     }
     println!("history");
     for t in &i.history {

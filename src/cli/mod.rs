@@ -2,11 +2,13 @@
 //! subcommand. Every subcommand but `init`, `start`, `stop` and `daemon` is a
 //! thin client of the daemon's API.
 
+mod answer;
 mod client;
 mod control;
 mod create;
 mod daemon;
 mod demo;
+mod events;
 mod get;
 mod init;
 mod link;
@@ -17,7 +19,9 @@ mod send;
 mod start;
 mod status;
 mod stop;
+mod template;
 mod transcript;
+mod wait;
 
 use std::process::ExitCode;
 
@@ -36,7 +40,8 @@ Exit codes:
   4  no such conversation (unknown id or prefix)
   5  not allowed in the conversation's current state
   6  relay is not initialised (run `relay init`)
-  7  refused by the daemon's API guard (token, host)";
+  7  refused by the daemon's API guard (token, host)
+  8  `relay wait` timed out before the conversation got there";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -91,6 +96,15 @@ pub enum Command {
     Resume(IdArg),
     /// Send a message to the conversation's contact yourself.
     Send(send::Args),
+    /// Wait until a conversation ends, needs you, reaches a state, or changes; then show it.
+    Wait(wait::Args),
+    /// Answer the conversation agent's question (the agent gets it, not the contact).
+    Answer(answer::Args),
+    /// Print the event log (every change, numbered); --follow for new ones as they happen.
+    Events(events::Args),
+    /// Conversations written once with {{placeholders}}: add, list, show, remove.
+    #[command(subcommand)]
+    Template(template::Command),
     /// Play a contact on the sandbox channel (for trying relay and for tests).
     #[command(subcommand)]
     Sandbox(sandbox::Command),
@@ -128,7 +142,7 @@ pub struct CliError {
 }
 
 impl CliError {
-    fn new(exit: u8, code: &str, message: impl Into<String>) -> CliError {
+    pub fn new(exit: u8, code: &str, message: impl Into<String>) -> CliError {
         CliError {
             exit,
             error: ApiErrorResponse {
@@ -221,7 +235,11 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Pause(IdArg { id }) => control::run(ctx, &id, control::Action::Pause).await,
         Command::Resume(IdArg { id }) => control::run(ctx, &id, control::Action::Resume).await,
         Command::Send(args) => send::run(ctx, args).await,
+        Command::Wait(args) => wait::run(ctx, args).await,
+        Command::Answer(args) => answer::run(ctx, args).await,
+        Command::Events(args) => events::run(ctx, args).await,
         Command::Sandbox(command) => sandbox::run(ctx, command).await,
+        Command::Template(command) => template::run(ctx, command),
     }
 }
 

@@ -21,6 +21,7 @@ use super::guard;
 use crate::api::*;
 use crate::channel::{Delivery, SandboxChannel};
 use crate::contact::Contact;
+use crate::engine::wait::Until;
 use crate::engine::{Engine, Once};
 
 /// What every handler can reach.
@@ -46,6 +47,7 @@ pub struct App {
     security(("bearer" = [])),
     tags(
         (name = "instances", description = "Conversations"),
+        (name = "events", description = "Every change, as a numbered event stream"),
         (name = "daemon", description = "The daemon itself"),
         (name = "sandbox", description = "The sandbox channel: simulated contacts, for trying relay and for tests"),
         (name = "whatsapp", description = "The WhatsApp channel: linking a device"),
@@ -74,6 +76,9 @@ pub fn router(app: App) -> Router {
         .routes(routes!(pause_instance))
         .routes(routes!(resume_instance))
         .routes(routes!(send_message))
+        .routes(routes!(wait_instance))
+        .routes(routes!(answer_instance))
+        .routes(routes!(events))
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_outbox))
         .routes(routes!(whatsapp_pair))
@@ -135,6 +140,8 @@ async fn status(State(app): State<App>) -> Json<DaemonStatusResponse> {
         active_instance_count: active,
         total_instance_count: total,
         unrouted_message_count: app.engine.unrouted_count(),
+        waiting_requests: app.engine.waiting(),
+        last_event_seq: app.engine.last_event_seq(),
         channel,
         model: app.engine.agent().model(),
         model_error: app.engine.agent().last_error(),
@@ -249,6 +256,140 @@ async fn send_message(
         None => Once { value: app.engine.send(&id, request.message).await?, replayed: false },
     };
     Ok((replayed(sent.replayed), Json(sent.value)))
+}
+
+/// Waits (long poll) until the conversation reaches one of the `until`
+/// states, or changes at all (`until=change`), at most `timeout_ms`.
+/// `reached` says which came first. Costs nothing while it waits. A daemon
+/// that stops meanwhile answers 503 `shutting_down`: retry once it is back.
+#[utoipa::path(get, path = "/instances/{id}/wait", tag = "instances",
+    params(("id" = String, Path, description = "conversation id, or a unique prefix"), WaitQuery),
+    responses((status = 200, body = WaitResponse), (status = 400, body = ApiErrorResponse),
+              (status = 404, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse)))]
+async fn wait_instance(
+    State(app): State<App>,
+    Id(id): Id,
+    query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<WaitResponse>> {
+    let Query(query) = query?;
+    let until = match query.until.as_deref() {
+        None => Until::settled(),
+        Some(text) => Until::parse(text).map_err(invalid)?,
+    };
+    let timeout_ms = query.timeout_ms.unwrap_or(DEFAULT_WAIT_MS);
+    if timeout_ms > MAX_WAIT_MS {
+        return Err(invalid(format!("timeout_ms is at most {MAX_WAIT_MS} (an hour); wait again after it")));
+    }
+    let mut stopping = app.stop.subscribe();
+    let stop = async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+    };
+    let (reached, instance) =
+        app.engine.wait(&id, &until, std::time::Duration::from_millis(timeout_ms), stop).await.map_err(
+            |e| match e {
+                crate::engine::EngineError::ShuttingDown => ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "shutting_down",
+                    "the daemon is stopping; wait again once it is back (`relay start`)".into(),
+                ),
+                other => other.into(),
+            },
+        )?;
+    Ok(Json(WaitResponse { reached, instance }))
+}
+
+const DEFAULT_WAIT_MS: u64 = 50_000;
+const MAX_WAIT_MS: u64 = 3_600_000;
+
+/// The operator answers the agent's pending question (or the reason it
+/// stopped). The answer goes to the agent, never to the contact; the
+/// conversation goes on (NEEDS_HUMAN_INTERVENTION -> ACTIVE).
+#[utoipa::path(post, path = "/instances/{id}/answer", tag = "instances", request_body = AnswerRequest,
+    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
+    responses((status = 200, body = ConversationInstance), (status = 400, body = ApiErrorResponse),
+              (status = 404, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
+              (status = 507, body = ApiErrorResponse)))]
+async fn answer_instance(
+    State(app): State<App>,
+    Id(id): Id,
+    Body(request): Body<AnswerRequest>,
+) -> ApiResult<Json<ConversationInstance>> {
+    Ok(Json(app.engine.answer(&id, request.answer).await?))
+}
+
+/// The event log after `after` (or the `Last-Event-ID` header), as
+/// Server-Sent Events (`id:` is the sequence number, `event:` the type), or
+/// as NDJSON with `Accept: application/x-ndjson`. Without `follow=true` the
+/// stream ends after the stored events.
+#[utoipa::path(get, path = "/events", tag = "events", params(EventsQuery),
+    responses((status = 200, content_type = "text/event-stream", body = ConversationEvent),
+              (status = 200, content_type = "application/x-ndjson", body = ConversationEvent),
+              (status = 400, body = ApiErrorResponse), (status = 404, body = ApiErrorResponse)))]
+async fn events(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<axum::response::Response> {
+    use futures_util::StreamExt;
+    let Query(query) = query?;
+    let ndjson = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("application/x-ndjson"));
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| invalid("Last-Event-ID must be an event's sequence number".into()))?,
+        ),
+    };
+    let after = query.after.or(last_event_id).unwrap_or(0);
+    let instance = query.instance.as_deref().map(|id| app.engine.resolve(id)).transpose()?;
+    let events = app.engine.events(after, instance, query.follow.unwrap_or(false)).boxed();
+    // The stream ends when the daemon stops, so it cannot hold up shutdown.
+    // Server-Sent Events get a comment every 15 s, so idle proxies and
+    // clients can tell a quiet stream from a dead one.
+    let stopping = app.stop.subscribe();
+    let keep_alive = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+    let chunks = futures_util::stream::unfold(
+        (events, stopping, keep_alive),
+        move |(mut events, mut stopping, mut keep_alive)| async move {
+            let chunk = loop {
+                tokio::select! {
+                    biased;
+                    _ = stopping.wait_for(|stop| *stop) => return None,
+                    event = events.next() => match event? {
+                        Ok(event) => break format_event(&event, ndjson),
+                        Err(error) => {
+                            tracing::error!(%error, "cannot read the event log");
+                            return None;
+                        }
+                    },
+                    _ = keep_alive.tick() => if !ndjson { break b": keep-alive\n\n".to_vec() },
+                }
+            };
+            Some((Ok::<_, std::convert::Infallible>(chunk), (events, stopping, keep_alive)))
+        },
+    );
+    let content_type = if ndjson { "application/x-ndjson" } else { "text/event-stream" };
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, content_type), (axum::http::header::CACHE_CONTROL, "no-cache")],
+        axum::body::Body::from_stream(chunks),
+    )
+        .into_response())
+}
+
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+fn format_event(event: &ConversationEvent, ndjson: bool) -> Vec<u8> {
+    let json = serde_json::to_string(event).expect("events serialise");
+    if ndjson {
+        format!("{json}\n").into_bytes()
+    } else {
+        format!("id: {}\nevent: {}\ndata: {json}\n\n", event.seq, event.data.kind()).into_bytes()
+    }
 }
 
 /// The `Idempotency-Key` request header.

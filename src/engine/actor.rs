@@ -20,11 +20,11 @@ use uuid::Uuid;
 
 use super::fsm::{self, Event, Target};
 use super::tools::{ConversationTools, ToolCall, ToolError};
-use super::{EngineError, Shared, bounded_text, heartbeat, limits};
+use super::{EngineError, Shared, bounded_text, heartbeat, limits, report};
 use crate::agent::{AgentError, Turn, TurnKind};
 use crate::api::{
-    ConversationInstance, CreateInstanceResponse, Role, SendStatus, State, StateTransition, TokenUsage,
-    TranscriptMessage,
+    ContactText, ConversationInstance, CreateInstanceResponse, EventData, Question, Role, SendStatus, State,
+    StateTransition, TokenUsage, TranscriptMessage,
 };
 use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
 use crate::contact::Contact;
@@ -109,6 +109,10 @@ pub(crate) enum Op {
         text: String,
         message_id: Uuid,
     },
+    /// `relay answer`: the operator answers the agent, not the contact.
+    Answer {
+        text: String,
+    },
 }
 
 struct RunningTurn {
@@ -120,6 +124,8 @@ struct RunningTurn {
     attempted: u32,
     /// The contact's messages this turn answers: marked read when it ends well.
     answers: Vec<MessageRef>,
+    /// The same messages' transcript ids: what a todo answered now rests on.
+    answering: Vec<Uuid>,
     task: JoinHandle<()>,
 }
 
@@ -268,6 +274,8 @@ impl Actor {
         let instance = Arc::new(instance);
         self.shared.publish(&instance);
         tracing::info!(instance = %instance.id, state = %instance.state, "conversation created");
+        let created = EventData::Created { state: instance.state, target_contact: instance.target_contact.clone() };
+        self.shared.emit(instance.id, created);
         let response = CreateInstanceResponse { id: instance.id, state: instance.state };
         self.convs.push(instance);
         Ok(response)
@@ -349,6 +357,7 @@ impl Actor {
         match instance.history.last().map(|t| t.trigger.as_str()) {
             Some("agent_sends_first_message") => TurnKind::FirstMessage,
             Some("agent_processes_reply") => TurnKind::Reply,
+            Some("operator_answers") => TurnKind::Answered,
             _ => TurnKind::Resume,
         }
     }
@@ -383,12 +392,24 @@ impl Actor {
         }
         heartbeat::on_transition(&mut next, from, to, now);
         change(&mut next);
+        if from == State::NeedsHumanIntervention && to != State::Paused {
+            // Not answered (the operator resumed or wrote to the contact).
+            set_question_aside(&mut next);
+        }
+        if to.is_terminal() {
+            report::on_end(&mut next, event, reason.as_deref());
+        }
         if target != Target::Stay {
-            next.history.push(entry(from, to, event, reason, now));
+            next.history.push(entry(from, to, event, reason.clone(), now));
             tracing::info!(instance = %id, from = %from, to = %to, trigger = %event, "transition");
         }
         next.updated_at = now;
-        self.commit(index, next)
+        let committed = self.commit(index, next)?;
+        if target != Target::Stay {
+            let trigger = event.as_str().to_string();
+            self.shared.emit(id, EventData::Transition { from, to, trigger, reason });
+        }
+        Ok(committed)
     }
 
     /// Changes conversation `id` without a transition (todos, counters).
@@ -454,8 +475,38 @@ impl Actor {
                 self.abort_turn_of(id);
                 Ok((instance, None))
             }
+            Op::Answer { text } => self.answer(id, text).map(|instance| (instance, None)),
             Op::Send { .. } => unreachable!("handled by start_manual_send"),
         }
+    }
+
+    /// `relay answer`: the pending question (or, if the agent asked none,
+    /// the reason it stopped) gets the operator's answer, and the agent
+    /// takes a turn with it. Nothing goes to the contact.
+    fn answer(&mut self, id: Uuid, text: String) -> Result<ConversationInstance, EngineError> {
+        let now = Utc::now();
+        let mut answered = None;
+        let instance = self.transition(id, Event::OperatorAnswers, None, |i| {
+            let mut question = i.pending_question.take().unwrap_or_else(|| Question {
+                id: format!("q{}", i.earlier_questions.len() + 1),
+                reason: i.intervention_reason.clone().unwrap_or_else(|| "the agent stopped".into()),
+                question: None,
+                asked_at: now,
+                answer: None,
+                answered_at: None,
+            });
+            question.answer = Some(text.clone());
+            question.answered_at = Some(now);
+            answered = Some(question.id.clone());
+            i.earlier_questions.push(question);
+        })?;
+        let question_id = answered.expect("set by the transition");
+        let note = format!("The operator answered the agent ({question_id}): {text}");
+        if let Err(error) = self.record(id, Role::System, note) {
+            tracing::warn!(instance = %id, %error, "cannot note the answer in the transcript");
+        }
+        self.shared.emit(id, EventData::Answer { question_id, answer: text });
+        Ok(instance)
     }
 
     /// `relay send`: checked against the table now, delivered in the
@@ -569,10 +620,11 @@ impl Actor {
                 ..message
             },
         };
-        if let Err(error) = self.record_message(&settled) {
+        match self.record_message(&settled) {
+            Ok(()) => self.shared.emit(id, message_out(&settled)),
             // The contact has it (or not) all the same; on disk it stays
             // pending, and reads as unconfirmed after a restart.
-            tracing::error!(instance = %id, %error, "cannot record what became of a message");
+            Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
         }
         match (waiter, result) {
             (SendWaiter::Tool { turn, reply }, Ok(_)) => {
@@ -682,9 +734,17 @@ impl Actor {
         }
         self.unread.extend(reference);
         tracing::info!(instance = %id, state = %state, "contact message received");
+        let event = EventData::MessageIn { message_id: recorded.id, untrusted_contact_text: recorded.content.clone() };
+        self.shared.emit(id, event);
+        let last = ContactText {
+            message_id: recorded.id,
+            at: recorded.timestamp,
+            untrusted_contact_text: recorded.content.clone(),
+        };
         let count = |i: &mut ConversationInstance| {
             i.unanswered_contact_messages += 1;
             i.follow_up_count = 0;
+            i.last_contact_message = Some(last);
         };
         let saved = match state {
             State::WaitingForReply => self.transition(id, Event::ContactReplies, None, count).map(drop),
@@ -760,6 +820,15 @@ impl Actor {
             .iter()
             .any(|m| matches!(m.role, Role::Agent | Role::Manual) && m.send_status != Some(SendStatus::Failed));
         let kind = if kind == TurnKind::FirstMessage && spoke { TurnKind::Resume } else { kind };
+        // The contact's messages since relay last spoke: what this turn answers.
+        let mut answering: Vec<Uuid> = transcript
+            .iter()
+            .rev()
+            .take_while(|m| !matches!(m.role, Role::Agent | Role::Manual))
+            .filter(|m| m.role == Role::Contact)
+            .map(|m| m.id)
+            .collect();
+        answering.reverse();
         self.turns_started += 1;
         let turn = self.turns_started;
         let tools = ConversationTools { actor: self.me.clone(), instance: id, turn };
@@ -770,7 +839,7 @@ impl Actor {
             let _ = me.send(Msg::TurnDone { id, turn, result });
         });
         let answers = std::mem::take(&mut self.unread);
-        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, attempted: 0, answers, task });
+        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, attempted: 0, answers, answering, task });
         Ok(())
     }
 
@@ -854,20 +923,32 @@ impl Actor {
                 }
                 let note =
                     note.map(|n| bounded_text("note", n, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
+                // What the answer rests on: the messages this turn answers,
+                // else the contact's latest.
+                let mut rests_on = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
+                if rests_on.is_empty() {
+                    rests_on.extend(instance.last_contact_message.as_ref().map(|m| m.message_id));
+                }
+                let answer = note.clone();
                 self.update(id, |i| {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
                     todo.status = status;
                     if note.is_some() {
                         todo.answer = note;
+                        todo.answer_message_ids = rests_on;
                     }
                 })
                 .map_err(refused)?;
+                self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer });
                 Ok(format!("todo {todo_id} is now {}", status.as_str()))
             }
-            ToolCall::EndConversation { reason } => {
-                let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
-                self.transition(id, Event::EndConversation, Some(reason.clone()), |i| {
-                    i.summary = Some(reason);
+            ToolCall::EndConversation { outcome, summary } => {
+                let summary = bounded_text("summary", summary, limits::MAX_REASON_CHARS).map_err(refused)?;
+                let reason = format!("{}: {summary}", outcome.as_str());
+                self.transition(id, Event::EndConversation, Some(reason), |i| {
+                    i.outcome = Some(outcome);
+                    i.ended_by = Some(crate::api::EndedBy::Agent);
+                    i.summary = Some(summary);
                 })
                 .map_err(refused)?;
                 self.detach_turn();
@@ -887,16 +968,53 @@ impl Actor {
                 self.record(id, Role::System, note).map_err(refused)?;
                 Ok("Calls are not available yet: no call was placed. Continue by message.".into())
             }
-            ToolCall::RequestHumanIntervention { reason } => {
+            ToolCall::RequestHumanIntervention { reason, question } => {
                 let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
-                self.transition(id, Event::RequestIntervention, Some(reason.clone()), |i| {
-                    i.intervention_reason = Some(reason);
-                })
-                .map_err(refused)?;
+                let question = question
+                    .map(|q| bounded_text("question", q, limits::MAX_REASON_CHARS))
+                    .transpose()
+                    .map_err(refused)?;
+                let asked = self
+                    .transition(id, Event::RequestIntervention, Some(reason.clone()), |i| {
+                        i.intervention_reason = Some(reason.clone());
+                        i.pending_question = Some(Question {
+                            id: format!("q{}", i.earlier_questions.len() + 1),
+                            reason,
+                            question,
+                            asked_at: Utc::now(),
+                            answer: None,
+                            answered_at: None,
+                        });
+                    })
+                    .map_err(refused)?;
+                if let Some(question) = asked.pending_question {
+                    self.shared.emit(id, EventData::Question { question });
+                }
                 self.detach_turn();
-                Ok("a human operator has been asked to step in; stop here".into())
+                Ok("a human operator has been asked to step in; stop here. Their answer, if they give one, \
+                    comes in your next turn."
+                    .into())
             }
         }
+    }
+}
+
+/// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer (resume, send):
+/// the question stays on record, unanswered.
+fn set_question_aside(instance: &mut ConversationInstance) {
+    if let Some(question) = instance.pending_question.take() {
+        instance.earlier_questions.push(question);
+    }
+}
+
+/// The event of a message relay sent (or failed to).
+pub(crate) fn message_out(message: &TranscriptMessage) -> EventData {
+    EventData::MessageOut {
+        message_id: message.id,
+        role: message.role,
+        text: message.content.clone(),
+        send_status: message.send_status.unwrap_or(SendStatus::Sent),
+        delivery_error: message.delivery_error.clone(),
     }
 }
 

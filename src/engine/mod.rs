@@ -9,15 +9,21 @@
 //! - [`heartbeat`]: when follow-ups are due.
 //! - [`tools`]: the agent's six tools, as requests to the actor.
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
+//! - [`events`]: every change as a numbered, persisted event.
+//! - [`report`]: how a conversation ended, in words a caller can act on.
+//! - [`wait`]: waiting for a conversation to reach a state.
 //!
 //! Reads (`get`, `list`) never wait for an actor: each actor publishes every
 //! instance it has persisted into a shared view.
 
 pub mod actor;
+pub mod events;
 pub mod fsm;
 pub mod heartbeat;
 pub mod idempotency;
+pub mod report;
 pub mod tools;
+pub mod wait;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -144,6 +150,12 @@ pub(crate) struct Shared {
     /// refuses one later.
     sent: Mutex<SentIndex>,
     keys: Arc<idempotency::Keys>,
+    pub(crate) events: events::EventLog,
+    /// Per conversation, a counter bumped on every change, for waiters only
+    /// (an entry exists while someone waits on that conversation).
+    watched: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
+    /// Waits under way (see [`wait`]).
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// The channel ids of the last [`SentIndex::CAPACITY`] messages sent.
@@ -194,6 +206,7 @@ impl Engine {
         let instances = store.load_instances()?;
         let unrouted = store.count_unrouted()?;
         let keys = Arc::new(idempotency::Keys::load(store.clone())?);
+        let events = events::EventLog::open(store.events_path())?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
         let engine = Engine {
             shared: Arc::new(Shared {
@@ -208,6 +221,9 @@ impl Engine {
                 unrouted: AtomicU64::new(unrouted),
                 sent: Mutex::new(SentIndex::default()),
                 keys,
+                events,
+                watched: Mutex::new(HashMap::new()),
+                waiting: Default::default(),
             }),
         };
         // Weak: the channel must not keep the engine (which owns it) alive.
@@ -331,6 +347,13 @@ impl Engine {
 
     pub async fn cancel(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
         self.operate(id_or_prefix, Op::Cancel).await.map(|(i, _)| i)
+    }
+
+    /// The operator answers the agent's question (`relay answer`); the
+    /// agent goes on with it. Nothing is sent to the contact.
+    pub async fn answer(&self, id_or_prefix: &str, text: String) -> Result<ConversationInstance, EngineError> {
+        let text = bounded_text("answer", text, limits::MAX_REASON_CHARS)?;
+        self.operate(id_or_prefix, Op::Answer { text }).await.map(|(i, _)| i)
     }
 
     /// The operator speaks to the contact (`relay send`).
@@ -498,6 +521,18 @@ impl Shared {
         view.insert(instance.id.to_string(), instance.clone());
         drop(view);
         self.changes.send_modify(|n| *n += 1);
+        if let Some(watch) = self.watched.lock().expect("watched lock").get(&instance.id) {
+            watch.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Records an event of conversation `id`. The change it describes is
+    /// already on disk; an event that cannot be written is logged and lost
+    /// (its number is not used), never a reason to undo the change.
+    pub(crate) fn emit(&self, id: Uuid, data: crate::api::EventData) {
+        if let Err(error) = self.events.append(id, data) {
+            tracing::error!(instance = %id, %error, "cannot record an event");
+        }
     }
 
     /// A message no conversation takes is not answered, but it is kept
@@ -629,7 +664,13 @@ fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, 
     let mut todos = Vec::with_capacity(request.todos.len());
     for (n, todo) in request.todos.into_iter().enumerate() {
         let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
-        todos.push(TodoItem { id: (n + 1).to_string(), text, status: TodoStatus::Pending, answer: None, answer_message_ids: Vec::new() });
+        todos.push(TodoItem {
+            id: (n + 1).to_string(),
+            text,
+            status: TodoStatus::Pending,
+            answer: None,
+            answer_message_ids: Vec::new(),
+        });
     }
     let overrides = request.heartbeat_config.unwrap_or_default();
     let defaults = HeartbeatConfig::default();
@@ -672,6 +713,7 @@ impl Op {
             Op::Resume => Event::Resume,
             Op::Cancel => Event::Cancel,
             Op::Send { .. } => Event::ManualSend,
+            Op::Answer { .. } => Event::OperatorAnswers,
         }
     }
 }

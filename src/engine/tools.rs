@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::actor::Msg;
-use crate::api::{TodoStatus, TokenUsage};
+use crate::api::{Outcome, TodoStatus, TokenUsage};
 
 /// One tool call, already parsed and typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +23,8 @@ pub enum ToolCall {
         note: Option<String>,
     },
     EndConversation {
-        reason: String,
+        outcome: Outcome,
+        summary: String,
     },
     ScheduleNextHeartbeat {
         delay: Duration,
@@ -32,6 +33,8 @@ pub enum ToolCall {
     PlaceCall,
     RequestHumanIntervention {
         reason: String,
+        /// What exactly the agent asks the operator, if anything.
+        question: Option<String>,
     },
 }
 

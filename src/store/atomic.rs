@@ -58,6 +58,11 @@ pub fn sync_parent(path: &Path) -> io::Result<()> {
     }
 }
 
+/// [`drop_torn_tail`] of the file at `path`.
+pub fn drop_torn_tail_of(path: &Path) -> io::Result<()> {
+    drop_torn_tail(&OpenOptions::new().read(true).write(true).open(path)?)
+}
+
 /// Truncates the file after its last newline, if it does not end with one.
 fn drop_torn_tail(file: &File) -> io::Result<()> {
     use std::os::unix::fs::FileExt;

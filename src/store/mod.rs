@@ -3,7 +3,8 @@
 //! - `instances/<id>.json`: one conversation, replaced atomically on every change;
 //! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line;
 //! - `unrouted.jsonl`: messages from contacts with no live conversation;
-//! - `idempotency.jsonl`: the idempotency keys of the last day.
+//! - `idempotency.jsonl`: the idempotency keys of the last day;
+//! - `events.jsonl`: every change as a numbered event (written by `engine::events`).
 //!
 //! Per-instance files keep every write O(1) in the number of conversations.
 //! Every write is durable (fsync) before it returns, so nothing the API
@@ -40,6 +41,7 @@ pub struct Store {
     unrouted: PathBuf,
     clean_shutdown: PathBuf,
     keys: PathBuf,
+    events: PathBuf,
 }
 
 impl Store {
@@ -52,7 +54,13 @@ impl Store {
             unrouted: home.unrouted_file(),
             clean_shutdown: home.clean_shutdown_file(),
             keys: home.idempotency_file(),
+            events: home.events_file(),
         })
+    }
+
+    /// Where the event log lives (`engine::events` writes it).
+    pub fn events_path(&self) -> PathBuf {
+        self.events.clone()
     }
 
     fn instance_path(&self, id: Uuid) -> PathBuf {

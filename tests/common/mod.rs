@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod model;
+
 pub const CONTACT: &str = "+56912345678";
 pub const OTHER_CONTACT: &str = "+447911123456";
 

@@ -1,0 +1,128 @@
+//! `relay template add | list | show | remove`: conversations written once
+//! with `{{placeholders}}`, started with `relay create --template NAME --var
+//! key=value`. Templates are files in the home; no daemon is needed.
+
+use comfy_table::Table;
+
+use super::{CliError, Context, output};
+use crate::template::{Template, TemplateError, Templates};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Save a template (objective and todos may hold {{placeholders}}).
+    Add(AddArgs),
+    /// List the templates and their variables.
+    List,
+    /// Show one template.
+    Show { name: String },
+    /// Delete a template.
+    Remove { name: String },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// Lowercase letters, digits, '-' and '_' (e.g. delivery-check).
+    pub name: String,
+    /// What the conversation should achieve; may hold {{placeholders}}.
+    #[arg(long)]
+    pub objective: String,
+    /// One thing to get done; repeat for several.
+    #[arg(long = "todo", required = true)]
+    pub todos: Vec<String>,
+    /// How long to wait for a reply before a follow-up (90s, 30m, 2h).
+    #[arg(long, value_parser = super::create::parse_duration)]
+    pub heartbeat_interval: Option<std::time::Duration>,
+    /// Follow-ups before the conversation is ABANDONED.
+    #[arg(long)]
+    pub max_followups: Option<u32>,
+    /// Replace a template of the same name.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
+    let templates = Templates::of(&ctx.home);
+    match command {
+        Command::Add(args) => {
+            let mut template = Template::new(&args.name, args.objective, args.todos).map_err(error)?;
+            template.heartbeat_interval_ms = args.heartbeat_interval.map(|d| d.as_millis() as u64);
+            template.max_followups = args.max_followups;
+            templates.save(&template, args.force).map_err(error)?;
+            if ctx.json {
+                output::json(&template);
+            } else {
+                let variables = template.variables().into_iter().collect::<Vec<_>>().join(", ");
+                let variables = if variables.is_empty() { "none".into() } else { variables };
+                println!("Saved template '{}' (variables: {variables}).", template.name);
+            }
+        }
+        Command::List => {
+            let all = templates.list().map_err(error)?;
+            if ctx.json {
+                output::json(&all);
+            } else if all.is_empty() {
+                println!("No templates yet: `relay template add NAME --objective ... --todo ...`.");
+            } else {
+                let mut table = Table::new();
+                table.load_preset(comfy_table::presets::NOTHING).set_header([
+                    "NAME",
+                    "VARIABLES",
+                    "TODOS",
+                    "OBJECTIVE",
+                ]);
+                for t in &all {
+                    let variables = t.variables().into_iter().collect::<Vec<_>>().join(", ");
+                    table.add_row([
+                        t.name.clone(),
+                        variables,
+                        t.todos.len().to_string(),
+                        output::truncate(&t.objective, 50),
+                    ]);
+                }
+                println!("{table}");
+            }
+        }
+        Command::Show { name } => {
+            let t = templates.load(&name).map_err(error)?;
+            if ctx.json {
+                output::json(&t);
+            } else {
+                println!("name        {}", t.name);
+                println!("objective   {}", t.objective);
+                let variables = t.variables().into_iter().collect::<Vec<_>>().join(", ");
+                println!("variables   {}", if variables.is_empty() { "none" } else { &variables });
+                if let Some(ms) = t.heartbeat_interval_ms {
+                    println!("heartbeat   every {}", crate::duration::format(std::time::Duration::from_millis(ms)));
+                }
+                if let Some(n) = t.max_followups {
+                    println!("follow-ups  at most {n}");
+                }
+                println!("todos");
+                for (n, todo) in t.todos.iter().enumerate() {
+                    println!("  {}. {todo}", n + 1);
+                }
+            }
+        }
+        Command::Remove { name } => {
+            templates.remove(&name).map_err(error)?;
+            if ctx.json {
+                output::json(&serde_json::json!({ "removed": name }));
+            } else {
+                println!("Removed template '{name}'.");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A template error as the CLI reports it: 4 for one that does not exist,
+/// 2 for bad input, 1 for trouble with the files.
+pub fn error(e: TemplateError) -> CliError {
+    match e {
+        TemplateError::NotFound(_) => CliError::new(4, "not_found", e.to_string()),
+        TemplateError::BadName(_) | TemplateError::Exists(_) | TemplateError::Invalid(_) => {
+            CliError::usage(e.to_string())
+        }
+        TemplateError::Io { .. } | TemplateError::Corrupt { .. } => CliError::failure(e.to_string()),
+    }
+}

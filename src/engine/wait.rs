@@ -1,0 +1,154 @@
+//! Waiting for a conversation (`relay wait`, `GET /instances/{id}/wait`).
+//!
+//! A waiter holds a receiver of its conversation's change counter and
+//! sleeps until it moves: no polling, and nothing at all while idle. The
+//! counter exists only while someone waits on that conversation.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::{Engine, EngineError, Shared};
+use crate::api::{ConversationInstance, State};
+
+/// What a waiter waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Until {
+    /// Any change after the wait starts.
+    Change,
+    /// Any of these states (already being in one counts).
+    States(Vec<State>),
+}
+
+impl Until {
+    /// The default: until the conversation ends or needs the operator.
+    pub fn settled() -> Until {
+        let mut states: Vec<State> = State::ALL.into_iter().filter(|s| s.is_terminal()).collect();
+        states.push(State::NeedsHumanIntervention);
+        Until::States(states)
+    }
+
+    /// Parses `terminal`, `change` or state names, comma-separated
+    /// (`change` cannot be mixed with states).
+    pub fn parse(text: &str) -> Result<Until, String> {
+        let mut states = Vec::new();
+        let mut change = false;
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word.to_ascii_lowercase().as_str() {
+                "change" => change = true,
+                "terminal" => states.extend(State::ALL.into_iter().filter(|s| s.is_terminal())),
+                _ => states.push(word.parse::<State>().map_err(|e| {
+                    format!("{e}; or `terminal` (COMPLETED, ABANDONED, FAILED) or `change` (any change)")
+                })?),
+            }
+        }
+        match (change, states.is_empty()) {
+            (true, true) => Ok(Until::Change),
+            (false, false) => Ok(Until::States(states)),
+            (true, false) => Err("wait for `change` or for states, not both".into()),
+            (false, true) => Err("say what to wait for: state names, `terminal` or `change`".into()),
+        }
+    }
+}
+
+impl Engine {
+    /// Waits until conversation `id_or_prefix` is as `until` says, at most
+    /// `timeout`, or until `stop` resolves (the daemon is stopping: an
+    /// error). Returns whether it got there, and the conversation as it is.
+    pub async fn wait(
+        &self,
+        id_or_prefix: &str,
+        until: &Until,
+        timeout: Duration,
+        stop: impl Future<Output = ()>,
+    ) -> Result<(bool, ConversationInstance), EngineError> {
+        let id = self.resolve(id_or_prefix)?;
+        // Watch first, then look: a change in between is not missed.
+        let mut watcher = Watcher::new(&self.shared, id);
+        let reached = |instance: &ConversationInstance| match until {
+            Until::Change => false,
+            Until::States(states) => states.contains(&instance.state),
+        };
+        let current = self.get(&id.to_string())?;
+        if reached(&current) {
+            return Ok((true, current));
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                changed = watcher.rx.changed() => {
+                    if changed.is_err() {
+                        return Err(EngineError::ShuttingDown);
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => return Ok((false, self.get(&id.to_string())?)),
+                _ = &mut stop => return Err(EngineError::ShuttingDown),
+            }
+            let now = self.get(&id.to_string())?;
+            if *until == Until::Change || reached(&now) {
+                return Ok((true, now));
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// How many waits are under way.
+    pub fn waiting(&self) -> usize {
+        self.shared.waiting.load(Ordering::Relaxed)
+    }
+}
+
+/// One waiter's view of a conversation's change counter; the last one to go
+/// removes the counter.
+struct Watcher {
+    shared: Arc<Shared>,
+    id: Uuid,
+    rx: watch::Receiver<u64>,
+}
+
+impl Watcher {
+    fn new(shared: &Arc<Shared>, id: Uuid) -> Watcher {
+        let mut watched = shared.watched.lock().expect("watched lock");
+        let rx = watched.entry(id).or_insert_with(|| watch::Sender::new(0)).subscribe();
+        shared.waiting.fetch_add(1, Ordering::Relaxed);
+        Watcher { shared: shared.clone(), id, rx }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.shared.waiting.fetch_sub(1, Ordering::Relaxed);
+        let mut watched = self.shared.watched.lock().expect("watched lock");
+        // Our receiver still counts until this function returns.
+        if watched.get(&self.id).is_some_and(|tx| tx.receiver_count() <= 1) {
+            watched.remove(&self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn until_parses_states_terminal_and_change() {
+        assert_eq!(Until::parse("change"), Ok(Until::Change));
+        assert_eq!(
+            Until::parse("terminal"),
+            Ok(Until::States(vec![State::Completed, State::Abandoned, State::Failed]))
+        );
+        assert_eq!(
+            Until::parse("waiting_for_reply, PAUSED"),
+            Ok(Until::States(vec![State::WaitingForReply, State::Paused]))
+        );
+        assert!(Until::parse("change,PAUSED").unwrap_err().contains("not both"));
+        assert!(Until::parse("").is_err());
+        assert!(Until::parse("DONE").unwrap_err().contains("unknown state 'DONE'"));
+    }
+}

@@ -42,6 +42,26 @@ pub struct Config {
     pub agent: AgentSettings,
     #[serde(default)]
     pub whatsapp: WhatsappSettings,
+    #[serde(default)]
+    pub webhooks: WebhookSettings,
+}
+
+/// How relay delivers events to webhooks (see docs/agents.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// The first retry of a failed delivery waits this long; each next one
+    /// twice as long, up to `retry_max_ms`.
+    pub retry_initial_ms: u64,
+    pub retry_max_ms: u64,
+    /// How long one delivery may take before it counts as failed.
+    pub timeout_ms: u64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings { retry_initial_ms: 1_000, retry_max_ms: 300_000, timeout_ms: 10_000 }
+    }
 }
 
 /// The LLM providers relay speaks to (through rig-core).
@@ -224,6 +244,7 @@ impl Config {
             model: None,
             agent: AgentSettings::default(),
             whatsapp: WhatsappSettings::default(),
+            webhooks: WebhookSettings::default(),
         }
     }
 

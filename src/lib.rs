@@ -20,6 +20,7 @@
 //! | [`home`], [`config`] | where files live, and `config.json` |
 //! | [`contact`], [`duration`] | E.164 numbers and `30m`-style durations |
 //! | [`template`] | conversations written once with `{{placeholders}}`, started many times |
+//! | [`webhooks`] | events POSTed, signed, in order, to the URLs the operator registered |
 //! | [`scripted_model`] | a scripted Chat Completions server, for tests and trying relay without a key |
 
 pub mod agent;
@@ -36,3 +37,4 @@ pub mod scripted_model;
 pub mod store;
 pub mod template;
 pub mod util;
+pub mod webhooks;

@@ -48,6 +48,7 @@ use relay::daemon::routes::{App, router};
 use relay::engine::{Engine, Settings};
 use relay::home::Home;
 use relay::store::Store;
+use relay::webhooks::Webhooks;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -118,9 +119,12 @@ impl Daemon {
             .build()
             .unwrap();
         let home = Home::at(dir.path());
-        let engine = rt.block_on(async {
+        let (engine, webhooks) = rt.block_on(async {
             let sandbox = Arc::new(SandboxChannel::open(home.sandbox_outbox_file()).unwrap());
-            Engine::start(Store::open(&home).unwrap(), sandbox, Arc::new(NoModel), Settings::default()).unwrap()
+            let engine =
+                Engine::start(Store::open(&home).unwrap(), sandbox, Arc::new(NoModel), Settings::default()).unwrap();
+            let webhooks = Webhooks::start(home.webhooks_file(), engine.clone(), Default::default()).unwrap();
+            (engine, webhooks)
         });
         let app = App {
             engine: engine.clone(),
@@ -130,6 +134,7 @@ impl Daemon {
             home: dir.path().display().to_string().into(),
             // Nobody listens: POST /shutdown may be fuzzed without stopping anything.
             stop: tokio::sync::watch::channel(false).0,
+            webhooks,
         };
         Daemon {
             rt,
@@ -368,6 +373,9 @@ const ROUTES: &[&str] = &[
     "/instances/{id}/pause",
     "/instances/{id}/resume",
     "/instances/{id}/send",
+    "/instances/{id}/answer",
+    "/webhooks",
+    "/webhooks/{id}",
     "/sandbox/messages",
     "/sandbox/outbox",
     "/whatsapp/pair",

@@ -339,3 +339,170 @@ fn events_follow_live_as_sse_and_ndjson() {
     let (status, body) = relay.http("GET", "/events?instance=zz", &[], None);
     assert_eq!(status, 400, "{body}");
 }
+
+/// One request the test receiver took: its headers (lowercased names) and body.
+struct Received {
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> &str {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or("")
+    }
+}
+
+/// A webhook receiver on a free port: answers 500 to the first `failures`
+/// requests, and before answering the next one waits for `go`.
+fn receiver(failures: usize, go: std::sync::mpsc::Receiver<()>) -> (u16, std::sync::mpsc::Receiver<(u16, Received)>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let mut stream = stream.unwrap();
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 4096];
+            let (head_end, length) = loop {
+                let read = stream.read(&mut buf).unwrap();
+                assert!(read > 0, "the request was cut");
+                raw.extend_from_slice(&buf[..read]);
+                if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&raw[..end]).to_lowercase();
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+                    break (end + 4, length);
+                }
+            };
+            while raw.len() < head_end + length {
+                let read = stream.read(&mut buf).unwrap();
+                raw.extend_from_slice(&buf[..read]);
+            }
+            let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
+            let headers = head
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_string()))
+                .collect();
+            let received = Received { headers, body: raw[head_end..head_end + length].to_vec() };
+            let status = if n < failures { 500 } else { 200 };
+            if n == failures {
+                go.recv().unwrap();
+            }
+            let _ = tx.send((status, received));
+            let _ = write!(stream, "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (port, rx)
+}
+
+#[test]
+fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
+    use hmac::{Hmac, KeyInit, Mac};
+    let relay = Relay::sandbox();
+    let path = relay.path().join("config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["webhooks"] = json!({"retry_initial_ms": 20});
+    std::fs::write(&path, config.to_string()).unwrap();
+    relay.ok(&["start"]);
+    let (go, wait_for_go) = std::sync::mpsc::channel();
+    let (port, received) = receiver(2, wait_for_go);
+
+    let url = format!("http://127.0.0.1:{port}/relay-events");
+    let added = relay.json(&["webhook", "add", &url]);
+    let (hook, secret) = (added["id"].as_str().unwrap().to_string(), added["secret"].as_str().unwrap().to_string());
+    assert!(hook.starts_with("wh_") && secret.len() >= 32, "{added}");
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    relay.ok(&["pause", &id]);
+    relay.ok(&["cancel", &id]);
+    let last = relay.json(&["status"])["last_event_seq"].as_u64().unwrap();
+
+    // Two failures, visible in `relay webhook list`, while the receiver holds the third.
+    for _ in 0..2 {
+        let (status, first) = received.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!((status, first.header("relay-event-seq")), (500, "1"));
+    }
+    let listed = relay.json(&["webhook", "list"]);
+    let failing = &listed[0];
+    assert_eq!((&failing["id"], &failing["failures"], &failing["delivered_seq"]), (&json!(hook), &json!(2), &json!(0)));
+    assert!(failing["last_error"].as_str().unwrap().contains("500"), "{failing}");
+    assert!(relay.ok(&["webhook", "list"]).contains("the receiver answered 500"));
+    go.send(()).unwrap();
+
+    let mut delivered = Vec::new();
+    while delivered.len() < last as usize {
+        let (status, request) = received.recv_timeout(Duration::from_secs(10)).expect("every event is delivered");
+        assert_eq!(status, 200);
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(&request.body);
+        let expected: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(request.header("relay-signature"), format!("sha256={expected}"));
+        assert_eq!(request.header("content-type"), "application/json");
+        let event: Value = serde_json::from_slice(&request.body).unwrap();
+        assert_eq!(request.header("relay-event-seq"), event["seq"].to_string());
+        delivered.push(event);
+    }
+    assert_eq!(seqs(&delivered), (1..=last).collect::<Vec<_>>(), "once each, in order");
+    assert_eq!(delivered, events(&relay, &[]), "the same events as the log");
+    let healthy = relay.json(&["webhook", "list"]);
+    assert_eq!((&healthy[0]["failures"], &healthy[0]["delivered_seq"]), (&json!(0), &json!(last)));
+    assert!(received.recv_timeout(Duration::from_millis(200)).is_err(), "nothing is delivered twice");
+
+    relay.ok(&["webhook", "remove", &hook]);
+    assert_eq!(relay.json(&["webhook", "list"]), json!([]));
+    assert!(relay.fails(&["webhook", "remove", &hook], 4).contains("no webhook"));
+    assert!(relay.fails(&["webhook", "add", "ftp://example.com"], 2).contains("not an http or https URL"));
+    assert!(relay.fails(&["webhook", "add", &url, "--events", "nope"], 2).contains("not an event type"));
+}
+
+#[test]
+fn templates_fill_their_variables_and_name_the_missing_ones() {
+    let relay = Relay::started();
+    relay.ok(&[
+        "template",
+        "add",
+        "delivery",
+        "--objective",
+        "Confirm the delivery of {{item}} to {{ address }}",
+        "--todo",
+        "Ask whether {{item}} can come on {{day}}",
+        "--heartbeat-interval",
+        "2h",
+    ]);
+    let stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(relay.path().join("templates/delivery.json")).unwrap()).unwrap();
+    assert_eq!(stored["todos"], json!(["Ask whether {{item}} can come on {{day}}"]));
+    assert!(relay.ok(&["template", "list"]).contains("address, day, item"));
+    assert_eq!(relay.json(&["template", "show", "delivery"])["heartbeat_interval_ms"], 7_200_000);
+
+    let vars = ["--var", "item=a sofa", "--var", "address=Av. Apoquindo 123", "--var", "day=Friday"];
+    let mut args = vec!["create", "--template", "delivery", "--contact", CONTACT];
+    args.extend_from_slice(&vars);
+    let id = relay.ok(&args).trim().to_string();
+    let instance = relay.get(&id);
+    assert_eq!(instance["objective"], "Confirm the delivery of a sofa to Av. Apoquindo 123");
+    assert_eq!(instance["todos"][0]["text"], "Ask whether a sofa can come on Friday");
+    assert_eq!(instance["heartbeat_config"]["interval_ms"], 7_200_000);
+
+    let missing = relay.fails(&["create", "--template", "delivery", "--contact", OTHER_CONTACT, "--var", "item=x"], 2);
+    assert!(missing.contains("needs a value for address, day"), "{missing}");
+    let typo = relay.fails(&args.iter().copied().chain(["--var", "colour=red"]).collect::<Vec<_>>(), 2);
+    assert!(typo.contains("has no {{colour}}"), "{typo}");
+    relay.fails(&["create", "--template", "nope", "--contact", OTHER_CONTACT], 4);
+    relay.fails(&["create", "--template", "delivery", "--objective", "x", "--contact", OTHER_CONTACT], 2);
+    assert!(
+        relay
+            .fails(&["template", "add", "Bad Name", "--objective", "x", "--todo", "y"], 2)
+            .contains("not a template name")
+    );
+    assert!(
+        relay.fails(&["template", "add", "delivery", "--objective", "x", "--todo", "y"], 2).contains("already exists")
+    );
+    relay.ok(&["template", "remove", "delivery"]);
+    assert_eq!(relay.json(&["template", "list"]), json!([]));
+}

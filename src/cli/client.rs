@@ -55,6 +55,10 @@ impl Client {
         self.request(Method::GET, path, None::<&()>).await
     }
 
+    pub async fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
+        self.request(Method::DELETE, path, None::<&()>).await
+    }
+
     pub async fn post<T: DeserializeOwned>(&self, path: &str, body: Option<&impl Serialize>) -> Result<T, CliError> {
         self.request(Method::POST, path, body).await
     }

@@ -22,6 +22,7 @@ mod stop;
 mod template;
 mod transcript;
 mod wait;
+mod webhook;
 
 use std::process::ExitCode;
 
@@ -102,6 +103,9 @@ pub enum Command {
     Answer(answer::Args),
     /// Print the event log (every change, numbered); --follow for new ones as they happen.
     Events(events::Args),
+    /// URLs relay POSTs every event to, signed: add, list, remove.
+    #[command(subcommand)]
+    Webhook(webhook::Command),
     /// Conversations written once with {{placeholders}}: add, list, show, remove.
     #[command(subcommand)]
     Template(template::Command),
@@ -240,6 +244,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Events(args) => events::run(ctx, args).await,
         Command::Sandbox(command) => sandbox::run(ctx, command).await,
         Command::Template(command) => template::run(ctx, command),
+        Command::Webhook(command) => webhook::run(ctx, command).await,
     }
 }
 

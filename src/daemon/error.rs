@@ -9,6 +9,7 @@ use crate::api::ApiErrorResponse;
 use crate::channel::ChannelError;
 use crate::engine::EngineError;
 use crate::store::StoreError;
+use crate::webhooks::WebhookError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -63,6 +64,16 @@ impl From<EngineError> for ApiError {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused", message)
             }
             EngineError::KeyInUse(_) => ApiError::new(StatusCode::CONFLICT, "idempotency_key_in_use", message),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(error: WebhookError) -> ApiError {
+        match error {
+            WebhookError::Invalid(message) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message),
+            WebhookError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", error.to_string()),
+            WebhookError::Store(e) => EngineError::Store(e).into(),
         }
     }
 }

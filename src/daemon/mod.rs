@@ -85,6 +85,7 @@ async fn serve(
     };
     let agent = crate::agent::from_config(config);
     let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(&config.agent))?;
+    let webhooks = crate::webhooks::Webhooks::start(home.webhooks_file(), engine.clone(), config.webhooks.clone())?;
     let (stop, mut stopped) = watch::channel(false);
     let app = routes::App {
         engine: engine.clone(),
@@ -93,6 +94,7 @@ async fn serve(
         port,
         home: home.root().display().to_string().into(),
         stop: stop.clone(),
+        webhooks: webhooks.clone(),
     };
     lifecycle::write_port(home, port)?;
     lifecycle::write_pid(home)?;
@@ -108,6 +110,7 @@ async fn serve(
             let _ = stopped.wait_for(|stop| *stop).await;
         })
         .await;
+    webhooks.shutdown();
     engine.shutdown().await;
     engine.channel().shutdown().await;
     served.map_err(DaemonError::Io)

@@ -33,6 +33,7 @@ pub struct App {
     pub port: u16,
     pub home: Arc<str>,
     pub stop: watch::Sender<bool>,
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
 #[derive(OpenApi)]
@@ -48,6 +49,7 @@ pub struct App {
     tags(
         (name = "instances", description = "Conversations"),
         (name = "events", description = "Every change, as a numbered event stream"),
+        (name = "webhooks", description = "Events POSTed to your URLs, signed"),
         (name = "daemon", description = "The daemon itself"),
         (name = "sandbox", description = "The sandbox channel: simulated contacts, for trying relay and for tests"),
         (name = "whatsapp", description = "The WhatsApp channel: linking a device"),
@@ -79,6 +81,8 @@ pub fn router(app: App) -> Router {
         .routes(routes!(wait_instance))
         .routes(routes!(answer_instance))
         .routes(routes!(events))
+        .routes(routes!(add_webhook, list_webhooks))
+        .routes(routes!(remove_webhook))
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_outbox))
         .routes(routes!(whatsapp_pair))
@@ -390,6 +394,33 @@ fn format_event(event: &ConversationEvent, ndjson: bool) -> Vec<u8> {
     } else {
         format!("id: {}\nevent: {}\ndata: {json}\n\n", event.seq, event.data.kind()).into_bytes()
     }
+}
+
+/// Registers a webhook: from now on each event is POSTed to `url`, signed
+/// (`Relay-Signature: sha256=<hex HMAC-SHA256 of the body>`), in order,
+/// retried until taken. The answer holds the secret; it is not shown again.
+#[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = WebhookRequest,
+    responses((status = 201, body = WebhookCreated), (status = 400, body = ApiErrorResponse),
+              (status = 507, body = ApiErrorResponse)))]
+async fn add_webhook(
+    State(app): State<App>,
+    Body(request): Body<WebhookRequest>,
+) -> ApiResult<(StatusCode, Json<WebhookCreated>)> {
+    Ok((StatusCode::CREATED, Json(app.webhooks.add(request)?)))
+}
+
+/// The webhooks, how far each has got and how its deliveries go.
+#[utoipa::path(get, path = "/webhooks", tag = "webhooks", responses((status = 200, body = Vec<Webhook>)))]
+async fn list_webhooks(State(app): State<App>) -> Json<Vec<Webhook>> {
+    Json(app.webhooks.list())
+}
+
+/// Removes a webhook; nothing more is delivered to it.
+#[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks",
+    params(("id" = String, Path, description = "the webhook's id (wh_...)")),
+    responses((status = 200, body = Webhook), (status = 404, body = ApiErrorResponse)))]
+async fn remove_webhook(State(app): State<App>, Id(id): Id) -> ApiResult<Json<Webhook>> {
+    Ok(Json(app.webhooks.remove(&id)?))
 }
 
 /// The `Idempotency-Key` request header.

@@ -1,0 +1,98 @@
+//! `relay webhook add | list | remove`: URLs the daemon POSTs every event
+//! to, signed with HMAC-SHA256 (see docs/agents.md for how to verify).
+
+use comfy_table::Table;
+
+use super::client::Client;
+use super::{CliError, Context, output};
+use crate::api::{Webhook, WebhookCreated, WebhookRequest};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Register a URL; prints its secret (shown only this once).
+    Add(AddArgs),
+    /// Show the webhooks and how their deliveries go (failures, last error).
+    List,
+    /// Stop delivering to a webhook.
+    Remove {
+        /// The webhook's id (wh_...).
+        id: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// Where to POST the events (http or https).
+    pub url: String,
+    /// Only these event types, comma-separated: created, transition,
+    /// message_in, message_out, todo, question, answer [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub events: Vec<String>,
+}
+
+pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
+    let client = Client::new(ctx)?;
+    match command {
+        Command::Add(args) => {
+            let request = WebhookRequest { url: args.url, events: args.events };
+            let created: WebhookCreated = client.post("/webhooks", Some(&request)).await?;
+            if ctx.json {
+                output::json(&created);
+            } else {
+                println!("Added webhook {} -> {}", created.webhook.id, created.webhook.url);
+                println!("Secret (shown only now; it signs each delivery): {}", created.secret);
+            }
+        }
+        Command::List => {
+            let all: Vec<Webhook> = client.get("/webhooks").await?;
+            if ctx.json {
+                output::json(&all);
+            } else if all.is_empty() {
+                println!("No webhooks: `relay webhook add URL`.");
+            } else {
+                let mut table = Table::new();
+                table.load_preset(comfy_table::presets::NOTHING).set_header([
+                    "ID",
+                    "URL",
+                    "EVENTS",
+                    "DELIVERED",
+                    "PENDING",
+                    "FAILURES",
+                    "LAST ERROR",
+                ]);
+                for w in &all {
+                    let events = if w.events.is_empty() { "all".to_string() } else { w.events.join(",") };
+                    let error = w.last_error.as_deref().map(|e| output::truncate(e, 40)).unwrap_or_default();
+                    table.add_row([
+                        w.id.clone(),
+                        output::truncate(&w.url, 40),
+                        events,
+                        format!("#{}", w.delivered_seq),
+                        w.pending.to_string(),
+                        w.failures.to_string(),
+                        error,
+                    ]);
+                }
+                println!("{table}");
+            }
+        }
+        Command::Remove { id } => {
+            let path = format!("/webhooks/{}", webhook_id(&id)?);
+            let removed: Webhook = client.delete(&path).await?;
+            if ctx.json {
+                output::json(&removed);
+            } else {
+                println!("Removed webhook {} ({}).", removed.id, removed.url);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn webhook_id(id: &str) -> Result<&str, CliError> {
+    let id = id.trim();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(CliError::usage(format!("'{id}' is not a webhook id (they look like wh_3f2a9c1e4b5d)")));
+    }
+    Ok(id)
+}

@@ -1,0 +1,329 @@
+//! Webhooks: relay POSTs each event of the event log to the URLs the
+//! operator registered (`relay webhook add`), as JSON signed with
+//! HMAC-SHA256.
+//!
+//! One task per webhook follows the log on its own, so a slow or failing
+//! receiver holds up nothing else: not the engine, not other webhooks.
+//! Events go out in order, one at a time; a failed delivery is retried
+//! (backoff doubling up to a limit) until it succeeds, and the next event
+//! waits for it. How far each webhook has got (`delivered_seq`) is kept in
+//! `webhooks.json`, so deliveries resume after a restart. A crash between a
+//! delivery and its record may deliver that one event twice: receivers
+//! de-duplicate by `seq`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use tokio::task::JoinHandle;
+
+use crate::api::{ConversationEvent, EventData, Webhook, WebhookCreated, WebhookRequest};
+use crate::config::WebhookSettings;
+use crate::engine::Engine;
+use crate::store::{StoreError, atomic, to_pretty_json};
+
+/// The header carrying the signature: `sha256=<hex of HMAC-SHA256(secret, body)>`.
+pub const SIGNATURE_HEADER: &str = "relay-signature";
+
+/// At most this many webhooks (each holds a task and a connection).
+const MAX_WEBHOOKS: usize = 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no webhook has the id '{0}' (see `relay webhook list`)")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One registered webhook, as `webhooks.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Record {
+    id: String,
+    url: String,
+    #[serde(default)]
+    events: Vec<String>,
+    /// Never logged, shown only when the webhook is added.
+    secret: String,
+    created_at: DateTime<Utc>,
+    delivered_seq: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    webhooks: Vec<Record>,
+}
+
+/// How a webhook's deliveries are going (in memory; shown by `list`).
+#[derive(Debug, Clone, Default)]
+struct Health {
+    failures: u32,
+    last_error: Option<String>,
+    last_attempt_at: Option<DateTime<Utc>>,
+    next_attempt_at: Option<DateTime<Utc>>,
+}
+
+struct Hook {
+    record: Record,
+    health: Health,
+    task: Option<JoinHandle<()>>,
+}
+
+/// The registered webhooks and their delivery tasks.
+pub struct Webhooks {
+    path: PathBuf,
+    engine: Engine,
+    settings: WebhookSettings,
+    client: reqwest::Client,
+    hooks: Mutex<Vec<Hook>>,
+}
+
+impl Webhooks {
+    /// Loads `webhooks.json` and starts delivering where each webhook stopped.
+    pub fn start(path: PathBuf, engine: Engine, settings: WebhookSettings) -> Result<Arc<Webhooks>, StoreError> {
+        let file: File = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|source| StoreError::Corrupt { path: path.display().to_string(), source })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => File::default(),
+            Err(source) => return Err(StoreError::Read { path: path.display().to_string(), source }),
+        };
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(settings.timeout_ms))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("relay/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("an HTTP client with these settings builds");
+        let hooks = file.webhooks.into_iter().map(|record| Hook { record, health: Health::default(), task: None });
+        let webhooks = Arc::new(Webhooks { path, engine, settings, client, hooks: Mutex::new(hooks.collect()) });
+        let ids: Vec<String> = webhooks.lock().iter().map(|h| h.record.id.clone()).collect();
+        for id in ids {
+            webhooks.spawn(&id);
+        }
+        Ok(webhooks)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Hook>> {
+        self.hooks.lock().expect("webhooks lock")
+    }
+
+    /// Registers a webhook; it gets the events from now on.
+    pub fn add(self: &Arc<Self>, request: WebhookRequest) -> Result<WebhookCreated, WebhookError> {
+        let url = check_url(&request.url)?;
+        for kind in &request.events {
+            if !EventData::KINDS.contains(&kind.as_str()) {
+                return Err(WebhookError::Invalid(format!(
+                    "'{kind}' is not an event type (they are {})",
+                    EventData::KINDS.join(", ")
+                )));
+            }
+        }
+        let record = Record {
+            id: format!("wh_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
+            url,
+            events: request.events,
+            // 244 random bits (two v4 UUIDs without their fixed bits' meaning).
+            secret: format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()),
+            created_at: Utc::now(),
+            delivered_seq: self.engine.last_event_seq(),
+        };
+        {
+            let mut hooks = self.lock();
+            if hooks.len() >= MAX_WEBHOOKS {
+                return Err(WebhookError::Invalid(format!("at most {MAX_WEBHOOKS} webhooks; remove one first")));
+            }
+            hooks.push(Hook { record: record.clone(), health: Health::default(), task: None });
+            if let Err(error) = self.save(&hooks) {
+                hooks.pop();
+                return Err(error.into());
+            }
+        }
+        self.spawn(&record.id);
+        tracing::info!(webhook = %record.id, url = %record.url, "webhook added");
+        let webhook = self.view(&record, &Health::default());
+        Ok(WebhookCreated { webhook, secret: record.secret })
+    }
+
+    pub fn list(&self) -> Vec<Webhook> {
+        self.lock().iter().map(|h| self.view(&h.record, &h.health)).collect()
+    }
+
+    pub fn remove(&self, id: &str) -> Result<Webhook, WebhookError> {
+        let mut hooks = self.lock();
+        let at = hooks.iter().position(|h| h.record.id == id).ok_or_else(|| WebhookError::NotFound(id.into()))?;
+        let hook = hooks.remove(at);
+        if let Err(error) = self.save(&hooks) {
+            hooks.insert(at, hook);
+            return Err(error.into());
+        }
+        if let Some(task) = &hook.task {
+            task.abort();
+        }
+        tracing::info!(webhook = %id, "webhook removed");
+        Ok(self.view(&hook.record, &hook.health))
+    }
+
+    /// Stops every delivery (what is delivered is recorded already).
+    pub fn shutdown(&self) {
+        for hook in self.lock().iter() {
+            if let Some(task) = &hook.task {
+                task.abort();
+            }
+        }
+    }
+
+    fn view(&self, record: &Record, health: &Health) -> Webhook {
+        Webhook {
+            id: record.id.clone(),
+            url: record.url.clone(),
+            events: record.events.clone(),
+            created_at: record.created_at,
+            delivered_seq: record.delivered_seq,
+            pending: self.engine.last_event_seq().saturating_sub(record.delivered_seq),
+            failures: health.failures,
+            last_error: health.last_error.clone(),
+            last_attempt_at: health.last_attempt_at,
+            next_attempt_at: health.next_attempt_at,
+        }
+    }
+
+    fn save(&self, hooks: &[Hook]) -> Result<(), StoreError> {
+        let file = File { webhooks: hooks.iter().map(|h| h.record.clone()).collect() };
+        atomic::replace(&self.path, &to_pretty_json(&file))
+            .map_err(|source| StoreError::Write { path: self.path.display().to_string(), source })
+    }
+
+    fn spawn(self: &Arc<Self>, id: &str) {
+        let task = tokio::spawn(self.clone().deliver_all(id.to_string()));
+        if let Some(hook) = self.lock().iter_mut().find(|h| h.record.id == id) {
+            hook.task = Some(task);
+        }
+    }
+
+    /// The delivery task of webhook `id`: follows the log from where it got.
+    async fn deliver_all(self: Arc<Self>, id: String) {
+        let Some(record) = self.lock().iter().find(|h| h.record.id == id).map(|h| h.record.clone()) else { return };
+        let mut events = Box::pin(self.engine.events(record.delivered_seq, None, true));
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    tracing::error!(webhook = %id, %error, "cannot read the event log; deliveries stop until restart");
+                    return;
+                }
+            };
+            let wanted = record.events.is_empty() || record.events.iter().any(|k| k == event.data.kind());
+            if wanted {
+                self.deliver(&record, &event).await;
+            }
+            self.delivered(&id, event.seq, wanted);
+        }
+    }
+
+    /// Delivers one event, retrying until the receiver takes it.
+    async fn deliver(&self, record: &Record, event: &ConversationEvent) {
+        let body = serde_json::to_vec(event).expect("events serialise");
+        let signature = sign(&record.secret, &body);
+        let mut wait = Duration::from_millis(self.settings.retry_initial_ms);
+        loop {
+            let attempt = self
+                .client
+                .post(&record.url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(SIGNATURE_HEADER, &signature)
+                .header("relay-event-seq", event.seq.to_string())
+                .header("relay-event-type", event.data.kind())
+                .header("relay-webhook-id", &record.id)
+                .body(body.clone())
+                .send()
+                .await;
+            let error = match attempt {
+                Ok(response) if response.status().is_success() => return,
+                Ok(response) => format!("the receiver answered {}", response.status()),
+                // Without the URL: it may hold credentials.
+                Err(e) => format!("cannot reach the receiver: {}", e.without_url()),
+            };
+            let next = Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
+            tracing::warn!(webhook = %record.id, seq = event.seq, %error, retry_in_ms = wait.as_millis() as u64, "webhook delivery failed");
+            self.update_health(&record.id, |h| {
+                h.failures += 1;
+                h.last_error = Some(error);
+                h.last_attempt_at = Some(Utc::now());
+                h.next_attempt_at = Some(next);
+            });
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_millis(self.settings.retry_max_ms));
+        }
+    }
+
+    /// Records that webhook `id` is done with event `seq`. Skipped events are
+    /// only written with the next delivered one.
+    fn delivered(&self, id: &str, seq: u64, write: bool) {
+        let mut hooks = self.lock();
+        let Some(hook) = hooks.iter_mut().find(|h| h.record.id == id) else { return };
+        hook.record.delivered_seq = seq;
+        if write {
+            hook.health.failures = 0;
+            hook.health.last_attempt_at = Some(Utc::now());
+            hook.health.next_attempt_at = None;
+            if let Err(error) = self.save(&hooks) {
+                // Delivered all the same; after a restart it may go again.
+                tracing::error!(webhook = %id, %error, "cannot record a delivery");
+            }
+        }
+    }
+
+    fn update_health(&self, id: &str, change: impl FnOnce(&mut Health)) {
+        if let Some(hook) = self.lock().iter_mut().find(|h| h.record.id == id) {
+            change(&mut hook.health);
+        }
+    }
+}
+
+/// `sha256=` and the hex HMAC-SHA256 of `body` keyed with `secret`.
+pub fn sign(secret: &str, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+fn check_url(url: &str) -> Result<String, WebhookError> {
+    let parsed = reqwest::Url::parse(url.trim()).map_err(|e| {
+        WebhookError::Invalid(format!("'{url}' is not a URL ({e}); e.g. https://example.com/relay-events"))
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(WebhookError::Invalid(format!("'{url}' is not an http or https URL")));
+    }
+    Ok(parsed.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_hmac_sha256_of_the_body() {
+        // RFC 4231, test case 2.
+        let signed = sign("Jefe", b"what do ya want for nothing?");
+        assert_eq!(signed, "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    }
+
+    #[test]
+    fn only_http_urls_are_taken() {
+        assert!(check_url("https://example.com/hook").is_ok());
+        assert!(check_url("http://127.0.0.1:9000/x").is_ok());
+        for bad in ["ftp://example.com", "example.com", "file:///etc/passwd", "http://"] {
+            assert!(check_url(bad).is_err(), "{bad}");
+        }
+    }
+}

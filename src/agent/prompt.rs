@@ -140,7 +140,13 @@ mod tests {
     use crate::api::*;
 
     fn turn(messages: &[(Role, &str)]) -> Turn {
-        let todo = TodoItem { id: "1".into(), text: "Ask the day".into(), status: TodoStatus::Pending, answer: None, answer_message_ids: Vec::new() };
+        let todo = TodoItem {
+            id: "1".into(),
+            text: "Ask the day".into(),
+            status: TodoStatus::Pending,
+            answer: None,
+            answer_message_ids: Vec::new(),
+        };
         let instance = ConversationInstance::new(
             "Confirm the delivery day".into(),
             "+56912345678".into(),

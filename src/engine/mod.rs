@@ -629,7 +629,13 @@ fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, 
     let mut todos = Vec::with_capacity(request.todos.len());
     for (n, todo) in request.todos.into_iter().enumerate() {
         let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
-        todos.push(TodoItem { id: (n + 1).to_string(), text, status: TodoStatus::Pending, answer: None, answer_message_ids: Vec::new() });
+        todos.push(TodoItem {
+            id: (n + 1).to_string(),
+            text,
+            status: TodoStatus::Pending,
+            answer: None,
+            answer_message_ids: Vec::new(),
+        });
     }
     let overrides = request.heartbeat_config.unwrap_or_default();
     let defaults = HeartbeatConfig::default();

@@ -141,7 +141,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
             "end_conversation"
         ]
     );
-    assert_eq!(done.completion_reason.as_deref(), Some("delivery day confirmed"));
+    assert_eq!(done.summary.as_deref(), Some("delivery day confirmed"));
     for _ in 0..1000 {
         if ended.lock().unwrap().is_some() {
             break;
@@ -151,7 +151,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
     let answer = ended.lock().unwrap().take().expect("the agent's turn was cut off before end_conversation answered");
     assert!(answer.unwrap().contains("ended"));
     assert_eq!(done.todos[0].status, TodoStatus::Completed);
-    assert_eq!(done.todos[0].note.as_deref(), Some("contact said: Friday 3pm"));
+    assert_eq!(done.todos[0].answer.as_deref(), Some("contact said: Friday 3pm"));
     let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
     assert_eq!(sent, ["Hi! Which day suits you for the delivery?", "Great, Friday 3pm it is. Thank you!"]);
     let roles: Vec<Role> = w.engine.transcript(&done.id.to_string()).unwrap().iter().map(|m| m.role).collect();
@@ -339,7 +339,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
     assert!(w.sandbox.outbox(None).is_empty());
     assert_eq!(triggers(&waiting).last(), Some(&"agent_waits"));
     assert_eq!(waiting.todos[1].status, TodoStatus::Skipped);
-    assert_eq!(waiting.todos[1].note.as_deref(), Some("not needed"));
+    assert_eq!(waiting.todos[1].answer.as_deref(), Some("not needed"));
     let due = waiting.next_heartbeat_at.unwrap() - waiting.updated_at;
     assert!(due <= chrono::Duration::seconds(60) && due > chrono::Duration::seconds(59), "{due}");
     // place_call leaves a note for the operator in the transcript.

@@ -17,6 +17,7 @@
 //! | [`store`] | crash-safe files in the relay home |
 //! | [`daemon`] | the HTTP server, its guards, routes and lifecycle |
 //! | [`cli`] | one file per subcommand, and output formatting |
+//! | [`mcp`] | `relay mcp`'s Model Context Protocol server: relay's commands as tools for an AI agent |
 //! | [`home`], [`config`] | where files live, and `config.json` |
 //! | [`contact`], [`duration`] | E.164 numbers and `30m`-style durations |
 //! | [`template`] | conversations written once with `{{placeholders}}`, started many times |
@@ -33,6 +34,7 @@ pub mod daemon;
 pub mod duration;
 pub mod engine;
 pub mod home;
+pub mod mcp;
 pub mod scripted_model;
 pub mod store;
 pub mod template;

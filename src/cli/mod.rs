@@ -1,9 +1,9 @@
 //! The `relay` command line: argument definitions here, one file per
 //! subcommand. Every subcommand but `init`, `start`, `stop` and `daemon` is a
-//! thin client of the daemon's API.
+//! thin client of the daemon's API (`mcp` too: one request per tool call).
 
 mod answer;
-mod client;
+pub(crate) mod client;
 mod control;
 mod create;
 mod daemon;
@@ -13,6 +13,7 @@ mod get;
 mod init;
 mod link;
 mod list;
+mod mcp;
 mod output;
 mod sandbox;
 mod send;
@@ -112,6 +113,8 @@ pub enum Command {
     /// Play a contact on the sandbox channel (for trying relay and for tests).
     #[command(subcommand)]
     Sandbox(sandbox::Command),
+    /// Serve relay's tools to an AI agent over MCP (stdio).
+    Mcp,
 }
 
 #[derive(Debug, clap::Args)]
@@ -245,6 +248,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Sandbox(command) => sandbox::run(ctx, command).await,
         Command::Template(command) => template::run(ctx, command),
         Command::Webhook(command) => webhook::run(ctx, command).await,
+        Command::Mcp => mcp::run(ctx).await,
     }
 }
 
@@ -259,7 +263,7 @@ fn report(json: bool, error: CliError) -> ExitCode {
 
 /// `/instances/<id>`: ids and prefixes are hex and dashes, so anything else
 /// is refused here rather than put into a URL.
-fn instance_path(id: &str) -> Result<String, CliError> {
+pub(crate) fn instance_path(id: &str) -> Result<String, CliError> {
     let id = id.trim();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
         return Err(CliError::usage(format!("'{id}' is not a conversation id (ids look like 3f2a9c1e-...)")));

@@ -1,0 +1,222 @@
+//! `relay mcp`, end to end: the real binary speaks MCP (JSON-RPC 2.0, one
+//! message a line) on stdin/stdout to this test, which plays the MCP client,
+//! against a real sandbox daemon.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use common::{CONTACT, Relay};
+use serde_json::{Value, json};
+
+/// How long any one answer may take.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `relay mcp` as a child process, and this test as its MCP client.
+struct McpClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// stdout, one line per message, read by a helper thread.
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl McpClient {
+    /// Spawns `relay mcp` and completes the handshake; returns the client
+    /// and the `initialize` result.
+    fn connect(relay: &Relay) -> (McpClient, Value) {
+        let mut child = relay
+            .command(&["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn relay mcp");
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut client = McpClient { child, stdin, lines, next_id: 1 };
+        let initialized = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "relay-tests", "version": "0"}
+            }),
+        );
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        (client, initialized["result"].clone())
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write to relay mcp");
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns the whole response (`result` or `error`).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => panic!("no answer to {method} (id {id}) within {ANSWER_TIMEOUT:?}"),
+                Err(RecvTimeoutError::Disconnected) => panic!("relay mcp closed stdout before answering {method}"),
+            };
+            // stdout carries protocol messages and nothing else.
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not a JSON-RPC message on stdout ({e}): {line}"));
+            assert_eq!(message["jsonrpc"], "2.0", "{message}");
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    /// `tools/call`; returns its result, failing on a JSON-RPC error.
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(response.get("error").is_none(), "{tool}: a protocol error instead of a result: {response}");
+        response["result"].clone()
+    }
+
+    /// Closes stdin and waits for the server to exit; returns its exit code.
+    fn close(&mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("relay mcp did not exit after its stdin closed");
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The one text block of a tool result.
+fn text(result: &Value) -> &str {
+    let content = result["content"].as_array().unwrap_or_else(|| panic!("no content: {result}"));
+    assert_eq!(content.len(), 1, "{result}");
+    assert_eq!(content[0]["type"], "text", "{result}");
+    content[0]["text"].as_str().unwrap()
+}
+
+/// The JSON document of a successful tool result.
+fn document(result: &Value) -> Value {
+    assert_eq!(result["isError"], false, "{result}");
+    let document: Value = serde_json::from_str(text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"));
+    // The same document as structured content; before protocol 2026-07-28,
+    // structured content must be an object, so a list goes as text only.
+    let structured = if document.is_object() { document.clone() } else { Value::Null };
+    assert_eq!(result["structuredContent"], structured, "{result}");
+    document
+}
+
+#[test]
+fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
+    let relay = Relay::started();
+    let (mut mcp, initialized) = McpClient::connect(&relay);
+    assert_eq!(initialized["protocolVersion"], "2025-06-18", "{initialized}");
+    assert_eq!(initialized["serverInfo"]["name"], "relay", "{initialized}");
+    let instructions = initialized["instructions"].as_str().unwrap();
+    assert!(instructions.contains("untrusted_contact_text"), "{instructions}");
+    assert!(initialized["capabilities"]["tools"].is_object(), "{initialized}");
+
+    let listed = mcp.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["answer", "cancel", "create", "get", "list", "pause", "resume", "send", "wait"]);
+    for tool in tools {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert!(tool["description"].as_str().is_some_and(|d| d.len() > 40), "{tool}");
+    }
+    let create = tools.iter().find(|t| t["name"] == "create").unwrap();
+    let mut required: Vec<&str> =
+        create["inputSchema"]["required"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    required.sort_unstable();
+    assert_eq!(required, ["contact", "objective", "todos"], "{create}");
+    for untrusted in ["create", "get"] {
+        let tool = tools.iter().find(|t| t["name"] == untrusted).unwrap();
+        assert!(tool["description"].as_str().unwrap().contains("untrusted_contact_text"), "{tool}");
+    }
+
+    let created = document(&mcp.call(
+        "create",
+        json!({
+            "objective": "Confirm the delivery date",
+            "contact": CONTACT,
+            "todos": ["Ask which day suits"],
+            "heartbeat_interval": "30m",
+        }),
+    ));
+    let id = created["id"].as_str().unwrap_or_else(|| panic!("no id: {created}")).to_string();
+
+    let got = document(&mcp.call("get", json!({"id": id})));
+    assert_eq!(got["id"], id.as_str());
+    assert_eq!(got["objective"], "Confirm the delivery date");
+    assert_eq!(got["target_contact"], CONTACT);
+    assert_eq!(got["heartbeat_config"]["interval_ms"], 30 * 60 * 1000);
+
+    // wait goes to the daemon's long poll (with no model, the conversation
+    // soon needs a human; the default waits for that).
+    let waited = document(&mcp.call("wait", json!({"id": id, "timeout_seconds": 20})));
+    assert_eq!(waited["reached"], true, "{waited}");
+    assert_eq!(waited["instance"]["state"], "NEEDS_HUMAN_INTERVENTION", "{waited}");
+
+    // A daemon error is a tool error the agent reads, not a protocol error...
+    let missing = mcp.call("get", json!({"id": "00000000-0000-4000-8000-000000000000"}));
+    assert_eq!(missing["isError"], true, "{missing}");
+    assert!(text(&missing).contains("not_found"), "{missing}");
+
+    // ...and so are arguments the daemon (or relay) refuses.
+    let refused = mcp.call("wait", json!({"id": id, "timeout_seconds": 7200}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("3600"), "{refused}");
+
+    // The server keeps answering.
+    let listed = document(&mcp.call("list", json!({"contact": CONTACT})));
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let paused = document(&mcp.call("pause", json!({"id": id})));
+    assert_eq!(paused["state"], "PAUSED", "{paused}");
+    let listed = document(&mcp.call("list", json!({"state": "PAUSED"})));
+    assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
+
+    assert_eq!(mcp.close(), Some(0), "relay mcp exits cleanly when its client goes away");
+}
+
+#[test]
+fn without_a_daemon_a_tool_call_says_to_start_it() {
+    let relay = Relay::sandbox();
+    let (mut mcp, _) = McpClient::connect(&relay);
+    let result = mcp.call("list", json!({}));
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text(&result).contains("relay start"), "{result}");
+    // An id the CLI would refuse is refused the same way, before any request.
+    let result = mcp.call("get", json!({"id": "../status"}));
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text(&result).contains("is not a conversation id"), "{result}");
+}

@@ -7,6 +7,7 @@
 //! carry on after a restart, so a follower resumes with "after N" and gets no
 //! gap and no duplicate. An event is on disk (fsync) before anyone hears of
 //! it: a number handed out is never handed out again, even after a crash.
+//! Appends running at once share their fsyncs (group commit).
 //! Followers that fall behind the in-memory broadcast read the file again.
 
 use std::fs::{File, OpenOptions};
@@ -28,13 +29,21 @@ const LIVE_BUFFER: usize = 1024;
 pub struct EventLog {
     path: PathBuf,
     file: Mutex<Appender>,
+    /// The last sequence number known to be on disk. Held while syncing, so
+    /// one fsync at a time runs, and each covers every line written before it.
+    synced: Mutex<u64>,
     live: broadcast::Sender<Arc<ConversationEvent>>,
 }
 
 struct Appender {
     /// Opened on first use, so a home that is never written gets no file.
-    file: Option<File>,
+    file: Option<Arc<File>>,
+    /// The file's length: where a failed write is cut back to.
+    len: u64,
     last_seq: u64,
+    /// Written but not yet synced, oldest first: told to followers, in
+    /// order, once on disk.
+    unpublished: std::collections::VecDeque<Arc<ConversationEvent>>,
 }
 
 impl EventLog {
@@ -45,7 +54,8 @@ impl EventLog {
         }
         let last_seq = read_jsonl::<SeqOnly>(&path)?.last().map_or(0, |e| e.seq);
         let (live, _) = broadcast::channel(LIVE_BUFFER);
-        Ok(EventLog { path, file: Mutex::new(Appender { file: None, last_seq }), live })
+        let appender = Appender { file: None, len: 0, last_seq, unpublished: Default::default() };
+        Ok(EventLog { path, file: Mutex::new(appender), synced: Mutex::new(last_seq), live })
     }
 
     /// The sequence number of the last event written (0: none yet).
@@ -53,35 +63,61 @@ impl EventLog {
         self.file.lock().expect("event log lock").last_seq
     }
 
-    /// Writes the next event and tells the followers. Numbers are handed out
-    /// under the lock, in file order, and only to events that reached the disk.
+    /// Writes the next event, makes it durable, and tells the followers.
+    /// Numbers are handed out in file order; followers hear of an event
+    /// only once it is on disk, so no number is ever handed out twice.
+    ///
+    /// Group commit: the line is written under one lock, the fsync happens
+    /// under another, and an fsync covers every line written before it
+    /// started. Conversations writing at once share fsyncs instead of
+    /// queueing for one each.
     pub fn append(&self, instance_id: Uuid, data: EventData) -> Result<Arc<ConversationEvent>, StoreError> {
+        let failed = |source| StoreError::Write { path: show(&self.path), source };
+        let (event, file) = {
+            let mut appender = self.file.lock().expect("event log lock");
+            let event = ConversationEvent { seq: appender.last_seq + 1, at: Utc::now(), instance_id, data };
+            let mut line = serde_json::to_vec(&event).expect("events serialise");
+            line.push(b'\n');
+            let file = self.write(&mut appender, &line).map_err(failed)?;
+            appender.last_seq = event.seq;
+            let event = Arc::new(event);
+            appender.unpublished.push_back(event.clone());
+            (event, file)
+        };
+        let synced = {
+            let mut synced = self.synced.lock().expect("event log sync lock");
+            if *synced < event.seq {
+                // Everything written up to now goes down with this fsync.
+                let upto = self.last_seq();
+                file.sync_data().map_err(failed)?;
+                *synced = upto;
+            }
+            *synced
+        };
         let mut appender = self.file.lock().expect("event log lock");
-        let event = ConversationEvent { seq: appender.last_seq + 1, at: Utc::now(), instance_id, data };
-        let mut line = serde_json::to_vec(&event).expect("events serialise");
-        line.push(b'\n');
-        let written = self.write(&mut appender, &line);
-        written.map_err(|source| StoreError::Write { path: show(&self.path), source })?;
-        appender.last_seq = event.seq;
-        let event = Arc::new(event);
-        let _ = self.live.send(event.clone());
+        while appender.unpublished.front().is_some_and(|e| e.seq <= synced) {
+            let durable = appender.unpublished.pop_front().expect("just seen");
+            let _ = self.live.send(durable);
+        }
         Ok(event)
     }
 
-    fn write(&self, appender: &mut Appender, line: &[u8]) -> io::Result<()> {
+    /// Appends `line` (not yet synced); returns the file, for the sync.
+    fn write(&self, appender: &mut Appender, line: &[u8]) -> io::Result<Arc<File>> {
         if appender.file.is_none() {
             let file = OpenOptions::new().append(true).create(true).mode(0o600).open(&self.path)?;
             atomic::sync_parent(&self.path)?;
-            appender.file = Some(file);
+            appender.len = file.metadata()?.len();
+            appender.file = Some(Arc::new(file));
         }
-        let file = appender.file.as_mut().expect("opened above");
-        let len = file.metadata()?.len();
-        if let Err(error) = file.write_all(line).and_then(|()| file.sync_data()) {
+        let file = appender.file.clone().expect("opened above");
+        if let Err(error) = (&*file).write_all(line) {
             // Take back whatever part got in, so the next line starts clean.
-            let _ = file.set_len(len);
+            let _ = file.set_len(appender.len);
             return Err(error);
         }
-        Ok(())
+        appender.len += line.len() as u64;
+        Ok(file)
     }
 
     /// Stored events after `after`, oldest first, that `keep` accepts.
@@ -234,6 +270,29 @@ mod tests {
         assert_eq!(log.append(id, created()).unwrap().seq, 3);
         let seqs: Vec<u64> = log.read_after(1, |_| true).unwrap().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [2, 3]);
+    }
+
+    #[test]
+    fn appends_at_once_share_fsyncs_and_followers_hear_them_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(EventLog::open(dir.path().join("events.jsonl")).unwrap());
+        let mut live = log.subscribe();
+        let writers: Vec<_> = (0..8)
+            .map(|_| {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let id = Uuid::new_v4();
+                    (0..50).map(|_| log.append(id, created()).unwrap().seq).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut seqs: Vec<u64> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+        seqs.sort();
+        assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
+        let heard: Vec<u64> = (0..400).map(|_| live.try_recv().unwrap().seq).collect();
+        assert_eq!(heard, (1..=400).collect::<Vec<_>>(), "in order, each once");
+        let stored: Vec<u64> = log.read_after(0, |_| true).unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(stored, heard);
     }
 
     #[test]

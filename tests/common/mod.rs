@@ -76,7 +76,18 @@ impl Relay {
     /// Runs and expects success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let run = self.run(args);
-        assert_eq!(run.code, 0, "relay {args:?} failed: {}{}", run.stdout, run.stderr);
+        if run.code != 0 {
+            // The daemon's own account, in case it is what failed.
+            let log = std::fs::read_to_string(self.path().join("relay.log")).unwrap_or_default();
+            let tail = log.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>();
+            panic!(
+                "relay {args:?} failed ({}): {}{}\nrelay.log ends with:\n{}",
+                run.code,
+                run.stdout,
+                run.stderr,
+                tail.join("\n")
+            );
+        }
         run.stdout
     }
 

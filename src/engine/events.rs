@@ -7,14 +7,17 @@
 //! carry on after a restart, so a follower resumes with "after N" and gets no
 //! gap and no duplicate. An event is on disk (fsync) before anyone hears of
 //! it: a number handed out is never handed out again, even after a crash.
-//! Appends running at once share their fsyncs (group commit).
+//! A thread of its own does the fsyncs, one for every batch of events
+//! written meanwhile (group commit), so a conversation never waits for one.
 //! Followers that fall behind the in-memory broadcast read the file again.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use chrono::Utc;
 use tokio::sync::broadcast;
@@ -28,10 +31,9 @@ const LIVE_BUFFER: usize = 1024;
 
 pub struct EventLog {
     path: PathBuf,
-    file: Mutex<Appender>,
-    /// The last sequence number known to be on disk. Held while syncing, so
-    /// one fsync at a time runs, and each covers every line written before it.
-    synced: Mutex<u64>,
+    state: Mutex<Appender>,
+    /// Wakes the syncer when there is something to sync.
+    written: Condvar,
     live: broadcast::Sender<Arc<ConversationEvent>>,
 }
 
@@ -40,84 +42,103 @@ struct Appender {
     file: Option<Arc<File>>,
     /// The file's length: where a failed write is cut back to.
     len: u64,
+    /// The last sequence number written, and the last one known on disk.
     last_seq: u64,
-    /// Written but not yet synced, oldest first: told to followers, in
-    /// order, once on disk.
-    unpublished: std::collections::VecDeque<Arc<ConversationEvent>>,
+    synced: u64,
+    /// Written, not yet on disk, oldest first: told to followers once synced.
+    unpublished: VecDeque<Arc<ConversationEvent>>,
 }
 
+/// The syncer's longest nap: how soon it notices the log is gone.
+const SYNCER_NAP: Duration = Duration::from_millis(200);
+
 impl EventLog {
-    /// Opens the log at `path`, dropping a last line a crash cut short.
-    pub fn open(path: PathBuf) -> Result<EventLog, StoreError> {
+    /// Opens the log at `path`, dropping a last line a crash cut short, and
+    /// starts its syncer thread (which ends when the log is dropped).
+    pub fn open(path: PathBuf) -> Result<Arc<EventLog>, StoreError> {
         if path.exists() {
             atomic::drop_torn_tail_of(&path).map_err(|source| StoreError::Write { path: show(&path), source })?;
         }
         let last_seq = read_jsonl::<SeqOnly>(&path)?.last().map_or(0, |e| e.seq);
         let (live, _) = broadcast::channel(LIVE_BUFFER);
-        let appender = Appender { file: None, len: 0, last_seq, unpublished: Default::default() };
-        Ok(EventLog { path, file: Mutex::new(appender), synced: Mutex::new(last_seq), live })
+        let appender = Appender { file: None, len: 0, last_seq, synced: last_seq, unpublished: VecDeque::new() };
+        let log = Arc::new(EventLog { path, state: Mutex::new(appender), written: Condvar::new(), live });
+        let weak = Arc::downgrade(&log);
+        std::thread::Builder::new()
+            .name("relay-events".into())
+            .spawn(move || syncer(weak))
+            .map_err(|source| StoreError::Write { path: show(&log.path), source })?;
+        Ok(log)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Appender> {
+        self.state.lock().expect("event log lock")
     }
 
     /// The sequence number of the last event written (0: none yet).
     pub fn last_seq(&self) -> u64 {
-        self.file.lock().expect("event log lock").last_seq
+        self.lock().last_seq
     }
 
-    /// Writes the next event, makes it durable, and tells the followers.
-    /// Numbers are handed out in file order; followers hear of an event
-    /// only once it is on disk, so no number is ever handed out twice.
-    ///
-    /// Group commit: the line is written under one lock, the fsync happens
-    /// under another, and an fsync covers every line written before it
-    /// started. Conversations writing at once share fsyncs instead of
-    /// queueing for one each.
+    /// Writes the next event. It is numbered in file order and handed to the
+    /// syncer, which makes it durable and then tells the followers: nobody
+    /// hears of an event before it is on disk, so no number is ever handed
+    /// out twice, and the caller (an actor) never waits for an fsync here.
     pub fn append(&self, instance_id: Uuid, data: EventData) -> Result<Arc<ConversationEvent>, StoreError> {
-        let failed = |source| StoreError::Write { path: show(&self.path), source };
-        let (event, file) = {
-            let mut appender = self.file.lock().expect("event log lock");
-            let event = ConversationEvent { seq: appender.last_seq + 1, at: Utc::now(), instance_id, data };
-            let mut line = serde_json::to_vec(&event).expect("events serialise");
-            line.push(b'\n');
-            let file = self.write(&mut appender, &line).map_err(failed)?;
-            appender.last_seq = event.seq;
-            let event = Arc::new(event);
-            appender.unpublished.push_back(event.clone());
-            (event, file)
-        };
-        let synced = {
-            let mut synced = self.synced.lock().expect("event log sync lock");
-            if *synced < event.seq {
-                // Everything written up to now goes down with this fsync.
-                let upto = self.last_seq();
-                file.sync_data().map_err(failed)?;
-                *synced = upto;
-            }
-            *synced
-        };
-        let mut appender = self.file.lock().expect("event log lock");
-        while appender.unpublished.front().is_some_and(|e| e.seq <= synced) {
-            let durable = appender.unpublished.pop_front().expect("just seen");
-            let _ = self.live.send(durable);
-        }
+        let mut appender = self.lock();
+        let event = ConversationEvent { seq: appender.last_seq + 1, at: Utc::now(), instance_id, data };
+        let mut line = serde_json::to_vec(&event).expect("events serialise");
+        line.push(b'\n');
+        self.write(&mut appender, &line).map_err(|source| StoreError::Write { path: show(&self.path), source })?;
+        appender.last_seq = event.seq;
+        let event = Arc::new(event);
+        appender.unpublished.push_back(event.clone());
+        drop(appender);
+        self.written.notify_one();
         Ok(event)
     }
 
-    /// Appends `line` (not yet synced); returns the file, for the sync.
-    fn write(&self, appender: &mut Appender, line: &[u8]) -> io::Result<Arc<File>> {
+    fn write(&self, appender: &mut Appender, line: &[u8]) -> io::Result<()> {
         if appender.file.is_none() {
             let file = OpenOptions::new().append(true).create(true).mode(0o600).open(&self.path)?;
             atomic::sync_parent(&self.path)?;
             appender.len = file.metadata()?.len();
             appender.file = Some(Arc::new(file));
         }
-        let file = appender.file.clone().expect("opened above");
-        if let Err(error) = (&*file).write_all(line) {
+        let file = appender.file.as_ref().expect("opened above");
+        if let Err(error) = (&**file).write_all(line) {
             // Take back whatever part got in, so the next line starts clean.
             let _ = file.set_len(appender.len);
             return Err(error);
         }
         appender.len += line.len() as u64;
-        Ok(file)
+        Ok(())
+    }
+
+    /// Syncs what is written and tells the followers, now (the syncer does
+    /// it within a few milliseconds anyway). For readers that must see every
+    /// event written so far, and for shutdown.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let (file, upto) = {
+            let appender = self.lock();
+            match (&appender.file, appender.unpublished.back()) {
+                (Some(file), Some(last)) => (file.clone(), last.seq),
+                _ => return Ok(()),
+            }
+        };
+        file.sync_data().map_err(|source| StoreError::Write { path: show(&self.path), source })?;
+        self.publish(upto);
+        Ok(())
+    }
+
+    /// Everything up to `upto` is on disk: tell the followers, in order.
+    fn publish(&self, upto: u64) {
+        let mut appender = self.lock();
+        appender.synced = appender.synced.max(upto);
+        while appender.unpublished.front().is_some_and(|e| e.seq <= upto) {
+            let durable = appender.unpublished.pop_front().expect("just seen");
+            let _ = self.live.send(durable);
+        }
     }
 
     /// Stored events after `after`, oldest first, that `keep` accepts.
@@ -126,10 +147,12 @@ impl EventLog {
         after: u64,
         keep: impl Fn(&ConversationEvent) -> bool,
     ) -> Result<Vec<ConversationEvent>, StoreError> {
-        // Events are appended in order: skip the lines before `after` cheaply.
+        // Only what is on disk: the rest reaches followers once it is.
+        let synced = self.lock().synced;
         let all: Vec<ConversationEvent> = read_jsonl(&self.path)?;
+        // Events are appended in order: skip the lines before `after` cheaply.
         let start = all.partition_point(|e| e.seq <= after);
-        Ok(all.into_iter().skip(start).filter(|e| keep(e)).collect())
+        Ok(all.into_iter().skip(start).take_while(|e| e.seq <= synced).filter(|e| keep(e)).collect())
     }
 
     /// New events as they are written. Subscribe before reading what is
@@ -140,6 +163,31 @@ impl EventLog {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// The syncer thread: whenever events are waiting, one fsync for all of
+/// them (group commit), then they are published. It runs off the async
+/// runtime, so no conversation waits for it.
+fn syncer(log: std::sync::Weak<EventLog>) {
+    loop {
+        let Some(log) = log.upgrade() else { return };
+        let waiting = {
+            let appender = log.lock();
+            let (appender, _) = log
+                .written
+                .wait_timeout_while(appender, SYNCER_NAP, |a| a.unpublished.is_empty())
+                .expect("event log lock");
+            appender.file.clone().zip(appender.unpublished.back().map(|e| e.seq))
+        };
+        let Some((file, upto)) = waiting else { continue };
+        match file.sync_data() {
+            Ok(()) => log.publish(upto),
+            Err(error) => {
+                tracing::error!(%error, "cannot sync the event log; retrying");
+                std::thread::sleep(SYNCER_NAP);
+            }
+        }
     }
 }
 
@@ -188,6 +236,10 @@ impl super::Engine {
                 self.backlog.extend(stored.into_iter().map(Arc::new));
                 Ok(())
             }
+        }
+        // Everything written so far is readable (and later ones come live).
+        if let Err(error) = self.shared.events.flush() {
+            tracing::error!(%error, "cannot sync the event log");
         }
         // Subscribe before reading: an event written in between comes both
         // ways, and the sequence number drops the second.
@@ -268,14 +320,15 @@ mod tests {
         let log = EventLog::open(path).unwrap();
         assert_eq!(log.last_seq(), 2);
         assert_eq!(log.append(id, created()).unwrap().seq, 3);
+        log.flush().unwrap();
         let seqs: Vec<u64> = log.read_after(1, |_| true).unwrap().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [2, 3]);
     }
 
     #[test]
-    fn appends_at_once_share_fsyncs_and_followers_hear_them_in_order() {
+    fn appends_from_many_threads_are_numbered_and_heard_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let log = Arc::new(EventLog::open(dir.path().join("events.jsonl")).unwrap());
+        let log = EventLog::open(dir.path().join("events.jsonl")).unwrap();
         let mut live = log.subscribe();
         let writers: Vec<_> = (0..8)
             .map(|_| {
@@ -289,7 +342,7 @@ mod tests {
         let mut seqs: Vec<u64> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
         seqs.sort();
         assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
-        let heard: Vec<u64> = (0..400).map(|_| live.try_recv().unwrap().seq).collect();
+        let heard: Vec<u64> = (0..400).map(|_| live.blocking_recv().unwrap().seq).collect();
         assert_eq!(heard, (1..=400).collect::<Vec<_>>(), "in order, each once");
         let stored: Vec<u64> = log.read_after(0, |_| true).unwrap().iter().map(|e| e.seq).collect();
         assert_eq!(stored, heard);
@@ -301,7 +354,8 @@ mod tests {
         let log = EventLog::open(dir.path().join("events.jsonl")).unwrap();
         let mut live = log.subscribe();
         let written = log.append(Uuid::new_v4(), created()).unwrap();
-        assert_eq!(live.try_recv().unwrap(), written);
+        // Not before it is on disk: the syncer publishes it.
+        assert_eq!(live.blocking_recv().unwrap(), written);
         assert_eq!(log.read_after(0, |_| true).unwrap(), vec![(*written).clone()]);
     }
 }

@@ -150,7 +150,7 @@ pub(crate) struct Shared {
     /// refuses one later.
     sent: Mutex<SentIndex>,
     keys: Arc<idempotency::Keys>,
-    pub(crate) events: events::EventLog,
+    pub(crate) events: Arc<events::EventLog>,
     /// Per conversation, a counter bumped on every change, for waiters only
     /// (an entry exists while someone waits on that conversation).
     watched: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
@@ -445,6 +445,9 @@ impl Engine {
         let mut unsettled = 0;
         for handle in handles {
             unsettled += handle.task.await.unwrap_or(1);
+        }
+        if let Err(error) = self.shared.events.flush() {
+            tracing::warn!(%error, "cannot sync the last events");
         }
         if unsettled == 0
             && let Err(error) = self.shared.store.mark_clean_shutdown()

@@ -155,14 +155,10 @@ impl EventLog {
         Ok(all.into_iter().skip(start).take_while(|e| e.seq <= synced).filter(|e| keep(e)).collect())
     }
 
-    /// New events as they are written. Subscribe before reading what is
+    /// New events, once on disk. Subscribe before reading what is
     /// stored, then skip what the read already returned.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<ConversationEvent>> {
         self.live.subscribe()
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

@@ -3,6 +3,7 @@
 //! (to speak to the contact, use `relay send`).
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, instance_path, output};
 use crate::api::{AnswerRequest, ConversationInstance};
 
@@ -23,6 +24,6 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         return Ok(());
     }
     let question = instance.earlier_questions.last().map(|q| format!(" ({})", q.id)).unwrap_or_default();
-    println!("Answered{question}; the agent goes on. {} is now {}.", instance.id, instance.state);
+    say!("Answered{question}; the agent goes on. {} is now {}.", instance.id, instance.state);
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `relay cancel`, `relay pause`, `relay resume`.
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, instance_path, output};
 use crate::api::ConversationInstance;
 
@@ -32,6 +33,6 @@ pub async fn run(ctx: &Context, id: &str, action: Action) -> Result<(), CliError
         .and_then(|t| t.from_state)
         .map(|s| format!(" (was {s})"))
         .unwrap_or_default();
-    println!("{} is now {}{from}", instance.id, instance.state);
+    say!("{} is now {}{from}", instance.id, instance.state);
     Ok(())
 }

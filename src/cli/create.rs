@@ -3,6 +3,7 @@
 //! `ID=$(relay create ...)` works.
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::{CreateInstanceRequest, CreateInstanceResponse, HeartbeatOverrides, NewTodo};
 use crate::template::Templates;
@@ -75,7 +76,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     if ctx.json {
         output::json(&created);
     } else {
-        println!("{}", created.id);
+        say!("{}", created.id);
     }
     Ok(())
 }

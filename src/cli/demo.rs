@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::{
     ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, NewTodo, OutboxEntry, SandboxSayRequest,
@@ -57,7 +58,7 @@ async fn demo(ctx: &Context, home: &Home) -> Result<(), CliError> {
 
     let say = |line: String| {
         if !ctx.json {
-            println!("{line}");
+            say!("{line}");
         }
     };
     say("relay demo: one whole conversation on this machine.".into());
@@ -143,14 +144,14 @@ async fn demo(ctx: &Context, home: &Home) -> Result<(), CliError> {
     if ctx.json {
         output::json(&final_state);
     } else {
-        println!("\n$ relay get {}", final_state.id);
+        say!("\n$ relay get {}", final_state.id);
         super::get::print(&final_state);
-        println!(
+        say!(
             "\n{} model calls, {} requests seen by the scripted model server.",
             final_state.usage.model_calls,
             model.requests().len()
         );
-        println!("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).");
+        say!("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).");
     }
     if final_state.state.is_terminal() {
         Ok(())

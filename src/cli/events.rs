@@ -32,10 +32,15 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     // A client waiting for more events is not a slow daemon: no timeout on the stream.
     Client::new(ctx)?
         .get_lines(&path, |event: ConversationEvent| {
-            let line = if json { serde_json::to_string(&event).expect("events serialise") } else { readable(&event) };
             let mut stdout = std::io::stdout().lock();
             // Flushed per event: `relay events -f | ...` sees each at once.
-            writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_ok()
+            if json {
+                let line = serde_json::to_string(&event).expect("events serialise");
+                writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_ok()
+            } else {
+                output::human_line(&mut stdout, &readable(&event));
+                true
+            }
         })
         .await
 }
@@ -49,14 +54,14 @@ fn readable(event: &ConversationEvent) -> String {
             format!("{from} -> {to} ({trigger}){reason}")
         }
         EventData::MessageIn { untrusted_contact_text, .. } => {
-            format!("contact wrote: {:?}", output::truncate(untrusted_contact_text, 80))
+            format!("contact wrote: \"{}\"", output::truncate(untrusted_contact_text, 80))
         }
         EventData::MessageOut { role, text, send_status, .. } => {
             let who = match role {
                 crate::api::Role::Manual => "operator",
                 _ => "agent",
             };
-            format!("{who} wrote ({}): {:?}", format!("{send_status:?}").to_lowercase(), output::truncate(text, 80))
+            format!("{who} wrote ({}): \"{}\"", format!("{send_status:?}").to_lowercase(), output::truncate(text, 80))
         }
         EventData::Todo { todo_id, status, answer } => {
             let answer = answer.as_deref().map(|a| format!(": {}", output::truncate(a, 80))).unwrap_or_default();

@@ -1,6 +1,7 @@
 //! `relay get`: one conversation in full.
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, instance_path, output};
 use crate::api::{ConversationInstance, State, TodoStatus};
 
@@ -19,53 +20,56 @@ pub fn print(i: &ConversationInstance) {
         Some(previous) => format!("{} (resumes to {previous})", i.state),
         None => i.state.to_string(),
     };
-    println!("id          {}", i.id);
-    println!("state       {state}");
-    println!("contact     {}", i.target_contact);
-    println!("objective   {}", i.objective);
+    say!("id          {}", i.id);
+    say!("state       {state}");
+    say!("contact     {}", i.target_contact);
+    say!("objective   {}", i.objective);
     let hb = &i.heartbeat_config;
     let interval = crate::duration::format(std::time::Duration::from_millis(hb.interval_ms));
-    println!(
+    say!(
         "heartbeat   every {interval}, at most {} follow-ups ({} sent since the contact last wrote)",
-        hb.max_followups, i.follow_up_count
+        hb.max_followups,
+        i.follow_up_count
     );
     if let Some(at) = i.next_heartbeat_at {
-        println!("next        follow-up {} ({})", output::relative(at), output::time(at));
+        say!("next        follow-up {} ({})", output::relative(at), output::time(at));
     }
     if let Some(ms) = i.paused_heartbeat_remaining_ms {
         let left = crate::duration::format(std::time::Duration::from_millis(ms));
-        println!("paused      {left} left on the heartbeat");
+        say!("paused      {left} left on the heartbeat");
     }
     if i.state == State::NeedsHumanIntervention
         && let Some(reason) = &i.intervention_reason
     {
-        println!("needs       {reason}");
+        say!("needs       {reason}");
     }
     if let Some(q) = &i.pending_question {
         let asked = q.question.as_deref().unwrap_or(&q.reason);
-        println!("question    {} asks: {asked}", q.id);
-        println!("            answer it with `relay answer {} \"...\"`", output::short_id(&i.id));
+        say!("question    {} asks: {asked}", q.id);
+        say!("            answer it with `relay answer {} \"...\"`", output::short_id(&i.id));
     }
     if let Some(reason) = &i.channel_blocked {
-        println!("waiting     {reason}");
+        say!("waiting     {reason}");
     }
     if let (Some(outcome), Some(by)) = (i.outcome, i.ended_by) {
-        println!("outcome     {} (ended by {})", outcome.as_str(), by.as_str());
+        say!("outcome     {} (ended by {})", outcome.as_str(), by.as_str());
     }
     if let Some(summary) = &i.summary {
-        println!("summary     {summary}");
+        say!("summary     {summary}");
     }
     if let Some(reason) = i.failure_reason.as_ref().filter(|_| i.outcome.is_none()) {
-        println!("failed      {reason}");
+        say!("failed      {reason}");
     }
     if i.usage.model_calls > 0 {
-        println!(
+        say!(
             "usage       {} model calls, {} input + {} output tokens",
-            i.usage.model_calls, i.usage.input_tokens, i.usage.output_tokens
+            i.usage.model_calls,
+            i.usage.input_tokens,
+            i.usage.output_tokens
         );
     }
-    println!("created     {}", output::time(i.created_at));
-    println!("todos");
+    say!("created     {}", output::time(i.created_at));
+    say!("todos");
     for todo in &i.todos {
         let mark = match todo.status {
             TodoStatus::Pending => "[ ]",
@@ -74,21 +78,21 @@ pub fn print(i: &ConversationInstance) {
             TodoStatus::Skipped => "[-]",
         };
         match &todo.answer {
-            Some(note) => println!("  {mark} {}. {}: {note}", todo.id, todo.text),
-            None => println!("  {mark} {}. {}", todo.id, todo.text),
+            Some(note) => say!("  {mark} {}. {}: {note}", todo.id, todo.text),
+            None => say!("  {mark} {}. {}", todo.id, todo.text),
         }
     }
     if let Some(last) = &i.last_contact_message {
-        println!(
+        say!(
             "contact     last wrote {:?} ({})",
             output::truncate(&last.untrusted_contact_text, 60),
             output::time(last.at)
         );
     }
-    println!("history");
+    say!("history");
     for t in &i.history {
         let from = t.from_state.map(|s| format!("{s} -> ")).unwrap_or_default();
         let reason = t.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-        println!("  {}  {from}{} ({}){reason}", output::time(t.timestamp), t.to_state, t.trigger);
+        say!("  {}  {from}{} ({}){reason}", output::time(t.timestamp), t.to_state, t.trigger);
     }
 }

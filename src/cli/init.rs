@@ -5,6 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use serde::Serialize;
 
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 use crate::contact::Contact;
@@ -103,29 +104,29 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         };
     }
     let verb = if done.created { "Initialised" } else { "Updated" };
-    println!("{verb} relay in {} (channel {}, port {}).", done.home, channel.as_str(), done.daemon_port);
+    say!("{verb} relay in {} (channel {}, port {}).", done.home, channel.as_str(), done.daemon_port);
     match &config.model {
-        Some(model) => println!("Model: {} (key from {}).", model.label(), key_source(model)),
-        None => println!("No model: conversations go to you (`relay send`). Add one with --provider and --model."),
+        Some(model) => say!("Model: {} (key from {}).", model.label(), key_source(model)),
+        None => say!("No model: conversations go to you (`relay send`). Add one with --provider and --model."),
     }
     match channel {
         ChannelKind::Sandbox => {
-            println!("The sandbox channel simulates contacts: nothing is sent over WhatsApp.");
-            println!("Next: `relay start`, then `relay create ...` and play the contact with `relay sandbox say`.");
+            say!("The sandbox channel simulates contacts: nothing is sent over WhatsApp.");
+            say!("Next: `relay start`, then `relay create ...` and play the contact with `relay sandbox say`.");
         }
         ChannelKind::Whatsapp if link => {}
         ChannelKind::Whatsapp => {
-            println!("WhatsApp is not linked by this run: `relay init --link` shows the QR code to scan.");
+            say!("WhatsApp is not linked by this run: `relay init --link` shows the QR code to scan.");
         }
     }
     let running = crate::daemon::lifecycle::is_locked(&ctx.home);
     if running && existing.as_ref() != Some(&config) {
-        println!("The daemon is running: `relay stop && relay start` to apply this config.");
+        say!("The daemon is running: `relay stop && relay start` to apply this config.");
     }
     if link {
         super::link::run(ctx, pair_phone, args.force).await?;
         if !running {
-            println!("Next: `relay start`; it reconnects with this link, no QR code needed.");
+            say!("Next: `relay start`; it reconnects with this link, no QR code needed.");
         }
     }
     Ok(())

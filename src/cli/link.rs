@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context};
 use crate::api::{PairRequest, PairingEvent};
 use crate::channel::whatsapp::qr;
@@ -107,7 +108,7 @@ impl Screen {
 
     fn note(&self, text: &str) {
         if !self.json {
-            println!("{text}");
+            say!("{text}");
         }
     }
 
@@ -155,13 +156,17 @@ impl Screen {
             }
             PairingEvent::Linked { phone } => {
                 self.clear_status(&mut out);
-                let _ = writeln!(out, "Linked to WhatsApp as {}.", phone.as_deref().unwrap_or("this account"));
+                let _ = writeln!(
+                    out,
+                    "Linked to WhatsApp as {}.",
+                    output::visible(phone.as_deref().unwrap_or("this account"))
+                );
             }
             PairingEvent::AlreadyLinked { phone } => {
                 let _ = writeln!(
                     out,
                     "WhatsApp is already linked ({}). `relay init --force` unlinks it and links again.",
-                    phone.as_deref().unwrap_or("unknown number")
+                    output::visible(phone.as_deref().unwrap_or("unknown number"))
                 );
             }
             PairingEvent::Failed { .. } => self.clear_status(&mut out),

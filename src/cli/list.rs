@@ -3,6 +3,7 @@
 use comfy_table::{Table, presets::NOTHING};
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::{ConversationInstance, State, TodoStatus};
 
@@ -32,7 +33,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         return Ok(());
     }
     if instances.is_empty() {
-        println!("No conversations yet. Start one with `relay create`.");
+        say!("No conversations yet. Start one with `relay create`.");
         return Ok(());
     }
     let mut table = Table::new();
@@ -48,6 +49,6 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             output::truncate(&i.objective, 48),
         ]);
     }
-    println!("{table}");
+    say!("{table}");
     Ok(())
 }

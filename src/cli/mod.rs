@@ -32,6 +32,7 @@ use clap::{Parser, Subcommand};
 use crate::api::ApiErrorResponse;
 use crate::config::{Config, ConfigError};
 use crate::home::Home;
+use output::complain;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -256,7 +257,7 @@ fn report(json: bool, error: CliError) -> ExitCode {
     if json {
         eprintln!("{}", serde_json::to_string(&error.error).expect("errors serialise"));
     } else {
-        eprintln!("relay: {}", error.error.error);
+        complain!("relay: {}", error.error.error);
     }
     ExitCode::from(error.exit)
 }

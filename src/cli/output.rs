@@ -1,11 +1,74 @@
 //! Output: exactly one JSON document on stdout with `--json`, otherwise text
 //! for a person. Times are shown in local time; JSON keeps UTC.
+//!
+//! Text for a person goes through [`say!`] and [`complain!`], never
+//! `println!`: much of what relay shows was written by someone else (the
+//! contact's messages above all, but also objectives and todos the Main
+//! Agent copied from anywhere), and a terminal obeys the control characters
+//! in what it prints. [`visible`] is the one place that decides what may
+//! reach a terminal. JSON is exact and goes out as it is.
+
+use std::borrow::Cow;
+use std::io::Write;
 
 use chrono::{DateTime, Local, Utc};
 use serde::Serialize;
 
 pub fn json<T: Serialize>(value: &T) {
     println!("{}", serde_json::to_string_pretty(value).expect("output serialises"));
+}
+
+/// `println!` for a person: the text, made [`visible`], then a newline.
+macro_rules! say {
+    ($($arg:tt)*) => { $crate::cli::output::human_line(&mut ::std::io::stdout().lock(), &format!($($arg)*)) };
+}
+
+/// `eprintln!` for a person, through [`visible`] like [`say!`].
+macro_rules! complain {
+    ($($arg:tt)*) => { $crate::cli::output::human_line(&mut ::std::io::stderr().lock(), &format!($($arg)*)) };
+}
+
+pub(crate) use {complain, say};
+
+/// Writes `text` made [`visible`] and a newline, and flushes (a reader of
+/// `relay events -f | ...` sees each line at once). A closed pipe is not an
+/// error worth a panic: the reader went away.
+pub fn human_line(out: &mut impl Write, text: &str) {
+    let _ = writeln!(out, "{}", visible(text)).and_then(|()| out.flush());
+}
+
+/// `text` with every character that a terminal would obey rather than show
+/// replaced by a visible escape (`\x1b`, `\u{202e}`): C0 controls but the
+/// newline, DEL, C1 controls, and the bidirectional overrides and isolates
+/// that make text read in another order than it is stored. Newlines stay
+/// newlines, so a message of three lines still shows as three.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            _ if !is_hidden(c) => shown.push(c),
+            '\t' => shown.push_str("\\t"),
+            '\r' => shown.push_str("\\r"),
+            c if (c as u32) < 0x100 => shown.push_str(&format!("\\x{:02x}", c as u32)),
+            c => shown.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// Whether a terminal would act on `c` instead of showing it.
+fn is_hidden(c: char) -> bool {
+    match c {
+        '\n' => false,
+        c if c.is_control() => true, // C0, DEL and C1
+        // Arabic letter mark, left-to-right/right-to-left marks, embeddings
+        // and overrides, isolates.
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
 }
 
 pub fn time(at: DateTime<Utc>) -> String {
@@ -20,9 +83,10 @@ pub fn relative(at: DateTime<Utc>) -> String {
     if secs >= 0 { format!("in {span}") } else { format!("{span} ago") }
 }
 
-/// Cuts `text` to `max` characters (for tables).
+/// Cuts `text` to `max` characters, on one line and [`visible`] (for tables
+/// and one-line views, which measure what they will show).
 pub fn truncate(text: &str, max: usize) -> String {
-    let one_line = text.replace('\n', " ");
+    let one_line = visible(text).replace('\n', " ");
     if one_line.chars().count() <= max {
         one_line
     } else {
@@ -34,4 +98,39 @@ pub fn truncate(text: &str, max: usize) -> String {
 /// The first 8 characters of an id: enough for `relay get` in practice.
 pub fn short_id(id: &uuid::Uuid) -> String {
     id.to_string()[..8].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn forbidden(c: char) -> bool {
+        (c < ' ' && c != '\n') || ('\u{7f}'..='\u{9f}').contains(&c) || is_hidden(c)
+    }
+
+    #[test]
+    fn escapes_show_what_they_were() {
+        assert_eq!(visible("x \u{1b}]0;PWNED\u{7}\u{1b}[2J"), "x \\x1b]0;PWNED\\x07\\x1b[2J");
+        assert_eq!(visible("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(visible("one\ntwo\tthree\r"), "one\ntwo\\tthree\\r");
+        assert_eq!(visible("\u{9b}31m"), "\\x9b31m");
+        assert!(matches!(visible("plain, ñandú 🙂"), Cow::Borrowed(_)));
+    }
+
+    proptest! {
+        #[test]
+        fn nothing_a_terminal_obeys_survives(text in any::<String>()) {
+            let shown = visible(&text);
+            prop_assert!(!shown.chars().any(forbidden), "{shown:?}");
+            // Lines stay lines.
+            prop_assert_eq!(shown.matches('\n').count(), text.matches('\n').count());
+        }
+
+        #[test]
+        fn text_without_controls_is_untouched(text in "[^\\p{Cc}\u{61c}\u{200e}\u{200f}\u{202a}-\u{202e}\u{2066}-\u{2069}]*") {
+            prop_assert_eq!(visible(&text), text.as_str());
+        }
+    }
 }

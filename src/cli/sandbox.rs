@@ -3,6 +3,7 @@
 //! channel the daemon refuses them.
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::{OutboxEntry, SandboxSayRequest, SandboxSayResponse};
 use crate::contact::Contact;
@@ -33,8 +34,8 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 output::json(&said);
             } else {
                 match said.instance_id {
-                    Some(id) => println!("Delivered to conversation {id}."),
-                    None => println!(
+                    Some(id) => say!("Delivered to conversation {id}."),
+                    None => say!(
                         "{} has no live conversation: not answered, kept in unrouted.jsonl (as on WhatsApp).",
                         said.contact
                     ),
@@ -53,10 +54,10 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&sent);
             } else if sent.is_empty() {
-                println!("relay has sent nothing yet.");
+                say!("relay has sent nothing yet.");
             } else {
                 for e in &sent {
-                    println!("{}  to {}  {}", output::time(e.timestamp), e.contact, e.text);
+                    say!("{}  to {}  {}", output::time(e.timestamp), e.contact, e.text);
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! `relay send`: the operator writes to the contact (recorded as "manual").
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, instance_path, output};
 use crate::api::{SendMessageRequest, TranscriptMessage};
 
@@ -24,7 +25,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     if ctx.json {
         output::json(&sent);
     } else {
-        println!("Sent at {} (conversation {}).", output::time(sent.timestamp), sent.instance_id);
+        say!("Sent at {} (conversation {}).", output::time(sent.timestamp), sent.instance_id);
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::output::{complain, say};
 use super::{CliError, Context, output};
 use crate::api::HealthResponse;
 use crate::daemon::lifecycle;
@@ -38,7 +39,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         // No daemon holds the lock, so this pid file outlived its daemon.
         lifecycle::clean_up(home);
         if !ctx.json {
-            eprintln!("relay: removed a stale pid file (pid {pid} is gone)");
+            complain!("relay: removed a stale pid file (pid {pid} is gone)");
         }
     }
 
@@ -124,9 +125,9 @@ fn report(ctx: &Context, started: Started) -> Result<(), CliError> {
     if ctx.json {
         output::json(&started);
     } else if started.already_running {
-        println!("relay is already running (pid {}, port {}).", started.pid, started.port);
+        say!("relay is already running (pid {}, port {}).", started.pid, started.port);
     } else {
-        println!("relay started (pid {}, port {}).", started.pid, started.port);
+        say!("relay started (pid {}, port {}).", started.pid, started.port);
     }
     Ok(())
 }

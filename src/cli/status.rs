@@ -1,6 +1,7 @@
 //! `relay status`: the daemon, its channel and its conversations.
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::DaemonStatusResponse;
 
@@ -11,32 +12,32 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         return Ok(());
     }
     let uptime = humantime::format_duration(std::time::Duration::from_secs(status.uptime_seconds));
-    println!("relay {} is running", status.version);
-    println!("  pid            {}", status.pid);
-    println!("  uptime         {uptime}");
-    println!("  port           {}", status.port);
+    say!("relay {} is running", status.version);
+    say!("  pid            {}", status.pid);
+    say!("  uptime         {uptime}");
+    say!("  port           {}", status.port);
     let channel = &status.channel;
     match &channel.phone {
-        Some(phone) => println!("  channel        {} ({phone}): {}", channel.kind, channel.state),
-        None => println!("  channel        {}: {}", channel.kind, channel.state),
+        Some(phone) => say!("  channel        {} ({phone}): {}", channel.kind, channel.state),
+        None => say!("  channel        {}: {}", channel.kind, channel.state),
     }
     if let Some(detail) = &channel.detail {
-        println!("                 {detail}");
+        say!("                 {detail}");
     }
     match &status.model {
-        Some(model) => println!("  model          {model}"),
-        None => println!("  model          none: conversations go to a human (answer with `relay send`)"),
+        Some(model) => say!("  model          {model}"),
+        None => say!("  model          none: conversations go to a human (answer with `relay send`)"),
     }
     if let Some(error) = &status.model_error {
-        println!("  model error    {error}");
+        say!("  model error    {error}");
     }
-    println!("  conversations  {} active, {} in all", status.active_instance_count, status.total_instance_count);
+    say!("  conversations  {} active, {} in all", status.active_instance_count, status.total_instance_count);
     if status.unrouted_message_count > 0 {
-        println!(
+        say!(
             "  unrouted       {} messages from contacts with no conversation (in unrouted.jsonl)",
             status.unrouted_message_count
         );
     }
-    println!("  home           {}", status.home);
+    say!("  home           {}", status.home);
     Ok(())
 }

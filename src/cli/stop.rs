@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::ShutdownResponse;
 use crate::daemon::lifecycle;
@@ -64,9 +65,9 @@ fn report(ctx: &Context, stopped: Stopped) -> Result<(), CliError> {
     if ctx.json {
         output::json(&stopped);
     } else if let Some(pid) = stopped.pid {
-        println!("relay stopped (pid {pid}).");
+        say!("relay stopped (pid {pid}).");
     } else {
-        println!("relay is not running.");
+        say!("relay is not running.");
     }
     Ok(())
 }

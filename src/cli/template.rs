@@ -4,6 +4,7 @@
 
 use comfy_table::Table;
 
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::template::{Template, TemplateError, Templates};
 
@@ -53,7 +54,7 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             } else {
                 let variables = template.variables().into_iter().collect::<Vec<_>>().join(", ");
                 let variables = if variables.is_empty() { "none".into() } else { variables };
-                println!("Saved template '{}' (variables: {variables}).", template.name);
+                say!("Saved template '{}' (variables: {variables}).", template.name);
             }
         }
         Command::List => {
@@ -61,7 +62,7 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&all);
             } else if all.is_empty() {
-                println!("No templates yet: `relay template add NAME --objective ... --todo ...`.");
+                say!("No templates yet: `relay template add NAME --objective ... --todo ...`.");
             } else {
                 let mut table = Table::new();
                 table.load_preset(comfy_table::presets::NOTHING).set_header([
@@ -79,7 +80,7 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                         output::truncate(&t.objective, 50),
                     ]);
                 }
-                println!("{table}");
+                say!("{table}");
             }
         }
         Command::Show { name } => {
@@ -87,19 +88,19 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&t);
             } else {
-                println!("name        {}", t.name);
-                println!("objective   {}", t.objective);
+                say!("name        {}", t.name);
+                say!("objective   {}", t.objective);
                 let variables = t.variables().into_iter().collect::<Vec<_>>().join(", ");
-                println!("variables   {}", if variables.is_empty() { "none" } else { &variables });
+                say!("variables   {}", if variables.is_empty() { "none" } else { &variables });
                 if let Some(ms) = t.heartbeat_interval_ms {
-                    println!("heartbeat   every {}", crate::duration::format(std::time::Duration::from_millis(ms)));
+                    say!("heartbeat   every {}", crate::duration::format(std::time::Duration::from_millis(ms)));
                 }
                 if let Some(n) = t.max_followups {
-                    println!("follow-ups  at most {n}");
+                    say!("follow-ups  at most {n}");
                 }
-                println!("todos");
+                say!("todos");
                 for (n, todo) in t.todos.iter().enumerate() {
-                    println!("  {}. {todo}", n + 1);
+                    say!("  {}. {todo}", n + 1);
                 }
             }
         }
@@ -108,7 +109,7 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&serde_json::json!({ "removed": name }));
             } else {
-                println!("Removed template '{name}'.");
+                say!("Removed template '{name}'.");
             }
         }
     }

@@ -1,6 +1,7 @@
 //! `relay transcript`: a conversation's messages, oldest first.
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, instance_path, output};
 use crate::api::{Role, SendStatus, TranscriptMessage};
 
@@ -12,7 +13,7 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
         return Ok(());
     }
     if messages.is_empty() {
-        println!("No messages yet.");
+        say!("No messages yet.");
     }
     for m in &messages {
         let who = match m.role {
@@ -22,16 +23,16 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
             Role::Manual => "operator",
         };
         let mut lines = m.content.lines();
-        println!("{}  {who:<8}  {}", output::time(m.timestamp), lines.next().unwrap_or(""));
+        say!("{}  {who:<8}  {}", output::time(m.timestamp), lines.next().unwrap_or(""));
         for line in lines {
-            println!("{:31}{line}", "");
+            say!("{:31}{line}", "");
         }
         match (m.send_status, &m.delivery_error) {
-            (_, Some(error)) => println!("{:31}(not delivered: {error})", ""),
+            (_, Some(error)) => say!("{:31}(not delivered: {error})", ""),
             (Some(SendStatus::Unconfirmed), None) => {
-                println!("{:31}(unconfirmed: relay stopped while sending it; it may not have arrived)", "")
+                say!("{:31}(unconfirmed: relay stopped while sending it; it may not have arrived)", "")
             }
-            (Some(SendStatus::Pending), None) => println!("{:31}(sending)", ""),
+            (Some(SendStatus::Pending), None) => say!("{:31}(sending)", ""),
             _ => {}
         }
     }

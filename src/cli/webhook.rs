@@ -4,6 +4,7 @@
 use comfy_table::Table;
 
 use super::client::Client;
+use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::{Webhook, WebhookCreated, WebhookRequest};
 
@@ -39,8 +40,8 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&created);
             } else {
-                println!("Added webhook {} -> {}", created.webhook.id, created.webhook.url);
-                println!("Secret (shown only now; it signs each delivery): {}", created.secret);
+                say!("Added webhook {} -> {}", created.webhook.id, created.webhook.url);
+                say!("Secret (shown only now; it signs each delivery): {}", created.secret);
             }
         }
         Command::List => {
@@ -48,7 +49,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&all);
             } else if all.is_empty() {
-                println!("No webhooks: `relay webhook add URL`.");
+                say!("No webhooks: `relay webhook add URL`.");
             } else {
                 let mut table = Table::new();
                 table.load_preset(comfy_table::presets::NOTHING).set_header([
@@ -73,7 +74,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                         error,
                     ]);
                 }
-                println!("{table}");
+                say!("{table}");
             }
         }
         Command::Remove { id } => {
@@ -82,7 +83,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&removed);
             } else {
-                println!("Removed webhook {} ({}).", removed.id, removed.url);
+                say!("Removed webhook {} ({}).", removed.id, removed.url);
             }
         }
     }

@@ -111,6 +111,49 @@ impl ModelConfig {
     pub fn label(&self) -> String {
         format!("{}/{}", self.provider.as_str(), self.name)
     }
+
+    /// Refuses a model section that names no model, or no server to send to.
+    /// rig-core would fill the gap with a default server (openai-compatible
+    /// without a URL would go to api.openai.com): a conversation must never
+    /// reach a provider the operator did not name.
+    fn check(&self) -> Result<(), String> {
+        let provider = self.provider.as_str();
+        if self.name.trim().is_empty() {
+            return Err(format!(
+                "model.name is empty: say which model, e.g. `relay init --provider {provider} --model NAME`"
+            ));
+        }
+        match &self.base_url {
+            Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => Err(format!(
+                "model.base_url must start with http:// or https:// (it is '{url}'): \
+                 `relay init --provider {provider} --model {} --base-url URL` sets it",
+                self.name
+            )),
+            None if self.provider == Provider::OpenaiCompatible => Err(format!(
+                "model.base_url is missing: openai-compatible needs the URL of your server (the part before \
+                 /chat/completions, e.g. http://127.0.0.1:8000/v1): \
+                 `relay init --provider openai-compatible --model {} --base-url URL` sets it",
+                self.name
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Where the API key comes from, in words, for `relay init` to show.
+    pub fn key_source(&self) -> String {
+        let needs_key = matches!(self.provider, Provider::Anthropic | Provider::Openai);
+        match (&self.api_key_env, &self.api_key) {
+            (Some(var), _) => format!("key from ${var}, which the daemon's environment must have"),
+            (None, Some(_)) => "key stored in config.json".into(),
+            (None, None) if needs_key => format!(
+                "NO API KEY: the daemon will have none, and every conversation will go to you until you run \
+                 `relay init --provider {} --model {} --api-key-env VAR`",
+                self.provider.as_str(),
+                self.name
+            ),
+            (None, None) => "no API key is sent".into(),
+        }
+    }
 }
 
 /// How turns run. Every field has a safe default.
@@ -248,20 +291,36 @@ impl Config {
         }
     }
 
+    /// The config as `relay init` leaves it: read and checked, as the daemon
+    /// needs it. Every reader but `relay init` (which may be repairing it)
+    /// goes through here, so the daemon refuses exactly what init refuses.
     pub fn load(home: &Home) -> Result<Config, ConfigError> {
+        let config = Config::read(home)?;
+        config
+            .check()
+            .map_err(|problem| ConfigError::Setting { path: home.config_file().display().to_string(), problem })?;
+        Ok(config)
+    }
+
+    /// Every rule a config must meet beyond its shape.
+    pub fn check(&self) -> Result<(), String> {
+        self.agent.check()?;
+        self.whatsapp.check()?;
+        match &self.model {
+            Some(model) => model.check(),
+            None => Ok(()),
+        }
+    }
+
+    /// The config as written, shape checked but not its settings: for
+    /// `relay init`, which is how a wrong setting gets fixed.
+    pub fn read(home: &Home) -> Result<Config, ConfigError> {
         let path = home.config_file();
         let text = std::fs::read_to_string(&path).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => ConfigError::Missing(home.root().display().to_string()),
             _ => ConfigError::Io { path: path.display().to_string(), source },
         })?;
-        let config: Config = serde_json::from_str(&text)
-            .map_err(|source| ConfigError::Invalid { path: path.display().to_string(), source })?;
-        config
-            .agent
-            .check()
-            .and_then(|()| config.whatsapp.check())
-            .map_err(|problem| ConfigError::Setting { path: path.display().to_string(), problem })?;
-        Ok(config)
+        serde_json::from_str(&text).map_err(|source| ConfigError::Invalid { path: path.display().to_string(), source })
     }
 
     /// Replaced atomically and owner-only: the config may hold a model key.

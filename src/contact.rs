@@ -16,20 +16,41 @@ pub enum ContactError {
         "'{0}' is not a phone number in international format: start with + and the country code, e.g. +56912345678"
     )]
     NotInternational(String),
-    #[error("'{0}' is not a valid phone number ({1})")]
-    Unparsable(String, String),
-    #[error("'{0}' is not a possible phone number (unknown country code, or wrong length for it)")]
+    /// Anything but digits and separators. Letters above all: a phone keypad
+    /// maps them to digits, and relay must not guess which number was meant
+    /// and write to a stranger.
+    #[error(
+        "'{input}' is not a phone number: {what} cannot be part of one (write + and the digits, with spaces, \
+         dashes, dots or brackets between them if you like)"
+    )]
+    Character { input: String, what: String },
+    #[error("'{input}' has {digits} digits; a phone number has at most 15, country code included")]
+    TooLong { input: String, digits: usize },
+    #[error("'{0}' is too short to be a phone number")]
+    TooShort(String),
+    #[error("'{0}' does not start with a country code that exists (e.g. +1, +44, +56)")]
+    UnknownCountryCode(String),
+    #[error("'{input}' has {got} digits after the country code +{code}; numbers there have {expected}")]
+    Length { input: String, code: u16, got: usize, expected: String },
+    #[error("'{0}' is not a possible phone number: its digits do not read back as the same number")]
     Invalid(String),
 }
 
+/// The characters a person writes between the digits of a phone number.
+const SEPARATORS: &[char] = &[' ', '-', '.', '(', ')'];
+
 impl Contact {
-    /// Accepts "+56 9 1234 5678", "+56-9-1234-5678" or "+56912345678".
+    /// Accepts "+56 9 1234 5678", "+56-9-1234-5678", "+1 (415) 555.2671" or
+    /// "+56912345678": a `+`, then digits with separators between them.
+    /// Anything else (letters, `*`, `#`, an extension) is refused, naming
+    /// the character.
     pub fn parse(input: &str) -> Result<Contact, ContactError> {
         let trimmed = input.trim();
-        let e164 = normalise(trimmed)?;
+        let digits = digits_of(trimmed)?;
+        let e164 = normalise(trimmed, &digits)?;
         // The stored form must read back as itself: phonenumber turns some
         // inputs (+98000001) into a form it then refuses (+980001).
-        match normalise(&e164) {
+        match normalise(&e164, &e164[1..]) {
             Ok(again) if again == e164 => Ok(Contact(e164)),
             _ => Err(ContactError::Invalid(trimmed.to_string())),
         }
@@ -48,29 +69,80 @@ impl Contact {
     }
 }
 
-/// `trimmed` in E.164, if it is a possible international number.
-fn normalise(trimmed: &str) -> Result<String, ContactError> {
-    if !trimmed.starts_with('+') {
+/// The digits of `trimmed`, which must be `+` and then only digits and
+/// [`SEPARATORS`]. This check comes before phonenumber's parser, which
+/// reads letters as keypad digits ("TAXI" as 8294) and cuts extensions off.
+fn digits_of(trimmed: &str) -> Result<String, ContactError> {
+    let Some(rest) = trimmed.strip_prefix('+') else {
         return Err(ContactError::NotInternational(trimmed.to_string()));
+    };
+    if let Some(bad) = rest.chars().find(|c| !c.is_ascii_digit() && !SEPARATORS.contains(c)) {
+        let what = match bad {
+            c if c.is_alphabetic() => format!("the letter '{c}'"),
+            c if c.is_control() || c.is_whitespace() => format!("the character {}", c.escape_unicode()),
+            c => format!("'{c}'"),
+        };
+        return Err(ContactError::Character { input: trimmed.to_string(), what });
     }
-    let number =
-        phonenumber::parse(None, trimmed).map_err(|e| ContactError::Unparsable(trimmed.to_string(), e.to_string()))?;
-    // "Possible" (known country code, a length used there), not "valid":
-    // number ranges change faster than the metadata, and a real number
-    // must never be refused (the seeds' own example, +56912345678, is in
-    // a range the metadata does not list).
+    let digits: String = rest.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() > 15 {
+        return Err(ContactError::TooLong { input: trimmed.to_string(), digits: digits.len() });
+    }
+    Ok(digits)
+}
+
+/// `+digits` in E.164, if it is a possible international number.
+fn normalise(trimmed: &str, digits: &str) -> Result<String, ContactError> {
+    use phonenumber::metadata::DATABASE;
+    let number = phonenumber::parse(None, format!("+{digits}")).map_err(|e| match e {
+        phonenumber::ParseError::InvalidCountryCode => ContactError::UnknownCountryCode(trimmed.to_string()),
+        _ => ContactError::TooShort(trimmed.to_string()),
+    })?;
+    let code = number.code().value();
+    // "Possible" (a length used for that country code), not "valid": number
+    // ranges change faster than the metadata, and a real number must never
+    // be refused (the seeds' own example, +56912345678, and every +1 555
+    // number are in ranges the metadata does not list). The lengths are
+    // those of every region sharing the code, so a number whose region
+    // cannot be told (+1 555 ...) is judged by its length alone.
     let national_digits = number.national().to_string().len() as u16;
-    let possible = number.metadata(&phonenumber::metadata::DATABASE).is_some_and(|meta| {
-        use phonenumber::Type;
-        [Type::Mobile, Type::FixedLine, Type::Voip, Type::PersonalNumber, Type::Uan]
-            .into_iter()
-            .filter_map(|kind| meta.descriptors().get(kind))
-            .any(|d| d.possible_length().contains(&national_digits))
-    });
-    if !possible {
-        return Err(ContactError::Invalid(trimmed.to_string()));
+    let mut lengths: Vec<u16> = DATABASE
+        .by_code(&code)
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|meta| {
+            use phonenumber::Type;
+            [Type::Mobile, Type::FixedLine, Type::Voip, Type::PersonalNumber, Type::Uan]
+                .into_iter()
+                .filter_map(|kind| meta.descriptors().get(kind))
+                .flat_map(|d| d.possible_length().iter().copied())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    lengths.sort_unstable();
+    lengths.dedup();
+    if lengths.is_empty() {
+        return Err(ContactError::UnknownCountryCode(trimmed.to_string()));
+    }
+    if !lengths.contains(&national_digits) {
+        return Err(ContactError::Length {
+            input: trimmed.to_string(),
+            code,
+            got: national_digits as usize,
+            expected: one_of(&lengths),
+        });
     }
     Ok(number.format().mode(phonenumber::Mode::E164).to_string())
+}
+
+/// "9", "9 or 10", "7, 8 or 10" (digits).
+fn one_of(lengths: &[u16]) -> String {
+    let words: Vec<String> = lengths.iter().map(u16::to_string).collect();
+    match words.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 impl fmt::Display for Contact {
@@ -116,10 +188,89 @@ mod tests {
     }
 
     #[test]
+    fn letters_extensions_and_keypad_signs_are_refused_by_name() {
+        for (input, named) in [
+            ("+56 9 TAXI 2222", "the letter 'T'"),
+            ("+5691abc2222", "the letter 'a'"),
+            ("+56912345678 ext 5", "the letter 'e'"),
+            ("+56912345678*", "'*'"),
+            ("+56912345678#", "'#'"),
+            ("+56912345678,5", "','"),
+            ("++56912345678", "'+'"),
+        ] {
+            let error = Contact::parse(input).unwrap_err().to_string();
+            assert!(error.contains(named), "{input}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_length_that_is_fine_is_not_called_wrong() {
+        // A US number in the 555 range: no region claims it, its length is right.
+        assert_eq!(Contact::parse("+1 555 123 4567").unwrap().as_str(), "+15551234567");
+        let error = Contact::parse("+56 9 1234").unwrap_err().to_string();
+        assert!(error.contains("5 digits after the country code +56") && error.contains("9"), "{error}");
+        let error = Contact::parse("+999 123 456 789").unwrap_err().to_string();
+        assert!(error.contains("country code that exists"), "{error}");
+    }
+
+    #[test]
     fn refuses_garbage_and_impossible_numbers() {
         assert!(Contact::parse("+hello").is_err());
         assert!(Contact::parse("+1").is_err());
         assert!(Contact::parse("+999123456789").is_err(), "unknown country code");
         assert!(Contact::parse("+5691234").is_err(), "too short for Chile");
+    }
+
+    /// Real numbers of several countries, in E.164.
+    const NUMBERS: &[&str] = &[
+        "+56912345678",
+        "+14155552671",
+        "+15551234567",
+        "+447911123456",
+        "+4915123456789",
+        "+33612345678",
+        "+5511987654321",
+        "+61412345678",
+        "+819012345678",
+        "+390612345678",
+    ];
+
+    /// `e164` with separators sprinkled between its characters.
+    fn written(e164: &str, separators: &[(usize, &str)]) -> String {
+        let mut out = String::from("+");
+        for (i, digit) in e164[1..].chars().enumerate() {
+            for (at, sep) in separators {
+                if *at == i {
+                    out.push_str(sep);
+                }
+            }
+            out.push(digit);
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_valid_number_with_separators_normalises_to_the_same_e164(
+            index in 0..NUMBERS.len(),
+            separators in proptest::collection::vec((0usize..15, "[ .()-]{1,2}"), 0..6),
+        ) {
+            let e164 = NUMBERS[index];
+            let separators: Vec<(usize, &str)> = separators.iter().map(|(at, s)| (*at, s.as_str())).collect();
+            let input = written(e164, &separators);
+            proptest::prop_assert_eq!(Contact::parse(&input).map(|c| c.0), Ok(e164.to_string()), "{}", input);
+        }
+
+        #[test]
+        fn any_string_with_a_letter_is_refused(
+            index in 0..NUMBERS.len(),
+            at in 0usize..16,
+            letters in "\\PN*\\p{L}\\PN*",
+        ) {
+            let e164 = NUMBERS[index];
+            let cut = (1 + at).min(e164.len());
+            let input = format!("{}{letters}{}", &e164[..cut], &e164[cut..]);
+            proptest::prop_assert!(Contact::parse(&input).is_err(), "accepted {:?}", input);
+        }
     }
 }

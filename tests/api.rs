@@ -160,3 +160,30 @@ fn the_openapi_document_describes_every_route() {
     let host = format!("127.0.0.1:{}", relay.port);
     assert_eq!(raw_http(relay.port, "GET", "/openapi.json", &[("Host", &host)], b"").0, 401);
 }
+
+/// A contact is + and digits with separators: a letter, an extension, `*` or
+/// `#` is refused everywhere a contact is typed, naming the character, and
+/// nothing is created or delivered. (The class is tested in src/contact.rs;
+/// this checks every front door uses that one rule.)
+#[test]
+fn a_contact_with_letters_is_refused_at_every_door() {
+    let relay = Relay::started();
+    for contact in ["+56 9 TAXI 2222", "+5691abc2222", "+56912345678 ext 5", "+56912345678#"] {
+        let error = relay.fails(&["create", "--objective", "o", "--contact", contact, "--todo", "t"], 2);
+        assert!(error.contains("cannot be part of one"), "create {contact}: {error}");
+        let error = relay.fails(&["sandbox", "say", contact, "hello"], 2);
+        assert!(error.contains("cannot be part of one"), "sandbox say {contact}: {error}");
+        let error = relay.fails(&["sandbox", "outbox", "--contact", contact], 2);
+        assert!(error.contains("cannot be part of one"), "sandbox outbox {contact}: {error}");
+        let error = relay.fails(&["list", "--contact", contact], 2);
+        assert!(error.contains("cannot be part of one"), "list {contact}: {error}");
+        let body = serde_json::json!({"objective": "o", "target_contact": contact, "todos": [{"text": "t"}]});
+        let (status, answer) = relay.http("POST", "/instances", &[], Some(&body.to_string()));
+        assert_eq!(status, 400, "{answer}");
+        assert!(answer.contains("cannot be part of one"), "{answer}");
+    }
+    relay.ok(&["template", "add", "call", "--objective", "Call {{who}}", "--todo", "t"]);
+    let error = relay.fails(&["create", "--template", "call", "--var", "who=Ana", "--contact", "+56 9 TAXI 2222"], 2);
+    assert!(error.contains("the letter 'T'"), "{error}");
+    assert_eq!(relay.json(&["list"]), serde_json::json!([]), "nothing was created");
+}

@@ -355,3 +355,116 @@ fn a_turn_cannot_reach_another_conversation() {
     assert!(relay.transcript(&b).iter().all(|m| m["role"] != "agent"));
     assert_eq!(outbox_to(&relay, OTHER_CONTACT), json!([]));
 }
+
+/// Whether a terminal would obey `c` rather than show it: C0 controls but the
+/// newline, DEL, C1 controls, bidirectional overrides and isolates.
+fn obeyed_by_a_terminal(c: char) -> bool {
+    (c < ' ' && c != '\n')
+        || ('\u{7f}'..='\u{9f}').contains(&c)
+        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text someone else wrote, heavy in what a terminal obeys: escapes that set
+/// the title or clear the screen, C1 controls, bidi overrides, mixed with
+/// ordinary words. No NUL: an argument cannot carry one.
+fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let piece = prop_oneof![
+        Just("\u{1b}]0;PWNED\u{7}".to_string()),
+        Just("\u{1b}[2J".to_string()),
+        Just("\u{9b}31m".to_string()),
+        Just("\r".to_string()),
+        Just("\u{202e}".to_string()),
+        Just("\u{2066}".to_string()),
+        Just("\u{7f}".to_string()),
+        Just("\n".to_string()),
+        "[\u{1}-\u{1f}\u{7f}-\u{9f}]",
+        "[a-zA-Z ñ🙂]{1,8}",
+        any::<char>().prop_filter("no NUL", |c| *c != '\0').prop_map(String::from),
+    ];
+    proptest::collection::vec(piece, 1..12).prop_map(|pieces| format!("x {}", pieces.concat()))
+}
+
+/// Contact text, objectives and todos are untrusted: every human view shows
+/// their control characters as escapes, and --json keeps them exact. One
+/// daemon; each case adds a conversation and reads every view.
+#[test]
+fn no_view_lets_a_control_character_reach_the_terminal() {
+    use proptest::test_runner::{Config, TestRunner};
+
+    let relay = Relay::started();
+    let mut runner = TestRunner::new(Config { cases: 12, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&(hostile_text(), hostile_text(), hostile_text()), |(objective, todo, said)| {
+            let created =
+                relay.run(&["create", "--objective", &objective, "--contact", CONTACT, "--todo", &todo, "--json"]);
+            assert_eq!(created.code, 0, "{}", created.stderr);
+            let id = serde_json::from_str::<Value>(&created.stdout).unwrap()["id"].as_str().unwrap().to_string();
+            // JSON keeps what was written, byte for byte.
+            let instance = relay.get(&id);
+            assert_eq!(instance["objective"], objective.trim());
+            relay.run(&["sandbox", "say", CONTACT, &said]);
+            relay.run(&["send", &id, &said]);
+            let views: [&[&str]; 11] = [
+                &["get", &id],
+                &["transcript", &id],
+                &["list"],
+                &["list", "--contact", CONTACT],
+                &["events"],
+                &["status"],
+                &["wait", &id, "--until", "change", "--timeout", "1ms"],
+                &["sandbox", "outbox"],
+                &["webhook", "list"],
+                // Errors echo what was typed.
+                &["get", &said],
+                &["create", "--objective", &objective, "--contact", &said],
+            ];
+            for view in views {
+                let run = relay.run(view);
+                for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+                    if let Some(c) = text.chars().find(|c| obeyed_by_a_terminal(*c)) {
+                        panic!("relay {view:?} printed {c:?} on {stream}:\n{text}");
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// A model section that names no server must not fall back to one the
+/// operator never named (rig-core's default for Chat Completions is
+/// api.openai.com): the daemon refuses to start, with the sentence init gives.
+#[test]
+fn a_model_with_no_server_keeps_the_daemon_from_starting() {
+    let relay = Relay::sandbox();
+    let refused = relay.fails(&["init", "--provider", "openai-compatible", "--model", "qwen"], 2);
+    assert!(refused.contains("model.base_url is missing"), "{refused}");
+
+    // The same section written by hand.
+    let path = relay.path().join("config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["model"] = json!({"provider": "openai-compatible", "name": "qwen", "api_key": API_KEY});
+    std::fs::write(&path, config.to_string()).unwrap();
+    for command in [&["start"][..], &["daemon"][..]] {
+        let run = relay.run(command);
+        assert_eq!(run.code, 1, "relay {command:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("model.base_url is missing"), "relay {command:?}: {}", run.stderr);
+    }
+    assert_eq!(relay.pid(), None, "no daemon runs");
+
+    // init repairs what it would have refused.
+    relay.ok(&["init", "--provider", "openai-compatible", "--model", "qwen", "--base-url", "http://127.0.0.1:9/v1"]);
+    relay.ok(&["start"]);
+}
+
+/// A provider that needs a key, and none given: init says plainly what the
+/// daemon will have.
+#[test]
+fn init_says_when_the_daemon_will_have_no_key() {
+    let relay = Relay::sandbox();
+    let said = relay.ok(&["init", "--provider", "openai", "--model", "gpt-4o-mini"]);
+    assert!(said.contains("NO API KEY: the daemon will have none"), "{said}");
+    let said = relay.ok(&["init", "--provider", "openai", "--model", "gpt-4o-mini", "--api-key-env", "RELAY_TEST_KEY"]);
+    assert!(said.contains("key from $RELAY_TEST_KEY"), "{said}");
+}

@@ -58,7 +58,7 @@ struct Initialised {
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let pair_phone =
         args.pair_phone.as_deref().map(Contact::parse).transpose().map_err(|e| CliError::usage(e.to_string()))?;
-    let existing = match Config::load(&ctx.home) {
+    let existing = match Config::read(&ctx.home) {
         Ok(config) => Some(config),
         Err(crate::config::ConfigError::Missing(_)) => None,
         Err(other) => return Err(other.into()),
@@ -75,6 +75,8 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         config.daemon_port = port;
     }
     config.model = model_config(&args, config.model.take())?;
+    // The daemon refuses to start on what this check refuses: better said now.
+    config.check().map_err(CliError::usage)?;
     let fail = |e: std::io::Error| CliError::failure(format!("cannot write {}: {e}", ctx.home.root().display()));
     ctx.home.create().map_err(fail)?;
     config.save(&ctx.home.config_file()).map_err(fail)?;
@@ -106,7 +108,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let verb = if done.created { "Initialised" } else { "Updated" };
     say!("{verb} relay in {} (channel {}, port {}).", done.home, channel.as_str(), done.daemon_port);
     match &config.model {
-        Some(model) => say!("Model: {} (key from {}).", model.label(), key_source(model)),
+        Some(model) => say!("Model: {} ({}).", model.label(), model.key_source()),
         None => say!("No model: conversations go to you (`relay send`). Add one with --provider and --model."),
     }
     match channel {
@@ -174,9 +176,6 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
         return Err(CliError::usage("say which model with --model"));
     }
     if let Some(url) = &args.base_url {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(CliError::usage(format!("--base-url must start with http:// or https:// (got '{url}')")));
-        }
         model.base_url = Some(url.trim_end_matches('/').to_string());
     }
     if let Some(var) = &args.api_key_env {
@@ -187,16 +186,5 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
         model.api_key = Some(key.clone());
         model.api_key_env = None;
     }
-    if model.provider == Provider::OpenaiCompatible && model.base_url.is_none() {
-        return Err(CliError::usage("openai-compatible needs --base-url (the URL before /chat/completions)"));
-    }
     Ok(Some(model))
-}
-
-fn key_source(model: &ModelConfig) -> String {
-    match (&model.api_key_env, &model.api_key) {
-        (Some(var), _) => format!("${var}"),
-        (None, Some(_)) => "config.json".into(),
-        (None, None) => "nowhere: none is sent".into(),
-    }
 }

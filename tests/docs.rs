@@ -63,3 +63,52 @@ fn the_readme_demo_is_what_relay_demo_prints() {
          `cargo run -- demo` into README.md (under \"Captured from this build:\")"
     );
 }
+
+/// Every setting of config.json's `agent` and `webhooks` sections has a row
+/// in README's configuration table, with the default this build uses.
+#[test]
+fn the_readme_config_table_has_every_setting_and_its_default() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let config = serde_json::to_value(relay::config::Config::new(relay::config::ChannelKind::Sandbox)).unwrap();
+    let mut missing = Vec::new();
+    for section in ["agent", "webhooks"] {
+        for (key, default) in config[section].as_object().unwrap() {
+            let row = format!("| `{section}.{key}` | {default} |");
+            if !readme.contains(&row) {
+                missing.push(row);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "README.md's configuration table lacks these rows (or their defaults changed):\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The limits README states are the ones the daemon enforces.
+#[test]
+fn the_readme_limits_are_the_daemons() {
+    use relay::engine::limits::*;
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let thousands = |n: usize| {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let stated = format!(
+        "Limits: objective up to {} characters; 1 to {MAX_TODOS} todos of up to {}\ncharacters; messages up to {} characters; heartbeat interval from {} to\n{}; `--max-followups` from 0 to {MAX_FOLLOWUPS}.",
+        thousands(MAX_OBJECTIVE_CHARS),
+        thousands(MAX_TODO_CHARS),
+        thousands(MAX_MESSAGE_CHARS),
+        relay::duration::format(MIN_HEARTBEAT),
+        relay::duration::format(MAX_HEARTBEAT),
+    );
+    assert!(readme.contains(&stated), "README.md should say:\n{stated}");
+}

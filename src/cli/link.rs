@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::client::Client;
-use super::output::say;
+use super::output::{self, say};
 use super::{CliError, Context};
 use crate::api::{PairRequest, PairingEvent};
 use crate::channel::whatsapp::qr;

@@ -338,16 +338,69 @@ fn stop_on_a_home_it_cannot_write_stops_the_daemon() {
 #[test]
 fn stop_that_cannot_read_the_lock_says_so_and_not_that_relay_is_stopped() {
     let relay = Relay::started();
-    std::fs::set_permissions(
-        relay.path().join("daemon.lock"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o000),
-    )
-    .unwrap();
+    std::fs::set_permissions(relay.path().join("daemon.lock"), std::os::unix::fs::PermissionsExt::from_mode(0o000))
+        .unwrap();
     let run = without_root_file_powers(&mut relay.command(&["stop"])).output().unwrap();
     std::fs::set_permissions(relay.path().join("daemon.lock"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("cannot tell whether relay is running") && stderr.contains("daemon.lock"), "{stderr}");
+    relay.ok(&["status"]);
+}
+
+/// Runs `command` to its end, or kills it (and fails) after 60 s.
+fn run_bounded(mut command: std::process::Command) -> Run {
+    let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed().as_secs() > 60 {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!("still running after 60 s: {}", String::from_utf8_lossy(&output.stdout));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn linking_without_reaching_whatsapp_shows_each_attempt_and_gives_up() {
+    let closed = free_port();
+    let refused = format!("ws://127.0.0.1:{closed}/ws");
+    // A name that never resolves (RFC 2606), wherever the test runs.
+    let unresolvable = "ws://relay-link-test.invalid/ws";
+    for (url, cause) in [
+        (refused.as_str(), format!("127.0.0.1:{closed} refused the connection")),
+        (unresolvable, "cannot resolve relay-link-test.invalid".into()),
+    ] {
+        let relay = Relay::uninitialised();
+        let mut command = relay.command(&["init", "--channel", "whatsapp", "--link", "--timeout", "3s"]);
+        command.env("RELAY_WHATSAPP_URL", url);
+        let run = run_bounded(command);
+        assert_eq!(run.code, 1, "{url}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains(&format!("Attempt 1 to reach WhatsApp failed: {cause}")), "{url}: {}", run.stdout);
+        assert!(run.stderr.contains("cannot reach WhatsApp: gave up after 3s"), "{url}: {}", run.stderr);
+        assert!(run.stderr.contains(&cause), "{url}: the last cause is named: {}", run.stderr);
+        // It let go of the home: a start now is not told relay is running.
+        assert!(!relay.path().join("daemon.pid").exists());
+    }
+}
+
+#[test]
+fn linking_through_a_daemon_that_cannot_reach_whatsapp_gives_up() {
+    let relay = Relay::init("whatsapp");
+    let refused = format!("ws://127.0.0.1:{}/ws", free_port());
+    let mut start = relay.command(&["start"]);
+    start.env("RELAY_WHATSAPP_URL", &refused);
+    assert!(start.status().unwrap().success());
+    let run = run_bounded(relay.command(&["init", "--link", "--timeout", "3s"]));
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("the daemon did not reach WhatsApp within 3s"), "{}", run.stderr);
     relay.ok(&["status"]);
 }

@@ -91,8 +91,11 @@ pub fn lock_holder(home: &Home) -> Option<(u32, String)> {
     })?;
     let command = fs::read(format!("/proc/{pid}/cmdline"))
         .map(|raw| {
-            let words: Vec<String> =
-                raw.split(|b| *b == 0).filter(|w| !w.is_empty()).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+            let words: Vec<String> = raw
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
             words.join(" ")
         })
         .unwrap_or_default();

@@ -1,7 +1,8 @@
 //! `relay start`: spawns `relay daemon` detached (its own session, no
 //! terminal), then waits until it answers on its port. Already running: says
-//! so and succeeds. A stale pid file is cleaned up; a daemon that dies while
-//! starting (port taken, bad config) has its error shown.
+//! so and succeeds. A lock still held by a daemon on its way out is waited
+//! for. A stale pid file is cleaned up; a daemon that dies while starting
+//! (port taken, bad config) has its error shown.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;

@@ -194,3 +194,213 @@ fn start_with_another_port_finds_the_running_daemon() {
     assert_eq!(again["port"], relay.port);
     assert!(started.elapsed().as_secs() < 5);
 }
+
+/// What a daemon killed a moment ago leaves: its pid file (a pid now gone)
+/// and its port file, and its lock still held, because a killed process lets
+/// go of its files only when its last thread has exited, which under load can
+/// be seconds after its main thread is a zombie. Here the test holds the lock
+/// for it, and serves the dead daemon's port just long enough to see `relay
+/// start` probe it.
+struct DyingDaemon {
+    lock: Option<std::fs::File>,
+    port_listener: std::net::TcpListener,
+}
+
+impl DyingDaemon {
+    fn leave_in(relay: &Relay) -> DyingDaemon {
+        let port_listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = port_listener.local_addr().unwrap().port();
+        std::fs::write(relay.path().join("daemon.pid"), "999999\n").unwrap();
+        std::fs::write(relay.path().join("daemon.port"), format!("{port}\n")).unwrap();
+        std::fs::write(relay.path().join("api-token"), "relay_stale").unwrap();
+        let lock = std::fs::File::create(relay.path().join("daemon.lock")).unwrap();
+        lock.try_lock().unwrap();
+        DyingDaemon { lock: Some(lock), port_listener }
+    }
+
+    /// Returns once `relay start` has dialled the dead daemon's port, that is,
+    /// once it has found the lock held.
+    fn probed(&self) {
+        self.port_listener.set_nonblocking(true).unwrap();
+        let started = std::time::Instant::now();
+        loop {
+            match self.port_listener.accept() {
+                Ok(_) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(started.elapsed().as_secs() < 60, "relay start never looked at the port");
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    /// The last thread exits: the lock is released and the port is closed.
+    fn gone(mut self) {
+        self.lock.take();
+    }
+}
+
+#[test]
+fn start_waits_for_a_killed_daemon_to_let_go_of_its_lock_then_starts() {
+    let relay = Relay::sandbox();
+    let dying = DyingDaemon::leave_in(&relay);
+    let start = {
+        let command = relay.command(&["start", "--json"]);
+        std::thread::spawn(move || {
+            let mut command = command;
+            command.output().unwrap()
+        })
+    };
+    dying.probed();
+    dying.gone();
+    let run = start.join().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "relay start: {stdout}{stderr}");
+    let started: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(started["already_running"], false, "{started}");
+    assert_eq!(started["port"], relay.port);
+    assert_ne!(started["pid"], 999999);
+    // And status agrees: a daemon answers.
+    assert_eq!(relay.json(&["status"])["pid"], started["pid"]);
+}
+
+#[test]
+fn start_names_what_holds_the_lock_when_it_never_lets_go() {
+    let relay = Relay::sandbox();
+    let _dying = DyingDaemon::leave_in(&relay);
+    let stderr = relay.fails(&["start"], 1);
+    // The holder is this test process.
+    let me = format!("pid {} (", std::process::id());
+    assert!(stderr.contains(&me) && stderr.contains("holds this relay home's lock"), "{stderr}");
+    assert!(stderr.contains(&format!("kill -9 {}", std::process::id())), "{stderr}");
+}
+
+#[test]
+fn a_running_daemon_is_found_without_config_json() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    // Mid-edit, broken, or gone: the daemon has read it already.
+    for config in [Some("{\"channel\": \"sandb"), Some("not json at all"), None] {
+        match config {
+            Some(text) => std::fs::write(relay.path().join("config.json"), text).unwrap(),
+            None => std::fs::remove_file(relay.path().join("config.json")).unwrap(),
+        }
+        let listed = relay.json(&["list"]);
+        assert_eq!(listed[0]["id"], id.as_str(), "{config:?}");
+        assert_eq!(relay.json(&["status"])["pid"], relay.pid().unwrap());
+        assert_eq!(relay.json(&["start"])["already_running"], true);
+        // Without RELAY_PORT too: the port file says where it runs.
+        let run = relay.command(&["get", &id, "--json"]).env_remove("RELAY_PORT").output().unwrap();
+        assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    }
+    relay.ok(&["stop"]);
+    // Stopped, a broken config matters again (to the next start).
+    std::fs::write(relay.path().join("config.json"), "not json at all").unwrap();
+    relay.fails(&["start"], 1);
+}
+
+#[test]
+fn a_wrong_port_while_a_daemon_runs_names_the_right_one() {
+    let relay = Relay::started();
+    let wrong = free_port();
+    let run = relay.command(&["status"]).env("RELAY_PORT", wrong.to_string()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    let said = format!("relay is running on port {}, not {wrong} (RELAY_PORT)", relay.port);
+    assert!(stderr.contains(&said), "{stderr}");
+    let flag = relay.fails(&["list", "--port", &wrong.to_string()], 2);
+    assert!(flag.contains(&format!("relay is running on port {}, not {wrong} (--port)", relay.port)), "{flag}");
+    // `start` with the same wrong port does not contradict it: it names the
+    // running daemon and its port.
+    let run = relay.command(&["start", "--json"]).env("RELAY_PORT", wrong.to_string()).output().unwrap();
+    let started: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(started["already_running"], true);
+    assert_eq!(started["port"], relay.port);
+}
+
+#[test]
+fn stop_on_a_home_it_cannot_write_stops_the_daemon() {
+    let relay = Relay::started();
+    let pid = relay.pid().unwrap();
+    // The home and its files read-only for whoever runs `relay stop`.
+    chmod_home(relay.path(), 0o500, 0o400);
+    let run = without_root_file_powers(&mut relay.command(&["stop", "--json"])).output().unwrap();
+    chmod_home(relay.path(), 0o700, 0o600);
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let stopped: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(stopped["was_running"], true, "{stopped}");
+    assert_eq!(stopped["pid"], pid);
+    assert!(!relay.daemon_alive(pid));
+}
+
+#[test]
+fn stop_that_cannot_read_the_lock_says_so_and_not_that_relay_is_stopped() {
+    let relay = Relay::started();
+    std::fs::set_permissions(relay.path().join("daemon.lock"), std::os::unix::fs::PermissionsExt::from_mode(0o000))
+        .unwrap();
+    let run = without_root_file_powers(&mut relay.command(&["stop"])).output().unwrap();
+    std::fs::set_permissions(relay.path().join("daemon.lock"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot tell whether relay is running") && stderr.contains("daemon.lock"), "{stderr}");
+    relay.ok(&["status"]);
+}
+
+/// Runs `command` to its end, or kills it (and fails) after 60 s.
+fn run_bounded(mut command: std::process::Command) -> Run {
+    let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed().as_secs() > 60 {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!("still running after 60 s: {}", String::from_utf8_lossy(&output.stdout));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn linking_without_reaching_whatsapp_shows_each_attempt_and_gives_up() {
+    let closed = free_port();
+    let refused = format!("ws://127.0.0.1:{closed}/ws");
+    // A name that never resolves (RFC 2606), wherever the test runs.
+    let unresolvable = "ws://relay-link-test.invalid/ws";
+    for (url, cause) in [
+        (refused.as_str(), format!("127.0.0.1:{closed} refused the connection")),
+        (unresolvable, "cannot resolve relay-link-test.invalid".into()),
+    ] {
+        let relay = Relay::uninitialised();
+        let mut command = relay.command(&["init", "--channel", "whatsapp", "--link", "--timeout", "3s"]);
+        command.env("RELAY_WHATSAPP_URL", url);
+        let run = run_bounded(command);
+        assert_eq!(run.code, 1, "{url}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains(&format!("Attempt 1 to reach WhatsApp failed: {cause}")), "{url}: {}", run.stdout);
+        assert!(run.stderr.contains("cannot reach WhatsApp: gave up after 3s"), "{url}: {}", run.stderr);
+        assert!(run.stderr.contains(&cause), "{url}: the last cause is named: {}", run.stderr);
+        // It let go of the home: a start now is not told relay is running.
+        assert!(!relay.path().join("daemon.pid").exists());
+    }
+}
+
+#[test]
+fn linking_through_a_daemon_that_cannot_reach_whatsapp_gives_up() {
+    let relay = Relay::init("whatsapp");
+    let refused = format!("ws://127.0.0.1:{}/ws", free_port());
+    let mut start = relay.command(&["start"]);
+    start.env("RELAY_WHATSAPP_URL", &refused);
+    assert!(start.status().unwrap().success());
+    let run = run_bounded(relay.command(&["init", "--link", "--timeout", "3s"]));
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("the daemon did not reach WhatsApp within 3s"), "{}", run.stderr);
+    relay.ok(&["status"]);
+}

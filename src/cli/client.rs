@@ -32,10 +32,31 @@ pub struct Client {
 impl Client {
     /// A client for the daemon of `ctx`'s home. Fails early, with the right
     /// advice, when relay is not initialised or its daemon is not running.
+    ///
+    /// A running daemon is found by its port and token files, without
+    /// config.json (which may be mid-edit, or broken: that matters only to
+    /// the next start).
     pub fn new(ctx: &Context) -> Result<Client, CliError> {
+        let home = &ctx.home;
+        let locked = lifecycle::is_locked(home);
+        // While the lock is held the port file is the running daemon's (it
+        // removes a killed one's first); without it, it is still starting, or
+        // `relay init` is linking.
+        if locked && let Some(running) = lifecycle::read_port(home) {
+            if let Some(asked) = ctx.port
+                && asked != running
+            {
+                return Err(CliError::usage(format!(
+                    "relay is running on port {running}, not {asked} ({}): leave it out, or give {running}",
+                    port_source()
+                )));
+            }
+            let token = lifecycle::read_token(home);
+            return Ok(Client { port: running, token, timeout: REQUEST_TIMEOUT, idempotency_key: None });
+        }
         let config = ctx.config()?;
-        let token = lifecycle::read_token(&ctx.home);
-        if token.is_none() && !lifecycle::is_locked(&ctx.home) {
+        let token = lifecycle::read_token(home);
+        if token.is_none() && !locked {
             return Err(CliError::not_running());
         }
         Ok(Client { port: ctx.port(&config), token, timeout: REQUEST_TIMEOUT, idempotency_key: None })
@@ -176,6 +197,12 @@ impl Client {
             .map_err(|e| CliError::failure(format!("the daemon did not answer: {e}")))?;
         Ok(response)
     }
+}
+
+/// Where the port the user gave came from, in their words.
+fn port_source() -> &'static str {
+    let flag = std::env::args_os().any(|a| a == "--port" || a.to_string_lossy().starts_with("--port="));
+    if flag { "--port" } else { "RELAY_PORT" }
 }
 
 fn cut(e: hyper::Error) -> CliError {

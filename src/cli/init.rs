@@ -42,6 +42,9 @@ pub struct Args {
     /// Unlink the current WhatsApp session and link again.
     #[arg(long, conflicts_with = "no_link")]
     pub force: bool,
+    /// How long linking tries to reach WhatsApp before it gives up (e.g. 30s, 5m).
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_timeout)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Serialize)]
@@ -101,7 +104,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     if ctx.json {
         output::json(&done);
         return match link {
-            true => super::link::run(ctx, pair_phone, args.force).await,
+            true => super::link::run(ctx, pair_phone, args.force, args.timeout).await,
             false => Ok(()),
         };
     }
@@ -126,12 +129,16 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         say!("The daemon is running: `relay stop && relay start` to apply this config.");
     }
     if link {
-        super::link::run(ctx, pair_phone, args.force).await?;
+        super::link::run(ctx, pair_phone, args.force, args.timeout).await?;
         if !running {
             say!("Next: `relay start`; it reconnects with this link, no QR code needed.");
         }
     }
     Ok(())
+}
+
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    crate::duration::parse(text).map_err(|e| e.to_string())
 }
 
 fn ask_channel() -> Result<ChannelKind, CliError> {

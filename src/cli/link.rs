@@ -6,12 +6,12 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
 use super::client::Client;
-use super::output::say;
-use super::{CliError, Context, output};
+use super::output::{self, say};
+use super::{CliError, Context};
 use crate::api::{PairRequest, PairingEvent};
 use crate::channel::whatsapp::qr;
 use crate::channel::whatsapp::session::{Endpoint, Session};
@@ -22,7 +22,9 @@ use crate::daemon::lifecycle;
 /// process lets go of the session.
 const SETTLE: Duration = Duration::from_secs(60);
 
-pub async fn run(ctx: &Context, phone: Option<Contact>, force: bool) -> Result<(), CliError> {
+/// `timeout` bounds the wait for WhatsApp's first answer (a code, or the
+/// outcome); once a code is shown, the codes' own expiry takes over.
+pub async fn run(ctx: &Context, phone: Option<Contact>, force: bool, timeout: Duration) -> Result<(), CliError> {
     let mut screen = Screen::new(ctx.json);
     let phone = phone.map(|p| p.to_string());
     let outcome = if lifecycle::is_locked(&ctx.home) {
@@ -31,11 +33,14 @@ pub async fn run(ctx: &Context, phone: Option<Contact>, force: bool) -> Result<(
         let (tx, events) = mpsc::unbounded_channel();
         let request = PairRequest { phone, force };
         let streaming = client.post_lines("/whatsapp/pair", &request, move |event| tx.send(event).is_ok());
-        let (streamed, outcome) = tokio::join!(streaming, watch(&mut screen, events, || 0));
-        streamed?;
-        outcome
+        let watching = watch(&mut screen, events, None, timeout, || 0);
+        // Giving up ends the stream too (the daemon stops pairing when nobody reads).
+        tokio::select! {
+            outcome = watching => outcome?,
+            streamed = streaming => { streamed?; None }
+        }
     } else {
-        link_here(ctx, &mut screen, phone, force).await?
+        link_here(ctx, &mut screen, phone, force, timeout).await?
     };
     match outcome {
         Some(PairingEvent::Linked { .. } | PairingEvent::AlreadyLinked { .. }) => Ok(()),
@@ -51,11 +56,17 @@ async fn link_here(
     screen: &mut Screen,
     phone: Option<String>,
     force: bool,
+    timeout: Duration,
 ) -> Result<Option<PairingEvent>, CliError> {
     let _lock = lifecycle::lock(&ctx.home).map_err(|e| CliError::failure(e.to_string()))?;
-    let (session, _events) = Session::start(ctx.home.whatsapp_auth_dir(), Endpoint::default());
+    let (session, _events) = Session::start(ctx.home.whatsapp_auth_dir(), Endpoint::from_env());
     screen.note("Connecting to WhatsApp...");
-    let outcome = watch(screen, session.pair(phone, force), || session.failed_dials()).await;
+    let failures = session.dial_failures();
+    let outcome = watch(screen, session.pair(phone, force), Some(failures), timeout, || session.failed_dials()).await;
+    let Ok(outcome) = outcome else {
+        session.shutdown().await;
+        return outcome;
+    };
     if matches!(outcome, Some(PairingEvent::Linked { .. })) {
         screen.note("Finishing the link (first sync)...");
         let mut state = session.state();
@@ -66,25 +77,75 @@ async fn link_here(
 }
 
 /// Shows the pairing events as they come, with a countdown between them,
-/// until the outcome (or the end of the events).
+/// until the outcome (or the end of the events). Until WhatsApp first
+/// answers, each failed dial is shown with its cause, and after `timeout`
+/// it gives up.
 async fn watch(
     screen: &mut Screen,
     mut events: mpsc::UnboundedReceiver<PairingEvent>,
+    mut failures: Option<broadcast::Receiver<String>>,
+    timeout: Duration,
     failed_dials: impl Fn() -> u64,
-) -> Option<PairingEvent> {
+) -> Result<Option<PairingEvent>, CliError> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let give_up = tokio::time::sleep(timeout);
+    tokio::pin!(give_up);
+    let mut answered = false;
+    let mut attempts = 0;
+    let mut last_cause = None;
     loop {
         tokio::select! {
             event = events.recv() => {
-                let event = event?;
+                let Some(event) = event else { return Ok(None) };
+                answered = true;
                 screen.show(&event);
                 if is_outcome(&event) {
-                    return Some(event);
+                    return Ok(Some(event));
                 }
+            }
+            cause = next_failure(&mut failures), if !answered => {
+                attempts += 1;
+                screen.attempt_failed(attempts, &cause);
+                last_cause = Some(cause);
+            }
+            _ = &mut give_up, if !answered => {
+                screen.clear_status(&mut std::io::stdout().lock());
+                return Err(unreachable(timeout, attempts, last_cause, failures.is_none()));
             }
             _ = tick.tick() => screen.tick(failed_dials()),
         }
     }
+}
+
+/// The next failed dial; pending forever without a source.
+async fn next_failure(failures: &mut Option<broadcast::Receiver<String>>) -> String {
+    while let Some(receiver) = failures {
+        match receiver.recv().await {
+            Ok(cause) => return cause,
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => *failures = None,
+        }
+    }
+    std::future::pending().await
+}
+
+fn unreachable(timeout: Duration, attempts: u32, last_cause: Option<String>, by_daemon: bool) -> CliError {
+    let waited = crate::duration::format(timeout);
+    CliError::failure(match (by_daemon, last_cause) {
+        (true, _) => format!(
+            "the daemon did not reach WhatsApp within {waited}: `relay status` shows why (relay.log has each \
+             attempt); --timeout waits longer"
+        ),
+        (false, Some(cause)) => format!(
+            "cannot reach WhatsApp: gave up after {waited} and {attempts} failed attempt{} (the last: {cause}); \
+             check the network, then run `relay init --link` again (--timeout waits longer)",
+            if attempts == 1 { "" } else { "s" }
+        ),
+        (false, None) => format!(
+            "no answer from WhatsApp within {waited}; check the network, then run `relay init --link` again \
+             (--timeout waits longer)"
+        ),
+    })
 }
 
 fn is_outcome(event: &PairingEvent) -> bool {
@@ -193,6 +254,15 @@ impl Screen {
         let mut out = std::io::stdout().lock();
         let _ = write!(out, "\r\x1b[2K{line}");
         let _ = out.flush();
+    }
+
+    /// One failed dial, on a line of its own (above the status line).
+    fn attempt_failed(&self, attempt: u32, cause: &str) {
+        if self.json {
+            return;
+        }
+        self.clear_status(&mut std::io::stdout().lock());
+        say!("Attempt {attempt} to reach WhatsApp failed: {cause}");
     }
 
     fn clear_status(&self, out: &mut impl Write) {

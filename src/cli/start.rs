@@ -1,7 +1,8 @@
 //! `relay start`: spawns `relay daemon` detached (its own session, no
 //! terminal), then waits until it answers on its port. Already running: says
-//! so and succeeds. A stale pid file is cleaned up; a daemon that dies while
-//! starting (port taken, bad config) has its error shown.
+//! so and succeeds. A lock still held by a daemon on its way out is waited
+//! for. A stale pid file is cleaned up; a daemon that dies while starting
+//! (port taken, bad config) has its error shown.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -14,10 +15,12 @@ use serde::Serialize;
 use super::output::{complain, say};
 use super::{CliError, Context, output};
 use crate::api::HealthResponse;
-use crate::daemon::lifecycle;
+use crate::daemon::lifecycle::{self, LockState};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 const POLL: Duration = Duration::from_millis(5);
+/// Each probe of a held lock also dials the port: not too often.
+const HELD_POLL: Duration = Duration::from_millis(20);
 
 #[derive(Serialize)]
 struct Started {
@@ -27,14 +30,12 @@ struct Started {
 }
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
-    let config = ctx.config()?;
     let home = &ctx.home;
-    if lifecycle::is_locked(home) {
-        // Where it runs, whatever --port says.
-        let port = lifecycle::read_port(home).unwrap_or_else(|| ctx.port(&config));
-        let health = wait_ready(port, None, None).await?;
-        return report(ctx, Started { pid: health.pid, port, already_running: true });
+    // Before config.json: a running daemon does not need it (it may be mid-edit).
+    if let Some(running) = running_daemon(home).await? {
+        return report(ctx, running);
     }
+    let config = ctx.config()?;
     if let Some(pid) = lifecycle::read_pid(home) {
         // No daemon holds the lock, so this pid file outlived its daemon.
         lifecycle::clean_up(home);
@@ -78,6 +79,60 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         if said.is_empty() { e } else { CliError::failure(format!("the daemon did not start: {said}")) }
     })?;
     report(ctx, Started { pid: health.pid, port, already_running: false })
+}
+
+/// The daemon of this home, if one runs. A held lock is not enough: a
+/// daemon killed a moment ago holds it until its last thread has exited,
+/// which under load can take seconds after its main thread is gone (and its
+/// port answers no more). So: wait until the daemon named by the pid and port
+/// files answers (running), or the lock is released (None: start one), and
+/// name the holder if neither happens in time.
+async fn running_daemon(home: &crate::home::Home) -> Result<Option<Started>, CliError> {
+    let started = Instant::now();
+    loop {
+        match lifecycle::lock_state(home) {
+            LockState::Free => return Ok(None),
+            LockState::Held => {}
+            LockState::Unknown(e) => {
+                return Err(CliError::failure(format!(
+                    "cannot tell whether relay is running: cannot open {}: {e}",
+                    home.lock_file().display()
+                )));
+            }
+        }
+        // Both files are written before the daemon serves; an answer from
+        // another pid is some other program on a port the files still name.
+        if let (Some(port), Some(pid)) = (lifecycle::read_port(home), lifecycle::read_pid(home))
+            && let Some(health) = health(port).await
+            && health.pid == pid
+        {
+            return Ok(Some(Started { pid, port, already_running: true }));
+        }
+        if started.elapsed() > READY_TIMEOUT {
+            return Err(held_without_daemon(home));
+        }
+        tokio::time::sleep(HELD_POLL).await;
+    }
+}
+
+fn held_without_daemon(home: &crate::home::Home) -> CliError {
+    let lock = home.lock_file();
+    let seconds = READY_TIMEOUT.as_secs();
+    let port = lifecycle::read_port(home).map(|p| format!(" on 127.0.0.1:{p}")).unwrap_or_default();
+    CliError::failure(match lifecycle::lock_holder(home) {
+        Some((pid, command)) => format!(
+            "pid {pid} ({command}) holds this relay home's lock ({}) but no relay daemon answers{port}, and it did \
+             not let go within {seconds}s: once it ends, `relay start` works; if it is stuck, `kill -9 {pid}` ends \
+             it (nothing on disk is lost)",
+            lock.display()
+        ),
+        None => format!(
+            "something holds this relay home's lock ({}) but no relay daemon answers{port}, and it did not let go \
+             within {seconds}s; `fuser {}` names the process",
+            lock.display(),
+            lock.display()
+        ),
+    })
 }
 
 /// Polls `/health` until the daemon (with `pid`, if given) answers.

@@ -9,7 +9,7 @@ use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::ShutdownResponse;
-use crate::daemon::lifecycle;
+use crate::daemon::lifecycle::{self, LockState};
 
 const GRACE: Duration = Duration::from_secs(20);
 
@@ -21,9 +21,19 @@ struct Stopped {
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let home = &ctx.home;
-    if !lifecycle::is_locked(home) {
-        lifecycle::clean_up(home);
-        return report(ctx, Stopped { pid: None, was_running: false });
+    match lifecycle::lock_state(home) {
+        LockState::Held => {}
+        LockState::Free => {
+            lifecycle::clean_up(home);
+            return report(ctx, Stopped { pid: None, was_running: false });
+        }
+        // Never "not running" on a guess.
+        LockState::Unknown(e) => {
+            return Err(CliError::failure(format!(
+                "cannot tell whether relay is running: cannot open {}: {e}",
+                home.lock_file().display()
+            )));
+        }
     }
     let asked = match Client::new(ctx) {
         Ok(client) => client.post::<ShutdownResponse>("/shutdown", None::<&()>).await.map(|r| r.pid),

@@ -37,16 +37,69 @@ pub fn lock(home: &Home) -> Result<DaemonLock, LockError> {
     Err(LockError::Held(home.root().display().to_string()))
 }
 
-/// Whether a daemon holds this home's lock right now.
-pub fn is_locked(home: &Home) -> bool {
-    let Ok(file) = OpenOptions::new().write(true).open(home.lock_file()) else { return false };
+/// Whether a daemon (or `relay init`, linking) holds this home's lock.
+#[derive(Debug)]
+pub enum LockState {
+    Free,
+    Held,
+    /// The lock file exists but cannot be opened: nobody can tell.
+    Unknown(io::Error),
+}
+
+/// Probes the lock by taking it for an instant. The file is opened
+/// read-only: flock needs no write access, so a home this user cannot write
+/// (read-only files or mount) still answers truly.
+pub fn lock_state(home: &Home) -> LockState {
+    let file = match File::open(home.lock_file()) {
+        Ok(file) => file,
+        // No lock file: no daemon has ever run here.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return LockState::Free,
+        Err(e) => return LockState::Unknown(e),
+    };
     match file.try_lock() {
         Ok(()) => {
             let _ = file.unlock();
-            false
+            LockState::Free
         }
-        Err(_) => true,
+        Err(TryLockError::WouldBlock) => LockState::Held,
+        Err(TryLockError::Error(e)) => LockState::Unknown(e),
     }
+}
+
+/// Whether a daemon holds this home's lock right now (unknown counts as no).
+pub fn is_locked(home: &Home) -> bool {
+    matches!(lock_state(home), LockState::Held)
+}
+
+/// The process holding this home's lock, from the kernel's table of locks
+/// (`/proc/locks`): its pid and command line. None if it cannot be told.
+pub fn lock_holder(home: &Home) -> Option<(u32, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(home.lock_file()).ok()?;
+    let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    let locks = fs::read_to_string("/proc/locks").ok()?;
+    // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF": device in hex, inode in decimal.
+    let pid = locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (pid, file) = (fields.get(4)?, fields.get(5)?);
+        let mut parts = file.split(':');
+        let dev_major = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let dev_minor = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let inode: u64 = parts.next()?.parse().ok()?;
+        let same = dev_major == major && dev_minor == minor && inode == meta.ino();
+        same.then(|| pid.parse::<u32>().ok()).flatten()
+    })?;
+    let command = fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            let words: Vec<String> = raw
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            words.join(" ")
+        })
+        .unwrap_or_default();
+    Some((pid, command))
 }
 
 pub fn write_pid(home: &Home) -> io::Result<()> {

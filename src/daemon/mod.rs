@@ -52,6 +52,9 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
     let loose = home.secure()?;
     home.create()?;
     let _lock = lifecycle::lock(&home)?;
+    // A daemon that was killed left its pid, port and token files: gone now,
+    // so while the lock is held, a port file is this daemon's (clients trust it).
+    lifecycle::clean_up(&home);
     init_logging(&home)?;
     for path in loose {
         tracing::warn!(path = %path.display(), "was readable by other users; made owner-only");

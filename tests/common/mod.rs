@@ -263,3 +263,62 @@ pub fn file_mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
+
+/// Makes `command` run as if by a user who cannot write what is read-only:
+/// root ignores file modes (CAP_DAC_OVERRIDE), so when the tests run as root
+/// the child loses that power (and CAP_DAC_READ_SEARCH) before it starts.
+/// A plain user needs nothing.
+pub fn without_root_file_powers(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    if unsafe { libc::geteuid() } == 0 {
+        // SAFETY: prctl is async-signal-safe; it only narrows this child's
+        // capability bounding set, which exec then applies to root.
+        unsafe {
+            command.pre_exec(|| {
+                for capability in [1, 2] {
+                    // CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+                    if libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+    command
+}
+
+/// Sets the mode of `dir` and of every file directly in it (not below).
+pub fn chmod_home(dir: &Path, dir_mode: u32, file_mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(file_mode)).unwrap();
+        }
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dir_mode)).unwrap();
+}
+
+impl Relay {
+    /// Waits (up to 60 s, then panics) until no process holds the home's
+    /// daemon lock, by trying to take it. A killed daemon's main thread is a
+    /// zombie (gone, for `daemon_alive`) before its last thread has exited and
+    /// let go of the lock: what a restart needs is the lock.
+    pub fn wait_until_lock_free(&self) {
+        let path = self.path().join("daemon.lock");
+        let started = Instant::now();
+        loop {
+            let free = match std::fs::File::open(&path) {
+                Ok(file) => file.try_lock().is_ok(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+                Err(e) => panic!("cannot open {}: {e}", path.display()),
+            };
+            if free {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "the daemon lock was still held after 60 s");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}

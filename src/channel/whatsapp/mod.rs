@@ -73,7 +73,7 @@ pub struct WhatsappChannel {
 impl WhatsappChannel {
     /// The channel of the session kept in `auth_dir`.
     pub fn open(auth_dir: std::path::PathBuf, settings: WhatsappSettings) -> WhatsappChannel {
-        let (session, events) = Session::start(auth_dir, session::Endpoint::default());
+        let (session, events) = Session::start(auth_dir, session::Endpoint::from_env());
         WhatsappChannel::with_link(session, events, settings)
     }
 

@@ -10,17 +10,20 @@
 //!   a new bot is built after relay's own backoff; logged out or replaced:
 //!   wait for `relay init`; temporarily banned: wait until the ban ends.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use whatsapp_rust::pair_code::PairCodeOptions;
 use whatsapp_rust::prelude::*;
 use whatsapp_rust::transport::TokioWebSocketTransportFactory;
+use whatsapp_rust::wacore::net::{Transport, TransportEvent, TransportFactory, WHATSAPP_WEB_WS_URL};
 use whatsapp_rust::wacore::store::DevicePropsOverride;
 
 use super::jid;
@@ -35,6 +38,15 @@ pub struct Endpoint {
     pub ws_url: Option<String>,
     /// A fixed WhatsApp Web version (skips fetching the current one).
     pub version: Option<(u32, u32, u32)>,
+}
+
+impl Endpoint {
+    /// WhatsApp's own, unless `RELAY_WHATSAPP_URL` names another WebSocket
+    /// URL (a proxy in front of WhatsApp, or a test's stand-in).
+    pub fn from_env() -> Endpoint {
+        let ws_url = std::env::var("RELAY_WHATSAPP_URL").ok().filter(|url| !url.trim().is_empty());
+        Endpoint { ws_url, version: None }
+    }
 }
 
 struct PairOrder {
@@ -62,6 +74,8 @@ pub struct Session {
     stopping: AtomicBool,
     /// Incoming messages and server acks, for the channel, in order.
     events: mpsc::UnboundedSender<Arc<Event>>,
+    /// Each failed dial, its cause in plain words (for whoever links).
+    dial_failures: broadcast::Sender<String>,
     supervisor: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -88,6 +102,7 @@ impl Session {
             drop_pairing: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             events,
+            dial_failures: broadcast::Sender::new(64),
             supervisor: Mutex::new(None),
         });
         let task = tokio::spawn(session.clone().supervise());
@@ -113,6 +128,17 @@ impl Session {
         let current = self.client().map(|c| u64::from(c.stats().reconnect_errors)).unwrap_or(0);
         let since = current.saturating_sub(self.dials_at_connect.load(Ordering::Relaxed));
         self.failed_dials.load(Ordering::Relaxed) + since
+    }
+
+    /// Each failed attempt to reach WhatsApp from now on, with its cause
+    /// ("cannot resolve web.whatsapp.com ...", "... refused the connection").
+    pub fn dial_failures(&self) -> broadcast::Receiver<String> {
+        self.dial_failures.subscribe()
+    }
+
+    fn dial_failed(&self, cause: String) {
+        tracing::warn!(%cause, "cannot reach WhatsApp");
+        let _ = self.dial_failures.send(cause);
     }
 
     /// Links a device: the events (codes, then the outcome) come on the
@@ -285,10 +311,12 @@ impl Session {
             .await
             .map_err(|e| format!("cannot open the WhatsApp session in {}: {e}", db.display()))?;
         secure_files(&self.auth_dir);
-        let mut transport = TokioWebSocketTransportFactory::new();
-        if let Some(url) = &self.endpoint.ws_url {
-            transport = transport.with_url(url.clone());
-        }
+        let url = self.endpoint.ws_url.clone().unwrap_or_else(|| WHATSAPP_WEB_WS_URL.into());
+        let transport = ReportingDialer {
+            inner: TokioWebSocketTransportFactory::new().with_url(url.clone()),
+            url,
+            session: Arc::downgrade(self),
+        };
         let session: Weak<Session> = Arc::downgrade(self);
         let mut builder = Bot::builder()
             .with_backend(store)
@@ -393,6 +421,96 @@ impl Session {
         *self.phone.lock().expect("phone lock") = None;
         tracing::info!("the old WhatsApp session was removed");
     }
+}
+
+/// whatsapp-rust's WebSocket dialer, telling the session why each dial
+/// failed (whatsapp-rust only logs it, and retries).
+struct ReportingDialer {
+    inner: TokioWebSocketTransportFactory,
+    url: String,
+    session: Weak<Session>,
+}
+
+/// whatsapp-rust gives up on a dial after this long (dropping it).
+const DIAL_TIMEOUT: Duration = Duration::from_secs(20);
+
+type Dialed =
+    whatsapp_rust::anyhow::Result<(Arc<dyn Transport>, whatsapp_rust::async_channel::Receiver<TransportEvent>)>;
+
+// By hand, what `#[async_trait]` would write (relay does not depend on it).
+impl TransportFactory for ReportingDialer {
+    fn create_transport<'life0, 'async_trait>(
+        &'life0 self,
+    ) -> Pin<Box<dyn Future<Output = Dialed> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move {
+            let mut dial = Dial { dialer: self, started: Instant::now(), settled: false };
+            let dialed = self.inner.create_transport().await;
+            dial.settled = true;
+            if let Err(error) = &dialed {
+                self.report(dial_failure(&self.url, &format!("{error:#}")));
+            }
+            dialed
+        })
+    }
+}
+
+impl ReportingDialer {
+    fn report(&self, cause: String) {
+        if let Some(session) = self.session.upgrade()
+            && !session.stopping()
+        {
+            session.dial_failed(cause);
+        }
+    }
+}
+
+/// A dial under way: dropped unsettled after whatsapp-rust's timeout, it
+/// timed out (dropped sooner, the session is stopping).
+struct Dial<'a> {
+    dialer: &'a ReportingDialer,
+    started: Instant,
+    settled: bool,
+}
+
+impl Drop for Dial<'_> {
+    fn drop(&mut self) {
+        if !self.settled && self.started.elapsed() >= DIAL_TIMEOUT - Duration::from_secs(1) {
+            let host = host_of(&self.dialer.url);
+            self.dialer.report(format!("{host} did not answer within {} s (timed out)", DIAL_TIMEOUT.as_secs()));
+        }
+    }
+}
+
+/// A failed dial in plain words, then the error itself.
+fn dial_failure(url: &str, error: &str) -> String {
+    let host = host_of(url);
+    let lower = error.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    let why =
+        if has(&["dns", "lookup address", "name resolution", "name or service not known", "no address associated"]) {
+            format!("cannot resolve {host} (name resolution failed: no network, or no DNS)")
+        } else if has(&["connection refused"]) {
+            format!("{host} refused the connection")
+        } else if has(&["timed out", "timeout"]) {
+            format!("{host} did not answer (timed out)")
+        } else if has(&["network is unreachable", "no route to host", "host is unreachable"]) {
+            format!("no route to {host} (network unreachable: offline?)")
+        } else if has(&["certificate", "tls", "handshake"]) {
+            format!("the secure connection to {host} failed (a proxy or firewall in the way?)")
+        } else {
+            format!("cannot connect to {host}")
+        };
+    format!("{why}: {error}")
+}
+
+/// `web.whatsapp.com` of `wss://web.whatsapp.com/ws/chat`.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split(['/', '?']).next().unwrap_or(rest)
 }
 
 /// relay's own backoff between bots: 2 s, doubling, at most 5 minutes.
@@ -523,6 +641,25 @@ mod tests {
     use whatsapp_rust::types::events::{Connected, Disconnected, PairSuccess, PairingQrCode, PairingQrCodesExhausted};
     use whatsapp_rust::wacore::net::DisconnectReason;
     use whatsapp_rust::wacore::store::InMemoryBackend;
+
+    /// A failed dial says why in plain words first, then the error as is.
+    #[test]
+    fn dial_failures_say_why_in_plain_words() {
+        let url = "wss://web.whatsapp.com/ws/chat";
+        for (error, plain) in [
+            ("WebSocket connect failed: client DNS lookup failed", "cannot resolve web.whatsapp.com"),
+            ("failed to lookup address information: Temporary failure in name resolution", "cannot resolve"),
+            ("WebSocket connect failed: Connection refused (os error 111)", "web.whatsapp.com refused the connection"),
+            ("WebSocket connect failed: connection timed out", "web.whatsapp.com did not answer (timed out)"),
+            ("WebSocket connect failed: Network is unreachable (os error 101)", "no route to web.whatsapp.com"),
+            ("WebSocket connect failed: invalid peer certificate: UnknownIssuer", "the secure connection"),
+            ("something new", "cannot connect to web.whatsapp.com"),
+        ] {
+            let said = dial_failure(url, error);
+            assert!(said.starts_with(plain) && said.ends_with(error), "{error}: {said}");
+        }
+        assert_eq!(host_of("ws://127.0.0.1:9/ws?x=1"), "127.0.0.1:9");
+    }
 
     /// The session's event handler, fed whatsapp-rust's own events: the
     /// state moves (and nothing deadlocks on the state it reads), pairing

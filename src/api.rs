@@ -543,7 +543,8 @@ pub struct ApiErrorResponse {
     /// One sentence for a person.
     pub error: String,
     /// A stable code for a program: `invalid_request`, `not_found`,
-    /// `ambiguous_id`, `invalid_transition`, `unauthorized`, `forbidden`,
+    /// `ambiguous_id`, `invalid_transition`, `ended` (a wait for a state
+    /// the conversation, having ended, will never reach), `unauthorized`, `forbidden`,
     /// `unsupported_media_type`, `payload_too_large`, `method_not_allowed`,
     /// `channel_unavailable`, `not_sent`, `shutting_down`, `not_sandbox`,
     /// `not_whatsapp`, `idempotency_key_reused`, `idempotency_key_in_use`,
@@ -552,7 +553,7 @@ pub struct ApiErrorResponse {
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
-    /// For `invalid_transition`: the instance's state.
+    /// For `invalid_transition` and `ended`: the instance's state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_state: Option<State>,
     /// For `invalid_transition`: the refused event.

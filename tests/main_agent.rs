@@ -145,6 +145,56 @@ fn a_daemon_that_stops_ends_its_waiters_with_an_error_to_retry() {
     assert!(run.stderr.contains("stopping") && run.stderr.contains("wait again"), "{}", run.stderr);
 }
 
+/// Runs `relay ARGS` and waits for it at most `deadline` (then kills it and
+/// fails): a command that should answer at once must not hang the test.
+fn run_within(relay: &Relay, args: &[&str], deadline: Duration) -> Run {
+    let mut child = relay.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn relay");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > deadline {
+            child.kill().unwrap();
+            let run = finish(child);
+            panic!("relay {args:?} still ran after {deadline:?}: {}{}", run.stdout, run.stderr);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    finish(child)
+}
+
+#[test]
+fn a_wait_on_an_ended_conversation_answers_at_once() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    // Waiting for a state while the conversation ends in another: released.
+    let waiter = spawn_wait(&relay, &[&id, "--until", "PAUSED", "--timeout", "60s"]);
+    until_waiting(&relay, 1);
+    relay.ok(&["cancel", &id]);
+    let released = finish(waiter);
+    assert_eq!(released.code, 5, "{}{}", released.stdout, released.stderr);
+    assert!(released.stderr.contains("has ended in FAILED: it will never be PAUSED"), "{}", released.stderr);
+
+    // Already ended: each wait answers at once (the 60 s timeout would be a hang).
+    let deadline = Duration::from_secs(30);
+    for until in ["PAUSED", "COMPLETED,ABANDONED", "change", "waiting_for_reply"] {
+        let run = run_within(&relay, &["wait", &id, "--until", until, "--timeout", "60s"], deadline);
+        assert_eq!(run.code, 5, "--until {until}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("has ended in FAILED"), "--until {until}: {}", run.stderr);
+    }
+    let json = run_within(&relay, &["wait", &id, "--until", "PAUSED", "--timeout", "60s", "--json"], deadline);
+    let error: Value = serde_json::from_str(json.stderr.trim()).expect("the error, as JSON");
+    assert_eq!((json.code, &error["code"], &error["current_state"]), (5, &json!("ended"), &json!("FAILED")));
+    // What it ended in, or the default (ends or needs you): reached, exit 0.
+    for until in [&["--until", "FAILED"][..], &["--until", "terminal"], &[]] {
+        let mut args = vec!["wait", id.as_str(), "--timeout", "60s", "--json"];
+        args.extend_from_slice(until);
+        let run = run_within(&relay, &args, deadline);
+        assert_eq!(run.code, 0, "{until:?}: {}", run.stderr);
+        assert_eq!(serde_json::from_str::<Value>(&run.stdout).unwrap()["state"], "FAILED");
+    }
+    until_waiting(&relay, 0);
+}
+
 /// A model that opens the conversation, records what the contact says and
 /// ends it `achieved`.
 fn completing_model() -> Responder {

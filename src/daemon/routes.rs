@@ -21,7 +21,7 @@ use super::guard;
 use crate::api::*;
 use crate::channel::{Delivery, SandboxChannel};
 use crate::contact::Contact;
-use crate::engine::wait::Until;
+use crate::engine::wait::{Until, Waited};
 use crate::engine::{Engine, Once};
 
 /// What every handler can reach.
@@ -264,12 +264,16 @@ async fn send_message(
 
 /// Waits (long poll) until the conversation reaches one of the `until`
 /// states, or changes at all (`until=change`), at most `timeout_ms`.
-/// `reached` says which came first. Costs nothing while it waits. A daemon
-/// that stops meanwhile answers 503 `shutting_down`: retry once it is back.
+/// `reached` says which came first. Costs nothing while it waits. A
+/// conversation that has ended (or ends meanwhile) in a state not waited
+/// for answers at once, 409 `ended` with its `current_state`: it will never
+/// get there. A daemon that stops meanwhile answers 503 `shutting_down`:
+/// retry once it is back.
 #[utoipa::path(get, path = "/instances/{id}/wait", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix"), WaitQuery),
     responses((status = 200, body = WaitResponse), (status = 400, body = ApiErrorResponse),
-              (status = 404, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse)))]
+              (status = 404, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
+              (status = 503, body = ApiErrorResponse)))]
 async fn wait_instance(
     State(app): State<App>,
     Id(id): Id,
@@ -288,18 +292,41 @@ async fn wait_instance(
     let stop = async move {
         let _ = stopping.wait_for(|stop| *stop).await;
     };
-    let (reached, instance) =
-        app.engine.wait(&id, &until, std::time::Duration::from_millis(timeout_ms), stop).await.map_err(
-            |e| match e {
-                crate::engine::EngineError::ShuttingDown => ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "shutting_down",
-                    "the daemon is stopping; wait again once it is back (`relay start`)".into(),
+    let waited = app.engine.wait(&id, &until, std::time::Duration::from_millis(timeout_ms), stop).await.map_err(
+        |e| match e {
+            crate::engine::EngineError::ShuttingDown => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the daemon is stopping; wait again once it is back (`relay start`)".into(),
+            ),
+            other => other.into(),
+        },
+    )?;
+    match waited {
+        Waited::Reached(instance) => Ok(Json(WaitResponse { reached: true, instance })),
+        Waited::TimedOut(instance) => Ok(Json(WaitResponse { reached: false, instance })),
+        Waited::Ended(instance) => {
+            let wanted = match &until {
+                Until::Change => "change".to_string(),
+                Until::States(states) => {
+                    let names: Vec<String> = states.iter().map(ToString::to_string).collect();
+                    names.join(" or ")
+                }
+            };
+            let mut error = ApiError::new(
+                StatusCode::CONFLICT,
+                "ended",
+                format!(
+                    "conversation {} has ended in {}: it will never {}{wanted}",
+                    instance.id,
+                    instance.state,
+                    if until == Until::Change { "" } else { "be " },
                 ),
-                other => other.into(),
-            },
-        )?;
-    Ok(Json(WaitResponse { reached, instance }))
+            );
+            error.body.current_state = Some(instance.state);
+            Err(error)
+        }
+    }
 }
 
 const DEFAULT_WAIT_MS: u64 = 50_000;

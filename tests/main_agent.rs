@@ -390,6 +390,50 @@ fn events_follow_live_as_sse_and_ndjson() {
     assert_eq!(status, 400, "{body}");
 }
 
+/// `relay events --follow` on a daemon that goes away (stopped, then
+/// killed): exit 3, a sentence, and the command that goes on without a gap.
+#[test]
+fn events_follow_ends_with_a_sentence_when_the_daemon_goes_away() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    for how in ["stop", "kill -9"] {
+        if how == "kill -9" {
+            relay.ok(&["start"]);
+        }
+        let last = relay.json(&["status"])["last_event_seq"].as_u64().unwrap();
+        let mut follower = relay
+            .command(&["events", "--follow", "--after", &(last - 1).to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The last event, printed: the follower is connected.
+        let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+        assert!(lines.next().unwrap().unwrap().starts_with(&format!("#{last}")));
+        match how {
+            "stop" => drop(relay.ok(&["stop"])),
+            _ => unsafe {
+                libc::kill(relay.pid().unwrap(), libc::SIGKILL);
+            },
+        }
+        let started = Instant::now();
+        while follower.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                follower.kill().unwrap();
+                panic!("{how}: `relay events --follow` still runs after its daemon went away");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let run = finish(follower);
+        assert_eq!(run.code, 3, "{how}: {}", run.stderr);
+        let expected = format!(
+            "relay: the daemon stopped; once it runs again (`relay start`), go on with `relay events --follow --after {last}`"
+        );
+        assert!(run.stderr.contains(&expected), "{how}: {}", run.stderr);
+    }
+}
+
 /// One request the test receiver took: its headers (lowercased names) and body.
 struct Received {
     headers: Vec<(String, String)>,

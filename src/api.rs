@@ -474,6 +474,9 @@ pub struct DaemonStatusResponse {
     /// The sequence number of the last event (`relay events --after`).
     #[serde(default)]
     pub last_event_seq: u64,
+    /// Webhooks whose deliveries fail now (`failures` > 0), with their last error.
+    #[serde(default)]
+    pub failing_webhooks: Vec<Webhook>,
     pub channel: ChannelStatus,
     /// The conversation agent's model ("provider/name"), or null when none is configured.
     pub model: Option<String>,
@@ -744,12 +747,17 @@ pub struct Webhook {
     pub next_attempt_at: Option<DateTime<Utc>>,
 }
 
-/// `POST /webhooks` answers this once: the secret is not shown again.
+/// `POST /webhooks` answers this: the secret once, when the webhook is
+/// created; it is not shown again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct WebhookCreated {
     #[serde(flatten)]
     pub webhook: Webhook,
     /// The key of the `Relay-Signature` HMAC-SHA256 (hex). Keep it; it is
-    /// shown only now.
-    pub secret: String,
+    /// shown only now. Null when `created` is false.
+    pub secret: Option<String>,
+    /// False when the URL was registered already (for the same events):
+    /// this is that webhook, unchanged, and its secret is the one shown
+    /// when it was added.
+    pub created: bool,
 }

@@ -526,6 +526,14 @@ fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
     assert_eq!((&failing["id"], &failing["failures"], &failing["delivered_seq"]), (&json!(hook), &json!(2), &json!(0)));
     assert!(failing["last_error"].as_str().unwrap().contains("500"), "{failing}");
     assert!(relay.ok(&["webhook", "list"]).contains("the receiver answered 500"));
+    // ...and in `relay status`, which a person reads first.
+    let status = relay.json(&["status"]);
+    assert_eq!(status["failing_webhooks"][0]["id"], json!(hook), "{status:#}");
+    let shown = relay.ok(&["status"]);
+    assert!(
+        shown.contains(&format!("webhook        {hook} failing (2 attempts): the receiver answered 500")),
+        "{shown}"
+    );
     go.send(()).unwrap();
 
     let mut delivered = Vec::new();
@@ -545,6 +553,10 @@ fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
     assert_eq!(delivered, events(&relay, &[]), "the same events as the log");
     let healthy = relay.json(&["webhook", "list"]);
     assert_eq!((&healthy[0]["failures"], &healthy[0]["delivered_seq"]), (&json!(0), &json!(last)));
+    // Delivered since: the old error is gone, and so is the status line.
+    assert_eq!(healthy[0]["last_error"], Value::Null, "{healthy:#}");
+    assert_eq!(relay.json(&["status"])["failing_webhooks"], json!([]));
+    assert!(!relay.ok(&["status"]).contains("failing"));
     assert!(received.recv_timeout(Duration::from_millis(200)).is_err(), "nothing is delivered twice");
 
     relay.ok(&["webhook", "remove", &hook]);
@@ -552,6 +564,46 @@ fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
     assert!(relay.fails(&["webhook", "remove", &hook], 4).contains("no webhook"));
     assert!(relay.fails(&["webhook", "add", "ftp://example.com"], 2).contains("not an http or https URL"));
     assert!(relay.fails(&["webhook", "add", &url, "--events", "nope"], 2).contains("not an event type"));
+}
+
+#[test]
+fn a_url_added_again_is_the_same_webhook_and_ids_take_prefixes() {
+    let relay = Relay::started();
+    // Nothing listens there; no conversation means no event to deliver.
+    let url = format!("http://127.0.0.1:{}/relay-events", free_port());
+    let first = relay.json(&["webhook", "add", &url]);
+    assert_eq!(first["created"], true);
+    let hook = first["id"].as_str().unwrap().to_string();
+    assert!(first["secret"].as_str().is_some_and(|s| s.len() >= 32), "{first}");
+
+    // A Main Agent adding its webhook at every start gets the same one back,
+    // without the secret again; written another way, the URL is the same.
+    for again in [url.clone(), url.replace("http://", "HTTP://")] {
+        let added = relay.json(&["webhook", "add", &again]);
+        assert_eq!((&added["id"], &added["created"], &added["secret"]), (&json!(hook), &json!(false), &Value::Null));
+    }
+    let said = relay.ok(&["webhook", "add", &url]);
+    assert!(said.contains(&format!("Webhook {hook} already delivers to {url} (nothing added)")), "{said}");
+    assert!(!said.contains("Secret"), "{said}");
+    let (status, body) = relay.http("POST", "/webhooks", &[], Some(&json!({"url": url}).to_string()));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(relay.json(&["webhook", "list"]).as_array().unwrap().len(), 1);
+    // Other events for the same URL: refused, saying how to change them.
+    let refused = relay.fails(&["webhook", "add", &url, "--events", "todo"], 2);
+    assert!(refused.contains(&format!("registered already, as webhook {hook} for all events")), "{refused}");
+
+    // Ids: the whole id, or at least 4 of its hex digits, with or without wh_.
+    let short = relay.fails(&["webhook", "remove", &hook[..6]], 2);
+    assert!(short.contains("is not a webhook id") && short.contains("at least 4"), "{short}");
+    let absent = if &hook[3..7] == "0000" { "ffff" } else { "0000" };
+    relay.fails(&["webhook", "remove", &format!("wh_{absent}")], 4);
+    relay.fails(&["webhook", "remove", absent], 4);
+    let removed = relay.json(&["webhook", "remove", &hook[3..7]]);
+    assert_eq!(removed["id"], json!(hook));
+    let other = relay.json(&["webhook", "add", &url])["id"].as_str().unwrap().to_string();
+    assert_ne!(other, hook, "removed, the URL is added anew");
+    assert!(relay.ok(&["webhook", "remove", &other[..9]]).contains(&format!("Removed webhook {other}")));
+    assert_eq!(relay.json(&["webhook", "list"]), json!([]));
 }
 
 #[test]

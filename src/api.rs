@@ -474,6 +474,9 @@ pub struct DaemonStatusResponse {
     /// The sequence number of the last event (`relay events --after`).
     #[serde(default)]
     pub last_event_seq: u64,
+    /// Webhooks whose deliveries fail now (`failures` > 0), with their last error.
+    #[serde(default)]
+    pub failing_webhooks: Vec<Webhook>,
     pub channel: ChannelStatus,
     /// The conversation agent's model ("provider/name"), or null when none is configured.
     pub model: Option<String>,
@@ -543,7 +546,8 @@ pub struct ApiErrorResponse {
     /// One sentence for a person.
     pub error: String,
     /// A stable code for a program: `invalid_request`, `not_found`,
-    /// `ambiguous_id`, `invalid_transition`, `unauthorized`, `forbidden`,
+    /// `ambiguous_id`, `invalid_transition`, `ended` (a wait for a state
+    /// the conversation, having ended, will never reach), `unauthorized`, `forbidden`,
     /// `unsupported_media_type`, `payload_too_large`, `method_not_allowed`,
     /// `channel_unavailable`, `not_sent`, `shutting_down`, `not_sandbox`,
     /// `not_whatsapp`, `idempotency_key_reused`, `idempotency_key_in_use`,
@@ -552,7 +556,7 @@ pub struct ApiErrorResponse {
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
-    /// For `invalid_transition`: the instance's state.
+    /// For `invalid_transition` and `ended`: the instance's state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_state: Option<State>,
     /// For `invalid_transition`: the refused event.
@@ -743,12 +747,17 @@ pub struct Webhook {
     pub next_attempt_at: Option<DateTime<Utc>>,
 }
 
-/// `POST /webhooks` answers this once: the secret is not shown again.
+/// `POST /webhooks` answers this: the secret once, when the webhook is
+/// created; it is not shown again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct WebhookCreated {
     #[serde(flatten)]
     pub webhook: Webhook,
     /// The key of the `Relay-Signature` HMAC-SHA256 (hex). Keep it; it is
-    /// shown only now.
-    pub secret: String,
+    /// shown only now. Null when `created` is false.
+    pub secret: Option<String>,
+    /// False when the URL was registered already (for the same events):
+    /// this is that webhook, unchanged, and its secret is the one shown
+    /// when it was added.
+    pub created: bool,
 }

@@ -184,6 +184,8 @@ those in one state or with one contact. Use it to find a conversation's id, or t
 default it returns when the conversation is COMPLETED, ABANDONED or FAILED, or NEEDS_HUMAN_INTERVENTION; \
 `until` can name other states, or \"change\" for any change. When timeout_seconds pass first, reached is \
 false: nothing you waited for happened yet, so call `wait` again (conversations with people can take hours). \
+A conversation that has ended in a state you did not ask for answers at once with an error (code: ended, and \
+its current state): it will never get there, so do not wait again. \
 Keep timeout_seconds below your MCP client's timeout for a tool call (often 60 s; the default, 50, fits).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]

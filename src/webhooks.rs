@@ -33,12 +33,18 @@ pub const SIGNATURE_HEADER: &str = "relay-signature";
 /// At most this many webhooks (each holds a task and a connection).
 const MAX_WEBHOOKS: usize = 20;
 
+/// A webhook id may be given by its first hex digits, at least this many
+/// (as conversation ids).
+const MIN_ID_PREFIX: usize = 4;
+
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
     #[error("{0}")]
     Invalid(String),
     #[error("no webhook has the id '{0}' (see `relay webhook list`)")]
     NotFound(String),
+    #[error("the webhook id prefix '{prefix}' matches {} webhooks: {}; give more of it", matches.len(), matches.join(", "))]
+    Ambiguous { prefix: String, matches: Vec<String> },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -115,7 +121,12 @@ impl Webhooks {
         self.hooks.lock().expect("webhooks lock")
     }
 
-    /// Registers a webhook; it gets the events from now on.
+    /// Registers a webhook; it gets the events from now on. A URL that is
+    /// registered already, for the same events, is not registered twice
+    /// (each event would go to it twice): the answer is that webhook, with
+    /// `created: false` and no secret (it was shown when it was added), so a
+    /// Main Agent can run `relay webhook add` at every start. For other
+    /// events it is refused: changing them is a remove and an add.
     pub fn add(self: &Arc<Self>, request: WebhookRequest) -> Result<WebhookCreated, WebhookError> {
         let url = check_url(&request.url)?;
         for kind in &request.events {
@@ -137,6 +148,24 @@ impl Webhooks {
         };
         {
             let mut hooks = self.lock();
+            // Under the same lock as the push: two adds of one URL make one webhook.
+            if let Some(existing) = hooks.iter().find(|h| h.record.url == record.url) {
+                let known = &existing.record;
+                if !same_events(&known.events, &record.events) {
+                    let events =
+                        if known.events.is_empty() { "all events".to_string() } else { known.events.join(",") };
+                    return Err(WebhookError::Invalid(format!(
+                        "{} is registered already, as webhook {} for {events}; to change its events, remove it \
+                         (`relay webhook remove {}`) and add it again",
+                        known.url, known.id, known.id
+                    )));
+                }
+                return Ok(WebhookCreated {
+                    webhook: self.view(known, &existing.health),
+                    secret: None,
+                    created: false,
+                });
+            }
             if hooks.len() >= MAX_WEBHOOKS {
                 return Err(WebhookError::Invalid(format!("at most {MAX_WEBHOOKS} webhooks; remove one first")));
             }
@@ -149,17 +178,24 @@ impl Webhooks {
         self.spawn(&record.id);
         tracing::info!(webhook = %record.id, url = %record.url, "webhook added");
         let webhook = self.view(&record, &Health::default());
-        Ok(WebhookCreated { webhook, secret: record.secret })
+        Ok(WebhookCreated { webhook, secret: Some(record.secret), created: true })
     }
 
     pub fn list(&self) -> Vec<Webhook> {
         self.lock().iter().map(|h| self.view(&h.record, &h.health)).collect()
     }
 
-    pub fn remove(&self, id: &str) -> Result<Webhook, WebhookError> {
+    /// The webhooks whose delivery is failing now (`relay status`).
+    pub fn failing(&self) -> Vec<Webhook> {
+        self.lock().iter().filter(|h| h.health.failures > 0).map(|h| self.view(&h.record, &h.health)).collect()
+    }
+
+    /// Removes webhook `id_or_prefix` (its whole id, or a unique prefix).
+    pub fn remove(&self, id_or_prefix: &str) -> Result<Webhook, WebhookError> {
         let mut hooks = self.lock();
-        let at = hooks.iter().position(|h| h.record.id == id).ok_or_else(|| WebhookError::NotFound(id.into()))?;
+        let at = resolve(&hooks, id_or_prefix)?;
         let hook = hooks.remove(at);
+        let id = hook.record.id.clone();
         if let Err(error) = self.save(&hooks) {
             hooks.insert(at, hook);
             return Err(error.into());
@@ -271,7 +307,10 @@ impl Webhooks {
         let Some(hook) = hooks.iter_mut().find(|h| h.record.id == id) else { return };
         hook.record.delivered_seq = seq;
         if write {
+            // Delivered: the webhook is healthy again, and an old error
+            // shown next to it would only mislead.
             hook.health.failures = 0;
+            hook.health.last_error = None;
             hook.health.last_attempt_at = Some(Utc::now());
             hook.health.next_attempt_at = None;
             if let Err(error) = self.save(&hooks) {
@@ -286,6 +325,37 @@ impl Webhooks {
             change(&mut hook.health);
         }
     }
+}
+
+/// The index of the webhook `wanted` names: its whole id or the first
+/// (at least [`MIN_ID_PREFIX`]) hex digits of it, with or without `wh_`.
+fn resolve(hooks: &[Hook], wanted: &str) -> Result<usize, WebhookError> {
+    let given = wanted.trim().to_ascii_lowercase();
+    let digits = given.strip_prefix("wh_").unwrap_or(&given);
+    if digits.len() < MIN_ID_PREFIX || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(WebhookError::Invalid(format!(
+            "'{wanted}' is not a webhook id: give the whole id (wh_ and 12 hex digits) or at least \
+             {MIN_ID_PREFIX} of its first hex digits"
+        )));
+    }
+    let matches: Vec<usize> = (0..hooks.len())
+        .filter(|&at| hooks[at].record.id.strip_prefix("wh_").is_some_and(|id| id.starts_with(digits)))
+        .collect();
+    match matches.as_slice() {
+        [] => Err(WebhookError::NotFound(wanted.trim().to_string())),
+        [at] => Ok(*at),
+        _ => Err(WebhookError::Ambiguous {
+            prefix: wanted.trim().to_string(),
+            matches: matches.iter().map(|&at| hooks[at].record.id.clone()).collect(),
+        }),
+    }
+}
+
+/// Whether two event filters let the same events through (order and
+/// repetition aside).
+fn same_events(a: &[String], b: &[String]) -> bool {
+    use std::collections::BTreeSet;
+    a.iter().collect::<BTreeSet<_>>() == b.iter().collect::<BTreeSet<_>>()
 }
 
 /// `sha256=` and the hex HMAC-SHA256 of `body` keyed with `secret`.
@@ -316,6 +386,73 @@ mod tests {
         // RFC 4231, test case 2.
         let signed = sign("Jefe", b"what do ya want for nothing?");
         assert_eq!(signed, "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    }
+
+    fn hooks(ids: &[String]) -> Vec<Hook> {
+        let record = |id: &String| Record {
+            id: id.clone(),
+            url: "http://127.0.0.1:9/x".into(),
+            events: vec![],
+            secret: "s".into(),
+            created_at: Utc::now(),
+            delivered_seq: 0,
+        };
+        ids.iter().map(|id| Hook { record: record(id), health: Health::default(), task: None }).collect()
+    }
+
+    proptest::proptest! {
+        /// Any prefix of at least 4 hex digits (with or without `wh_`, in
+        /// either case) names the one webhook it starts, or says which it
+        /// could be; shorter ones and other text are refused.
+        #[test]
+        fn a_webhook_is_named_by_any_long_enough_prefix(
+            ids in proptest::collection::btree_set("[0-9a-f]{12}", 1..6),
+            pick in 0usize..6,
+            len in 0usize..=12,
+            with_wh in proptest::bool::ANY,
+            upper in proptest::bool::ANY,
+        ) {
+            let ids: Vec<String> = ids.into_iter().map(|hex| format!("wh_{hex}")).collect();
+            let hooks = hooks(&ids);
+            let digits = &ids[pick % ids.len()][3..3 + len];
+            let mut given = if with_wh { format!("wh_{digits}") } else { digits.to_string() };
+            if upper {
+                given = given.to_uppercase();
+            }
+            let starting: Vec<usize> = (0..ids.len()).filter(|&at| ids[at][3..].starts_with(digits)).collect();
+            match resolve(&hooks, &given) {
+                Ok(at) => {
+                    proptest::prop_assert!(len >= MIN_ID_PREFIX);
+                    proptest::prop_assert_eq!(vec![at], starting);
+                }
+                Err(WebhookError::Ambiguous { matches, .. }) => {
+                    proptest::prop_assert!(len >= MIN_ID_PREFIX && starting.len() > 1);
+                    proptest::prop_assert_eq!(matches.len(), starting.len());
+                }
+                Err(WebhookError::Invalid(message)) => {
+                    proptest::prop_assert!(len < MIN_ID_PREFIX, "{}", message);
+                    proptest::prop_assert!(message.contains("is not a webhook id"));
+                }
+                Err(other) => proptest::prop_assert!(false, "{}", other),
+            }
+        }
+    }
+
+    #[test]
+    fn other_text_is_not_a_webhook_id() {
+        let hooks = hooks(&["wh_3f2a9c1e4b5d".to_string()]);
+        for bad in ["", "wh_", "3f2", "wh_3f2a9c1e4b5dz", "3f2a-9c", "xx_3f2a"] {
+            assert!(matches!(resolve(&hooks, bad), Err(WebhookError::Invalid(_))), "{bad}");
+        }
+        assert!(matches!(resolve(&hooks, "wh_3f2b"), Err(WebhookError::NotFound(_))));
+        assert_eq!(resolve(&hooks, " WH_3F2A9C1E4B5D ").unwrap(), 0);
+    }
+
+    #[test]
+    fn event_filters_compare_as_sets() {
+        let events = |list: &[&str]| list.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        assert!(same_events(&events(&["todo", "transition"]), &events(&["transition", "todo", "todo"])));
+        assert!(!same_events(&events(&[]), &events(&["todo"])));
     }
 
     #[test]

@@ -145,6 +145,56 @@ fn a_daemon_that_stops_ends_its_waiters_with_an_error_to_retry() {
     assert!(run.stderr.contains("stopping") && run.stderr.contains("wait again"), "{}", run.stderr);
 }
 
+/// Runs `relay ARGS` and waits for it at most `deadline` (then kills it and
+/// fails): a command that should answer at once must not hang the test.
+fn run_within(relay: &Relay, args: &[&str], deadline: Duration) -> Run {
+    let mut child = relay.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn relay");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > deadline {
+            child.kill().unwrap();
+            let run = finish(child);
+            panic!("relay {args:?} still ran after {deadline:?}: {}{}", run.stdout, run.stderr);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    finish(child)
+}
+
+#[test]
+fn a_wait_on_an_ended_conversation_answers_at_once() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    // Waiting for a state while the conversation ends in another: released.
+    let waiter = spawn_wait(&relay, &[&id, "--until", "PAUSED", "--timeout", "60s"]);
+    until_waiting(&relay, 1);
+    relay.ok(&["cancel", &id]);
+    let released = finish(waiter);
+    assert_eq!(released.code, 5, "{}{}", released.stdout, released.stderr);
+    assert!(released.stderr.contains("has ended in FAILED: it will never be PAUSED"), "{}", released.stderr);
+
+    // Already ended: each wait answers at once (the 60 s timeout would be a hang).
+    let deadline = Duration::from_secs(30);
+    for until in ["PAUSED", "COMPLETED,ABANDONED", "change", "waiting_for_reply"] {
+        let run = run_within(&relay, &["wait", &id, "--until", until, "--timeout", "60s"], deadline);
+        assert_eq!(run.code, 5, "--until {until}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("has ended in FAILED"), "--until {until}: {}", run.stderr);
+    }
+    let json = run_within(&relay, &["wait", &id, "--until", "PAUSED", "--timeout", "60s", "--json"], deadline);
+    let error: Value = serde_json::from_str(json.stderr.trim()).expect("the error, as JSON");
+    assert_eq!((json.code, &error["code"], &error["current_state"]), (5, &json!("ended"), &json!("FAILED")));
+    // What it ended in, or the default (ends or needs you): reached, exit 0.
+    for until in [&["--until", "FAILED"][..], &["--until", "terminal"], &[]] {
+        let mut args = vec!["wait", id.as_str(), "--timeout", "60s", "--json"];
+        args.extend_from_slice(until);
+        let run = run_within(&relay, &args, deadline);
+        assert_eq!(run.code, 0, "{until:?}: {}", run.stderr);
+        assert_eq!(serde_json::from_str::<Value>(&run.stdout).unwrap()["state"], "FAILED");
+    }
+    until_waiting(&relay, 0);
+}
+
 /// A model that opens the conversation, records what the contact says and
 /// ends it `achieved`.
 fn completing_model() -> Responder {
@@ -340,6 +390,50 @@ fn events_follow_live_as_sse_and_ndjson() {
     assert_eq!(status, 400, "{body}");
 }
 
+/// `relay events --follow` on a daemon that goes away (stopped, then
+/// killed): exit 3, a sentence, and the command that goes on without a gap.
+#[test]
+fn events_follow_ends_with_a_sentence_when_the_daemon_goes_away() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    for how in ["stop", "kill -9"] {
+        if how == "kill -9" {
+            relay.ok(&["start"]);
+        }
+        let last = relay.json(&["status"])["last_event_seq"].as_u64().unwrap();
+        let mut follower = relay
+            .command(&["events", "--follow", "--after", &(last - 1).to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The last event, printed: the follower is connected.
+        let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+        assert!(lines.next().unwrap().unwrap().starts_with(&format!("#{last}")));
+        match how {
+            "stop" => drop(relay.ok(&["stop"])),
+            _ => unsafe {
+                libc::kill(relay.pid().unwrap(), libc::SIGKILL);
+            },
+        }
+        let started = Instant::now();
+        while follower.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                follower.kill().unwrap();
+                panic!("{how}: `relay events --follow` still runs after its daemon went away");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let run = finish(follower);
+        assert_eq!(run.code, 3, "{how}: {}", run.stderr);
+        let expected = format!(
+            "relay: the daemon stopped; once it runs again (`relay start`), go on with `relay events --follow --after {last}`"
+        );
+        assert!(run.stderr.contains(&expected), "{how}: {}", run.stderr);
+    }
+}
+
 /// One request the test receiver took: its headers (lowercased names) and body.
 struct Received {
     headers: Vec<(String, String)>,
@@ -432,6 +526,14 @@ fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
     assert_eq!((&failing["id"], &failing["failures"], &failing["delivered_seq"]), (&json!(hook), &json!(2), &json!(0)));
     assert!(failing["last_error"].as_str().unwrap().contains("500"), "{failing}");
     assert!(relay.ok(&["webhook", "list"]).contains("the receiver answered 500"));
+    // ...and in `relay status`, which a person reads first.
+    let status = relay.json(&["status"]);
+    assert_eq!(status["failing_webhooks"][0]["id"], json!(hook), "{status:#}");
+    let shown = relay.ok(&["status"]);
+    assert!(
+        shown.contains(&format!("webhook        {hook} failing (2 attempts): the receiver answered 500")),
+        "{shown}"
+    );
     go.send(()).unwrap();
 
     let mut delivered = Vec::new();
@@ -451,6 +553,10 @@ fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
     assert_eq!(delivered, events(&relay, &[]), "the same events as the log");
     let healthy = relay.json(&["webhook", "list"]);
     assert_eq!((&healthy[0]["failures"], &healthy[0]["delivered_seq"]), (&json!(0), &json!(last)));
+    // Delivered since: the old error is gone, and so is the status line.
+    assert_eq!(healthy[0]["last_error"], Value::Null, "{healthy:#}");
+    assert_eq!(relay.json(&["status"])["failing_webhooks"], json!([]));
+    assert!(!relay.ok(&["status"]).contains("failing"));
     assert!(received.recv_timeout(Duration::from_millis(200)).is_err(), "nothing is delivered twice");
 
     relay.ok(&["webhook", "remove", &hook]);
@@ -458,6 +564,46 @@ fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
     assert!(relay.fails(&["webhook", "remove", &hook], 4).contains("no webhook"));
     assert!(relay.fails(&["webhook", "add", "ftp://example.com"], 2).contains("not an http or https URL"));
     assert!(relay.fails(&["webhook", "add", &url, "--events", "nope"], 2).contains("not an event type"));
+}
+
+#[test]
+fn a_url_added_again_is_the_same_webhook_and_ids_take_prefixes() {
+    let relay = Relay::started();
+    // Nothing listens there; no conversation means no event to deliver.
+    let url = format!("http://127.0.0.1:{}/relay-events", free_port());
+    let first = relay.json(&["webhook", "add", &url]);
+    assert_eq!(first["created"], true);
+    let hook = first["id"].as_str().unwrap().to_string();
+    assert!(first["secret"].as_str().is_some_and(|s| s.len() >= 32), "{first}");
+
+    // A Main Agent adding its webhook at every start gets the same one back,
+    // without the secret again; written another way, the URL is the same.
+    for again in [url.clone(), url.replace("http://", "HTTP://")] {
+        let added = relay.json(&["webhook", "add", &again]);
+        assert_eq!((&added["id"], &added["created"], &added["secret"]), (&json!(hook), &json!(false), &Value::Null));
+    }
+    let said = relay.ok(&["webhook", "add", &url]);
+    assert!(said.contains(&format!("Webhook {hook} already delivers to {url} (nothing added)")), "{said}");
+    assert!(!said.contains("Secret"), "{said}");
+    let (status, body) = relay.http("POST", "/webhooks", &[], Some(&json!({"url": url}).to_string()));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(relay.json(&["webhook", "list"]).as_array().unwrap().len(), 1);
+    // Other events for the same URL: refused, saying how to change them.
+    let refused = relay.fails(&["webhook", "add", &url, "--events", "todo"], 2);
+    assert!(refused.contains(&format!("registered already, as webhook {hook} for all events")), "{refused}");
+
+    // Ids: the whole id, or at least 4 of its hex digits, with or without wh_.
+    let short = relay.fails(&["webhook", "remove", &hook[..6]], 2);
+    assert!(short.contains("is not a webhook id") && short.contains("at least 4"), "{short}");
+    let absent = if &hook[3..7] == "0000" { "ffff" } else { "0000" };
+    relay.fails(&["webhook", "remove", &format!("wh_{absent}")], 4);
+    relay.fails(&["webhook", "remove", absent], 4);
+    let removed = relay.json(&["webhook", "remove", &hook[3..7]]);
+    assert_eq!(removed["id"], json!(hook));
+    let other = relay.json(&["webhook", "add", &url])["id"].as_str().unwrap().to_string();
+    assert_ne!(other, hook, "removed, the URL is added anew");
+    assert!(relay.ok(&["webhook", "remove", &other[..9]]).contains(&format!("Removed webhook {other}")));
+    assert_eq!(relay.json(&["webhook", "list"]), json!([]));
 }
 
 #[test]

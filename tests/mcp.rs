@@ -205,6 +205,15 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
     let listed = document(&mcp.call("list", json!({"state": "PAUSED"})));
     assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
 
+    // An ended conversation answers a wait at once (the daemon's rule, as for
+    // `relay wait`): a wait of 3000 s that held would miss ANSWER_TIMEOUT.
+    mcp.call("cancel", json!({"id": id}));
+    let ended = mcp.call("wait", json!({"id": id, "until": "PAUSED", "timeout_seconds": 3000}));
+    assert_eq!(ended["isError"], true, "{ended}");
+    assert!(text(&ended).contains("has ended in FAILED") && text(&ended).contains("code: ended"), "{ended}");
+    let failed = document(&mcp.call("wait", json!({"id": id, "until": "FAILED", "timeout_seconds": 3000})));
+    assert_eq!((&failed["reached"], &failed["instance"]["state"]), (&json!(true), &json!("FAILED")), "{failed}");
+
     assert_eq!(mcp.close(), Some(0), "relay mcp exits cleanly when its client goes away");
 }
 

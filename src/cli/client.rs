@@ -22,6 +22,17 @@ const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// pacing, waiting for a lost connection (`connect_wait_secs`) and retries.
 pub const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Who ended a stream of lines.
+#[derive(Debug)]
+pub enum StreamEnd {
+    /// The caller's `each` said stop.
+    Reader,
+    /// The daemon ended it (it does when it stops).
+    Daemon,
+    /// The connection broke mid-stream (a daemon killed, for one).
+    Cut(hyper::Error),
+}
+
 pub struct Client {
     port: u16,
     token: Option<String>,
@@ -93,15 +104,20 @@ impl Client {
         body: &impl Serialize,
         each: impl FnMut(T) -> bool,
     ) -> Result<(), CliError> {
-        self.lines(Method::POST, path, Some(body), each).await
+        match self.lines(Method::POST, path, Some(body), each).await? {
+            StreamEnd::Cut(e) => Err(cut(e)),
+            StreamEnd::Reader | StreamEnd::Daemon => Ok(()),
+        }
     }
 
-    /// `post_lines` for a GET (the answer asked for as NDJSON).
+    /// `post_lines` for a GET (the answer asked for as NDJSON), saying who
+    /// ended the stream: a caller following an endless stream must tell a
+    /// daemon that went away from its own reader stopping.
     pub async fn get_lines<T: DeserializeOwned>(
         &self,
         path: &str,
         each: impl FnMut(T) -> bool,
-    ) -> Result<(), CliError> {
+    ) -> Result<StreamEnd, CliError> {
         self.lines(Method::GET, path, None::<&()>, each).await
     }
 
@@ -111,7 +127,7 @@ impl Client {
         path: &str,
         body: Option<&impl Serialize>,
         mut each: impl FnMut(T) -> bool,
-    ) -> Result<(), CliError> {
+    ) -> Result<StreamEnd, CliError> {
         let response = self.send(method, path, body, "application/x-ndjson").await?;
         let status = response.status();
         let mut body = response.into_body();
@@ -121,17 +137,21 @@ impl Client {
         }
         let mut pending = Vec::new();
         while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(cut)?.into_data() else { continue };
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(e) => return Ok(StreamEnd::Cut(e)),
+            };
+            let Ok(data) = frame.into_data() else { continue };
             pending.extend_from_slice(&data);
             while let Some(end) = pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=end).collect();
                 let item = serde_json::from_slice(&line).map_err(unexpected)?;
                 if !each(item) {
-                    return Ok(());
+                    return Ok(StreamEnd::Reader);
                 }
             }
         }
-        Ok(())
+        Ok(StreamEnd::Daemon)
     }
 
     async fn request<T: DeserializeOwned>(

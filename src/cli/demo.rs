@@ -5,6 +5,7 @@
 //! answers. The demo prints the conversation as it happens, then `relay get`.
 //! It says plainly that the model and the contact are simulated.
 
+use std::io::Write;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +13,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::client::Client;
-use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::{
     ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, NewTodo, OutboxEntry, SandboxSayRequest,
@@ -28,16 +28,113 @@ const CONTACT_SAYS: [&str; 2] = ["Hi! Friday works for me.", "Afternoon is best,
 const GIVE_UP: Duration = Duration::from_secs(60);
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
+    // However the demo ends, its daemon stops and its home goes. Ctrl-C and
+    // `kill` are caught (before anything exists to clean up), and a reader
+    // that goes away (`relay demo | head -3`) is a failed write here rather
+    // than death by SIGPIPE, which would orphan the daemon.
+    // SAFETY: no other thread is running yet (a single-threaded runtime).
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let mut signals = Signals::new().map_err(|e| CliError::failure(format!("demo: cannot catch signals: {e}")))?;
     let fail = |what: &str, e: &dyn std::fmt::Display| CliError::failure(format!("demo: cannot {what}: {e}"));
     let root = std::env::temp_dir().join(format!("relay-demo-{}", std::process::id()));
     let home = Home::at(&root);
     home.create().map_err(|e| fail("create its home", &e))?;
-    let result = demo(ctx, &home).await;
+    let mut daemon = None;
+    let ended = tokio::select! {
+        result = demo(ctx, &home, &mut daemon) => match result {
+            Err(error) if error.error.code == READER_GONE => Ended::Signal(libc::SIGPIPE),
+            result => Ended::Finished(result),
+        },
+        signal = signals.next() => Ended::Signal(signal),
+    };
+    if let Some(daemon) = daemon {
+        daemon.stop().await;
+    }
     let _ = std::fs::remove_dir_all(&root);
-    result
+    match ended {
+        Ended::Finished(result) => result,
+        // Cleaned up: now end as the signal would have, so a shell (or a
+        // pipeline) sees what it expects: quiet for a closed pipe,
+        // "interrupted" for Ctrl-C.
+        Ended::Signal(signal) => {
+            // SAFETY: restores the default action, then raises the signal.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+            unreachable!("signal {signal} ends the process")
+        }
+    }
 }
 
-async fn demo(ctx: &Context, home: &Home) -> Result<(), CliError> {
+enum Ended {
+    Finished(Result<(), CliError>),
+    Signal(libc::c_int),
+}
+
+/// The code of the error a failed write to stdout becomes.
+const READER_GONE: &str = "reader_gone";
+
+/// Lines for a person, made visible like `say!`'s; a closed stdout stops the demo.
+fn show(line: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", output::visible(line))
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::new(1, READER_GONE, format!("demo: cannot write to stdout: {e}")))
+}
+
+/// SIGINT, SIGTERM and SIGHUP, caught for the demo's whole life.
+struct Signals(Vec<(libc::c_int, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            (libc::SIGINT, SignalKind::interrupt()),
+            (libc::SIGTERM, SignalKind::terminate()),
+            (libc::SIGHUP, SignalKind::hangup()),
+        ];
+        kinds.into_iter().map(|(number, kind)| Ok((number, signal(kind)?))).collect::<std::io::Result<_>>().map(Signals)
+    }
+
+    /// The next of them to arrive.
+    async fn next(&mut self) -> libc::c_int {
+        let arrivals = self.0.iter_mut().map(|(number, signal)| {
+            Box::pin(async move {
+                signal.recv().await;
+                *number
+            })
+        });
+        futures_util::future::select_all(arrivals).await.0
+    }
+}
+
+/// The demo's daemon, a child process in a process group of its own: a
+/// Ctrl-C reaches the demo alone, which stops the daemon in order.
+struct Daemon {
+    child: tokio::process::Child,
+    home: Home,
+    port: u16,
+}
+
+impl Daemon {
+    /// Asks the daemon to stop and waits for it (killing it if it does not
+    /// stop, or cannot be asked), so that its home can go.
+    async fn stop(mut self) {
+        let ctx = Context { home: self.home.clone(), json: true, port: Some(self.port) };
+        let asked = match Client::new(&ctx) {
+            Ok(client) => {
+                client.with_timeout(Duration::from_secs(5)).post::<Value>("/shutdown", None::<&()>).await.is_ok()
+            }
+            Err(_) => false,
+        };
+        if !asked || tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> Result<(), CliError> {
     let fail = |what: &str, e: &dyn std::fmt::Display| CliError::failure(format!("demo: cannot {what}: {e}"));
     let model = ScriptedModel::start(demo_model()).await.map_err(|e| fail("start the scripted model server", &e))?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -56,30 +153,29 @@ async fn demo(ctx: &Context, home: &Home) -> Result<(), CliError> {
     });
     config.save(&home.config_file()).map_err(|e| fail("write its config", &e))?;
 
-    let say = |line: String| {
-        if !ctx.json {
-            say!("{line}");
-        }
-    };
-    say("relay demo: one whole conversation on this machine.".into());
-    say("SIMULATED: the model is a scripted model server and the contact is scripted too.".into());
-    say("Nothing is sent over WhatsApp and no API key is used.".into());
-    say(format!("  home   {} (removed at the end)", home.root().display()));
-    say(format!("  model  scripted model server at {} (OpenAI Chat Completions)\n", model.base_url()));
+    let say = |line: String| if ctx.json { Ok(()) } else { show(&line) };
+    say("relay demo: one whole conversation on this machine.".into())?;
+    say("SIMULATED: the model is a scripted model server and the contact is scripted too.".into())?;
+    say("Nothing is sent over WhatsApp and no API key is used.".into())?;
+    say(format!("  home   {} (removed at the end)", home.root().display()))?;
+    say(format!("  model  scripted model server at {} (OpenAI Chat Completions)", model.base_url()))?;
+    say(format!("  times  local, UTC{}\n", chrono::Local::now().format("%:z")))?;
 
     let exe = std::env::current_exe().map_err(|e| fail("find the relay binary", &e))?;
-    let mut daemon = tokio::process::Command::new(exe)
+    let child = tokio::process::Command::new(exe)
         .args(["daemon", "--port", &port.to_string()])
         .env("RELAY_HOME", home.root())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| fail("start the daemon", &e))?;
+    let daemon = daemon_slot.insert(Daemon { child, home: home.clone(), port });
     let started = Instant::now();
     while super::start::health(port).await.is_none() {
-        if started.elapsed() > Duration::from_secs(15) || daemon.try_wait().ok().flatten().is_some() {
+        if started.elapsed() > Duration::from_secs(15) || daemon.child.try_wait().ok().flatten().is_some() {
             return Err(CliError::failure("demo: the daemon did not start"));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -99,9 +195,9 @@ async fn demo(ctx: &Context, home: &Home) -> Result<(), CliError> {
     say(format!(
         "$ relay create --objective \"{}\" --contact {CONTACT} --todo \"{}\" --todo \"{}\"",
         request.objective, request.todos[0].text, request.todos[1].text
-    ));
+    ))?;
     let created: CreateInstanceResponse = client.post("/instances", Some(&request)).await?;
-    say(format!("{}\n", created.id));
+    say(format!("{}\n", created.id))?;
 
     let path = format!("/instances/{}", created.id);
     let (mut seen_history, mut seen_messages, mut answered) = (0, 0, 0);
@@ -118,7 +214,7 @@ async fn demo(ctx: &Context, home: &Home) -> Result<(), CliError> {
         }
         lines.sort_by_key(|(at, _)| *at);
         for (at, line) in lines {
-            say(format!("{}  {line}", at.with_timezone(&chrono::Local).format("%H:%M:%S%.3f")));
+            say(format!("{}  {line}", at.with_timezone(&chrono::Local).format("%H:%M:%S%.3f")))?;
         }
         (seen_history, seen_messages) = (instance.history.len(), transcript.len());
         if instance.state.is_terminal() {
@@ -139,19 +235,24 @@ async fn demo(ctx: &Context, home: &Home) -> Result<(), CliError> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
 
-    let _: Value = client.post("/shutdown", None::<&()>).await.unwrap_or(Value::Null);
-    let _ = tokio::time::timeout(Duration::from_secs(10), daemon.wait()).await;
+    if let Some(daemon) = daemon_slot.take() {
+        daemon.stop().await;
+    }
     if ctx.json {
-        output::json(&final_state);
+        let document = serde_json::to_string_pretty(&final_state).expect("output serialises");
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{document}")
+            .and_then(|()| out.flush())
+            .map_err(|e| CliError::new(1, READER_GONE, format!("demo: cannot write to stdout: {e}")))?;
     } else {
-        say!("\n$ relay get {}", final_state.id);
+        show(&format!("\n$ relay get {}", final_state.id))?;
         super::get::print(&final_state);
-        say!(
+        show(&format!(
             "\n{} model calls, {} requests seen by the scripted model server.",
             final_state.usage.model_calls,
             model.requests().len()
-        );
-        say!("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).");
+        ))?;
+        show("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).")?;
     }
     if final_state.state.is_terminal() {
         Ok(())

@@ -3,10 +3,12 @@
 //! event a line with its sequence number `seq`, to resume with `--after`.
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
-use super::client::Client;
+use super::client::{Client, StreamEnd};
 use super::{CliError, Context, output};
 use crate::api::{ConversationEvent, EventData};
+use crate::daemon::lifecycle;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,7 +18,8 @@ pub struct Args {
     /// Only events after this sequence number.
     #[arg(long, default_value_t = 0)]
     pub after: u64,
-    /// Keep printing new events as they happen (until interrupted).
+    /// Keep printing new events as they happen, until interrupted (or the
+    /// daemon stops: exit 3, with the command that goes on from there).
     #[arg(long, short)]
     pub follow: bool,
 }
@@ -29,9 +32,11 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         path.push_str(&format!("&instance={}", id.trim()));
     }
     let json = ctx.json;
+    let mut last_seq = args.after;
     // A client waiting for more events is not a slow daemon: no timeout on the stream.
-    Client::new(ctx)?
+    let end = Client::new(ctx)?
         .get_lines(&path, |event: ConversationEvent| {
+            last_seq = event.seq;
             let mut stdout = std::io::stdout().lock();
             // Flushed per event: `relay events -f | ...` sees each at once.
             if json {
@@ -42,7 +47,37 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
                 true
             }
         })
-        .await
+        .await?;
+    match (end, args.follow) {
+        (StreamEnd::Reader, _) | (StreamEnd::Daemon, false) => Ok(()),
+        (StreamEnd::Cut(e), false) => Err(CliError::failure(format!("the daemon's answer was cut: {e}"))),
+        // Followed, the stream has no end of its own: the daemon went away
+        // (it ends the stream when it stops; a killed one cuts it). Silence
+        // and exit 0 would read as "all done".
+        (StreamEnd::Daemon | StreamEnd::Cut(_), true) => Err(stream_lost(ctx, &args, last_seq).await),
+    }
+}
+
+/// Why a followed stream ended, and how to go on without a gap.
+async fn stream_lost(ctx: &Context, args: &Args, last_seq: u64) -> CliError {
+    let id = args.id.as_deref().map(|id| format!(" --id {}", id.trim())).unwrap_or_default();
+    let again = format!("relay events --follow --after {last_seq}{id}");
+    // A daemon that is stopping ends the stream a moment before it is gone.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lifecycle::is_locked(&ctx.home) {
+        if Instant::now() > deadline {
+            return CliError::failure(format!(
+                "the daemon ended the event stream but still runs (see relay.log in {}); go on with `{again}`",
+                ctx.home.root().display()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    CliError::new(
+        3,
+        "daemon_stopped",
+        format!("the daemon stopped; once it runs again (`relay start`), go on with `{again}`"),
+    )
 }
 
 /// One line for a person: sequence number, time, conversation, what happened.

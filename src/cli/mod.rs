@@ -184,7 +184,7 @@ impl CliError {
             | "unsupported_media_type"
             | "idempotency_key_reused" => 2,
             "not_found" => 4,
-            "invalid_transition" | "not_sandbox" | "not_whatsapp" => 5,
+            "invalid_transition" | "ended" | "not_sandbox" | "not_whatsapp" => 5,
             "unauthorized" | "forbidden" => 7,
             _ => 1,
         };

@@ -1,5 +1,5 @@
 //! Output: exactly one JSON document on stdout with `--json`, otherwise text
-//! for a person. Times are shown in local time; JSON keeps UTC.
+//! for a person. Times are shown in local time with their offset; JSON keeps UTC.
 //!
 //! Text for a person goes through [`say!`] and [`complain!`], never
 //! `println!`: much of what relay shows was written by someone else (the
@@ -71,8 +71,22 @@ fn is_hidden(c: char) -> bool {
     }
 }
 
+/// A time for a person: local, with its offset from UTC, so it cannot be
+/// misread ("2026-11-23 20:45:10 -03:00"); "UTC" when local time is UTC.
 pub fn time(at: DateTime<Utc>) -> String {
-    at.with_timezone(&Local).format("%Y-%m-%d %H:%M:%S").to_string()
+    zoned(at.with_timezone(&Local))
+}
+
+fn zoned<Tz: chrono::TimeZone>(at: DateTime<Tz>) -> String
+where
+    Tz::Offset: std::fmt::Display,
+{
+    use chrono::Offset;
+    if at.offset().fix().local_minus_utc() == 0 {
+        at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    } else {
+        at.format("%Y-%m-%d %H:%M:%S %:z").to_string()
+    }
 }
 
 /// "in 4m 10s" / "4m 10s ago".
@@ -117,6 +131,19 @@ mod tests {
         assert_eq!(visible("one\ntwo\tthree\r"), "one\ntwo\\tthree\\r");
         assert_eq!(visible("\u{9b}31m"), "\\x9b31m");
         assert!(matches!(visible("plain, ñandú 🙂"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn times_name_their_zone() {
+        use chrono::{FixedOffset, TimeZone};
+        let at = Utc.with_ymd_and_hms(2026, 11, 23, 23, 45, 10).unwrap();
+        assert_eq!(zoned(at), "2026-11-23 23:45:10 UTC");
+        assert_eq!(zoned(at.with_timezone(&FixedOffset::west_opt(3 * 3600).unwrap())), "2026-11-23 20:45:10 -03:00");
+        assert_eq!(
+            zoned(at.with_timezone(&FixedOffset::east_opt(5 * 3600 + 1800).unwrap())),
+            "2026-11-24 05:15:10 +05:30"
+        );
+        assert_eq!(zoned(at.with_timezone(&FixedOffset::east_opt(0).unwrap())), "2026-11-23 23:45:10 UTC");
     }
 
     proptest! {

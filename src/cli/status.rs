@@ -38,6 +38,17 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
             status.unrouted_message_count
         );
     }
+    // Deliveries that fail now: each retried until taken, so say so here
+    // rather than only in `relay webhook list`.
+    for webhook in &status.failing_webhooks {
+        say!(
+            "  webhook        {} failing ({} attempts): {}",
+            webhook.id,
+            webhook.failures,
+            webhook.last_error.as_deref().unwrap_or("no error recorded")
+        );
+        say!("                 {} events waiting for {}", webhook.pending, webhook.url);
+    }
     say!("  home           {}", status.home);
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! `relay wait`: blocks until a conversation reaches a state (or changes),
 //! then prints it. The daemon does the waiting (a long poll), not a loop here.
+//! A conversation that has ended in a state not waited for answers at once
+//! (exit 5, "has ended in FAILED"): the daemon's wait decides that, for MCP too.
 
 use std::time::Duration;
 

@@ -10,13 +10,14 @@ use crate::api::{Webhook, WebhookCreated, WebhookRequest};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Register a URL; prints its secret (shown only this once).
+    /// Register a URL; prints its secret (shown only this once). A URL
+    /// registered already (same events) is not added twice: shows that webhook.
     Add(AddArgs),
     /// Show the webhooks and how their deliveries go (failures, last error).
     List,
     /// Stop delivering to a webhook.
     Remove {
-        /// The webhook's id (wh_...).
+        /// The webhook's id (wh_...), or a unique prefix of at least 4 hex digits.
         id: String,
     },
 }
@@ -39,9 +40,15 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             let created: WebhookCreated = client.post("/webhooks", Some(&request)).await?;
             if ctx.json {
                 output::json(&created);
-            } else {
+            } else if let (true, Some(secret)) = (created.created, &created.secret) {
                 say!("Added webhook {} -> {}", created.webhook.id, created.webhook.url);
-                say!("Secret (shown only now; it signs each delivery): {}", created.secret);
+                say!("Secret (shown only now; it signs each delivery): {secret}");
+            } else {
+                let id = &created.webhook.id;
+                say!("Webhook {id} already delivers to {} (nothing added).", created.webhook.url);
+                say!(
+                    "Its secret is the one shown when it was added; for a new one: relay webhook remove {id}, then add it again."
+                );
             }
         }
         Command::List => {

@@ -73,6 +73,7 @@ impl From<WebhookError> for ApiError {
         match error {
             WebhookError::Invalid(message) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message),
             WebhookError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", error.to_string()),
+            WebhookError::Ambiguous { .. } => ApiError::new(StatusCode::BAD_REQUEST, "ambiguous_id", error.to_string()),
             WebhookError::Store(e) => EngineError::Store(e).into(),
         }
     }

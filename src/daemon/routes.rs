@@ -21,7 +21,7 @@ use super::guard;
 use crate::api::*;
 use crate::channel::{Delivery, SandboxChannel};
 use crate::contact::Contact;
-use crate::engine::wait::Until;
+use crate::engine::wait::{Until, Waited};
 use crate::engine::{Engine, Once};
 
 /// What every handler can reach.
@@ -146,6 +146,7 @@ async fn status(State(app): State<App>) -> Json<DaemonStatusResponse> {
         unrouted_message_count: app.engine.unrouted_count(),
         waiting_requests: app.engine.waiting(),
         last_event_seq: app.engine.last_event_seq(),
+        failing_webhooks: app.webhooks.failing(),
         channel,
         model: app.engine.agent().model(),
         model_error: app.engine.agent().last_error(),
@@ -264,12 +265,16 @@ async fn send_message(
 
 /// Waits (long poll) until the conversation reaches one of the `until`
 /// states, or changes at all (`until=change`), at most `timeout_ms`.
-/// `reached` says which came first. Costs nothing while it waits. A daemon
-/// that stops meanwhile answers 503 `shutting_down`: retry once it is back.
+/// `reached` says which came first. Costs nothing while it waits. A
+/// conversation that has ended (or ends meanwhile) in a state not waited
+/// for answers at once, 409 `ended` with its `current_state`: it will never
+/// get there. A daemon that stops meanwhile answers 503 `shutting_down`:
+/// retry once it is back.
 #[utoipa::path(get, path = "/instances/{id}/wait", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix"), WaitQuery),
     responses((status = 200, body = WaitResponse), (status = 400, body = ApiErrorResponse),
-              (status = 404, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse)))]
+              (status = 404, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
+              (status = 503, body = ApiErrorResponse)))]
 async fn wait_instance(
     State(app): State<App>,
     Id(id): Id,
@@ -288,18 +293,41 @@ async fn wait_instance(
     let stop = async move {
         let _ = stopping.wait_for(|stop| *stop).await;
     };
-    let (reached, instance) =
-        app.engine.wait(&id, &until, std::time::Duration::from_millis(timeout_ms), stop).await.map_err(
-            |e| match e {
-                crate::engine::EngineError::ShuttingDown => ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "shutting_down",
-                    "the daemon is stopping; wait again once it is back (`relay start`)".into(),
+    let waited = app.engine.wait(&id, &until, std::time::Duration::from_millis(timeout_ms), stop).await.map_err(
+        |e| match e {
+            crate::engine::EngineError::ShuttingDown => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the daemon is stopping; wait again once it is back (`relay start`)".into(),
+            ),
+            other => other.into(),
+        },
+    )?;
+    match waited {
+        Waited::Reached(instance) => Ok(Json(WaitResponse { reached: true, instance })),
+        Waited::TimedOut(instance) => Ok(Json(WaitResponse { reached: false, instance })),
+        Waited::Ended(instance) => {
+            let wanted = match &until {
+                Until::Change => "change".to_string(),
+                Until::States(states) => {
+                    let names: Vec<String> = states.iter().map(ToString::to_string).collect();
+                    names.join(" or ")
+                }
+            };
+            let mut error = ApiError::new(
+                StatusCode::CONFLICT,
+                "ended",
+                format!(
+                    "conversation {} has ended in {}: it will never {}{wanted}",
+                    instance.id,
+                    instance.state,
+                    if until == Until::Change { "" } else { "be " },
                 ),
-                other => other.into(),
-            },
-        )?;
-    Ok(Json(WaitResponse { reached, instance }))
+            );
+            error.body.current_state = Some(instance.state);
+            Err(error)
+        }
+    }
 }
 
 const DEFAULT_WAIT_MS: u64 = 50_000;
@@ -398,15 +426,20 @@ fn format_event(event: &ConversationEvent, ndjson: bool) -> Vec<u8> {
 
 /// Registers a webhook: from now on each event is POSTed to `url`, signed
 /// (`Relay-Signature: sha256=<hex HMAC-SHA256 of the body>`), in order,
-/// retried until taken. The answer holds the secret; it is not shown again.
+/// retried until taken. The answer (201) holds the secret; it is not shown
+/// again. A URL registered already for the same events answers 200 with
+/// that webhook, `created: false` and no secret (so adding at every start
+/// is safe); for other events, 400.
 #[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = WebhookRequest,
-    responses((status = 201, body = WebhookCreated), (status = 400, body = ApiErrorResponse),
-              (status = 507, body = ApiErrorResponse)))]
+    responses((status = 201, body = WebhookCreated), (status = 200, body = WebhookCreated),
+              (status = 400, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
 async fn add_webhook(
     State(app): State<App>,
     Body(request): Body<WebhookRequest>,
 ) -> ApiResult<(StatusCode, Json<WebhookCreated>)> {
-    Ok((StatusCode::CREATED, Json(app.webhooks.add(request)?)))
+    let added = app.webhooks.add(request)?;
+    let status = if added.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(added)))
 }
 
 /// The webhooks, how far each has got and how its deliveries go.
@@ -417,8 +450,9 @@ async fn list_webhooks(State(app): State<App>) -> Json<Vec<Webhook>> {
 
 /// Removes a webhook; nothing more is delivered to it.
 #[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks",
-    params(("id" = String, Path, description = "the webhook's id (wh_...)")),
-    responses((status = 200, body = Webhook), (status = 404, body = ApiErrorResponse)))]
+    params(("id" = String, Path, description = "the webhook's id (wh_...), or a unique prefix of at least 4 hex digits")),
+    responses((status = 200, body = Webhook), (status = 400, body = ApiErrorResponse),
+              (status = 404, body = ApiErrorResponse)))]
 async fn remove_webhook(State(app): State<App>, Id(id): Id) -> ApiResult<Json<Webhook>> {
     Ok(Json(app.webhooks.remove(&id)?))
 }

@@ -55,27 +55,37 @@ impl Until {
     }
 }
 
+/// How a wait ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Waited {
+    /// The conversation got where the waiter wanted (or changed, for `change`).
+    Reached(ConversationInstance),
+    /// The timeout passed first.
+    TimedOut(ConversationInstance),
+    /// The conversation has ended in a state the waiter did not ask for: it
+    /// will never get there, so waiting out the timeout would only hide that.
+    Ended(ConversationInstance),
+}
+
 impl Engine {
     /// Waits until conversation `id_or_prefix` is as `until` says, at most
     /// `timeout`, or until `stop` resolves (the daemon is stopping: an
-    /// error). Returns whether it got there, and the conversation as it is.
+    /// error). A conversation that has ended (or ends meanwhile) in a state
+    /// not waited for answers at once: this is the one place that rule lives,
+    /// so `relay wait`, the API and MCP's `wait` all agree.
     pub async fn wait(
         &self,
         id_or_prefix: &str,
         until: &Until,
         timeout: Duration,
         stop: impl Future<Output = ()>,
-    ) -> Result<(bool, ConversationInstance), EngineError> {
+    ) -> Result<Waited, EngineError> {
         let id = self.resolve(id_or_prefix)?;
         // Watch first, then look: a change in between is not missed.
         let mut watcher = Watcher::new(&self.shared, id);
-        let reached = |instance: &ConversationInstance| match until {
-            Until::Change => false,
-            Until::States(states) => states.contains(&instance.state),
-        };
         let current = self.get(&id.to_string())?;
-        if reached(&current) {
-            return Ok((true, current));
+        if let Some(outcome) = settled(until, current, false) {
+            return Ok(outcome);
         }
         let deadline = tokio::time::Instant::now() + timeout;
         tokio::pin!(stop);
@@ -86,15 +96,43 @@ impl Engine {
                         return Err(EngineError::ShuttingDown);
                     }
                 }
-                _ = tokio::time::sleep_until(deadline) => return Ok((false, self.get(&id.to_string())?)),
+                _ = tokio::time::sleep_until(deadline) => return Ok(Waited::TimedOut(self.get(&id.to_string())?)),
                 _ = &mut stop => return Err(EngineError::ShuttingDown),
             }
-            let now = self.get(&id.to_string())?;
-            if *until == Until::Change || reached(&now) {
-                return Ok((true, now));
+            if let Some(outcome) = settled(until, self.get(&id.to_string())?, true) {
+                return Ok(outcome);
             }
         }
     }
+}
+
+/// Whether a wait for `until` is over with the conversation in `state`
+/// (`changed`: it has changed since the wait began), and how.
+fn verdict(until: &Until, state: State, changed: bool) -> Option<Verdict> {
+    let reached = match until {
+        Until::Change => changed,
+        Until::States(states) => states.contains(&state),
+    };
+    if reached {
+        Some(Verdict::Reached)
+    } else if state.is_terminal() {
+        Some(Verdict::Ended)
+    } else {
+        None
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Reached,
+    Ended,
+}
+
+fn settled(until: &Until, now: ConversationInstance, changed: bool) -> Option<Waited> {
+    verdict(until, now.state, changed).map(|verdict| match verdict {
+        Verdict::Reached => Waited::Reached(now),
+        Verdict::Ended => Waited::Ended(now),
+    })
 }
 
 impl Engine {
@@ -134,6 +172,8 @@ impl Drop for Watcher {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -150,5 +190,35 @@ mod tests {
         assert!(Until::parse("change,PAUSED").unwrap_err().contains("not both"));
         assert!(Until::parse("").is_err());
         assert!(Until::parse("DONE").unwrap_err().contains("unknown state 'DONE'"));
+    }
+
+    fn any_until() -> impl Strategy<Value = Until> {
+        prop_oneof![
+            Just(Until::Change),
+            proptest::sample::subsequence(State::ALL.to_vec(), 1..=State::ALL.len()).prop_map(Until::States),
+        ]
+    }
+
+    proptest! {
+        /// An ended conversation never keeps a waiter waiting: whatever was
+        /// asked for, its end state settles the wait (reached if asked for,
+        /// ended otherwise); a live one settles only on what was asked for.
+        #[test]
+        fn only_a_live_conversation_can_keep_a_waiter(
+            until in any_until(),
+            state in proptest::sample::select(State::ALL.to_vec()),
+            changed in any::<bool>(),
+        ) {
+            let asked = match &until {
+                Until::Change => changed,
+                Until::States(states) => states.contains(&state),
+            };
+            let expected = match (asked, state.is_terminal()) {
+                (true, _) => Some(Verdict::Reached),
+                (false, true) => Some(Verdict::Ended),
+                (false, false) => None,
+            };
+            prop_assert_eq!(verdict(&until, state, changed), expected);
+        }
     }
 }

@@ -1,0 +1,114 @@
+//! The CLI leaves nothing surprising behind: `relay init` refuses a port no
+//! client could reach, and `relay demo`, however it is ended (Ctrl-C, or a
+//! reader that stops early, as `relay demo | head -3`), stops its daemon and
+//! removes its temporary home.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Lines};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn init_refuses_port_0() {
+    let relay = Relay::uninitialised();
+    let stderr = relay.fails(&["init", "--channel", "sandbox", "--port", "0"], 2);
+    assert!(stderr.contains("--port 0") && stderr.contains("from 1 to 65535"), "{stderr}");
+    let stderr = String::from_utf8_lossy(
+        &relay.command(&["init", "--channel", "sandbox"]).env("RELAY_PORT", "0").output().unwrap().stderr,
+    )
+    .into_owned();
+    assert!(stderr.contains("RELAY_PORT=0"), "{stderr}");
+    assert!(!relay.path().join("config.json").exists(), "nothing written");
+    // A real port is taken.
+    relay.ok(&["init", "--channel", "sandbox", "--port", "4321"]);
+    assert!(std::fs::read_to_string(relay.path().join("config.json")).unwrap().contains("4321"));
+}
+
+/// `relay demo` with its temporary home under `tmp`, stdout piped.
+fn spawn_demo(tmp: &Path) -> (Child, Lines<BufReader<ChildStdout>>, PathBuf) {
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_relay"))
+        .arg("demo")
+        .env("TMPDIR", tmp)
+        .env_remove("RELAY_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn relay demo");
+    let lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let home = tmp.join(format!("relay-demo-{}", demo.id()));
+    (demo, lines, home)
+}
+
+/// Reads the demo's output until its daemon runs (the demo creates the
+/// conversation then); returns the daemon's pid.
+fn until_the_daemon_runs(lines: &mut Lines<BufReader<ChildStdout>>, home: &Path) -> i32 {
+    for line in lines.by_ref() {
+        if line.expect("demo output").starts_with("$ relay create") {
+            let pid = std::fs::read_to_string(home.join("daemon.pid")).expect("the daemon's pid file");
+            return pid.trim().parse().unwrap();
+        }
+    }
+    panic!("the demo ended before creating its conversation");
+}
+
+/// Waits for the demo to exit (killing it and failing after a generous deadline).
+fn exits(mut demo: Child) -> ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = demo.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            demo.kill().unwrap();
+            panic!("the demo did not stop");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` runs (a zombie counts as gone).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+/// The daemon goes (the demo waits for it; its parent, the demo, is gone, so
+/// init reaps it) and so does the home.
+fn nothing_left(daemon: i32, home: &Path) {
+    let started = Instant::now();
+    while alive(daemon) {
+        assert!(started.elapsed() < Duration::from_secs(30), "the demo's daemon {daemon} still runs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!home.exists(), "the demo's home {} is left behind", home.display());
+}
+
+#[test]
+fn an_interrupted_demo_stops_its_daemon_and_removes_its_home() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (demo, mut lines, home) = spawn_demo(tmp.path());
+        let daemon = until_the_daemon_runs(&mut lines, &home);
+        unsafe { libc::kill(demo.id() as i32, signal) };
+        let status = exits(demo);
+        // Cleaned up, then ended by the signal, as a shell expects.
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        nothing_left(daemon, &home);
+    }
+}
+
+#[test]
+fn a_demo_whose_reader_goes_away_stops_its_daemon_and_removes_its_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (demo, mut lines, home) = spawn_demo(tmp.path());
+    let daemon = until_the_daemon_runs(&mut lines, &home);
+    drop(lines); // `| head`: the reader closes the pipe
+    let status = exits(demo);
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
+    nothing_left(daemon, &home);
+}

@@ -55,7 +55,10 @@ fn the_readme_demo_is_what_relay_demo_prints() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let captured = block_after(&readme, "Captured from this build:");
     let relay = Relay::uninitialised();
-    let printed = relay.ok(&["demo"]);
+    // The capture was taken in UTC; times show their zone.
+    let run = relay.command(&["demo"]).env("TZ", "UTC").output().unwrap();
+    assert!(run.status.success(), "relay demo failed: {}", String::from_utf8_lossy(&run.stderr));
+    let printed = String::from_utf8(run.stdout).unwrap();
     assert_eq!(
         masked(captured),
         masked(&printed),

@@ -36,7 +36,7 @@ fn masked(text: &str) -> String {
                 i += 1;
             }
         }
-        out.push_str(masked.trim_end());
+        out.push_str(without_durations(&masked).trim_end());
         out.push('\n');
     }
     out
@@ -114,4 +114,142 @@ fn the_readme_limits_are_the_daemons() {
         relay::duration::format(MAX_HEARTBEAT),
     );
     assert!(readme.contains(&stated), "README.md should say:\n{stated}");
+}
+
+/// `line` (digits already masked) with durations such as `#m #s`, `#m#s`,
+/// `#h` written `<duration>`: an uptime or a time left varies in shape too.
+fn without_durations(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let unit = |at: usize| {
+            bytes.get(at) == Some(&b'#')
+                && matches!(bytes.get(at + 1), Some(b'h' | b'm' | b's' | b'd'))
+                && !bytes.get(at + 2).is_some_and(|b| b.is_ascii_alphabetic())
+        };
+        if unit(i) {
+            let mut end = i + 2;
+            loop {
+                let next = if bytes.get(end) == Some(&b' ') { end + 1 } else { end };
+                if unit(next) {
+                    end = next + 2;
+                } else {
+                    break;
+                }
+            }
+            out.push_str("<duration>");
+            i = end;
+        } else {
+            let c = line[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// A shell session in the docs: each `$ command` (with its `\`
+/// continuation lines) and what it printed.
+struct Session {
+    steps: Vec<(String, String)>,
+}
+
+impl Session {
+    fn parse(block: &str) -> Session {
+        let mut steps: Vec<(String, String)> = Vec::new();
+        let mut lines = block.lines().peekable();
+        while let Some(line) = lines.next() {
+            if let Some(command) = line.strip_prefix("$ ") {
+                let mut command = command.to_string();
+                while command.ends_with('\\') {
+                    command.push('\n');
+                    command.push_str(lines.next().expect("a continuation line"));
+                }
+                steps.push((command, String::new()));
+            } else if let Some((_, printed)) = steps.last_mut() {
+                printed.push_str(line);
+                printed.push('\n');
+            }
+        }
+        for (_, printed) in &mut steps {
+            *printed = printed.trim_end().to_string();
+        }
+        Session { steps }
+    }
+
+    /// The block again, with `printed` as each step's output.
+    fn render(&self, printed: &[String]) -> String {
+        let mut out = String::new();
+        for ((command, _), printed) in self.steps.iter().zip(printed) {
+            out.push_str(&format!("$ {command}\n"));
+            if !printed.is_empty() {
+                out.push_str(printed);
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+        out.trim_end().to_string() + "\n"
+    }
+
+    /// Runs every step in one shell, `relay` being this build, on a fresh
+    /// home and port shown as `home` and `port`; returns what each printed.
+    fn run(&self, home_shown: &str, port_shown: &str) -> Vec<String> {
+        let home = tempfile::tempdir().unwrap();
+        let port = free_port().to_string();
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_relay")).parent().unwrap().to_path_buf();
+        let mut script = String::from("exec 2>&1\n");
+        for (n, (command, _)) in self.steps.iter().enumerate() {
+            script.push_str(&format!("echo '@@step {n}'\n{command}\n"));
+        }
+        let output = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+            .env("RELAY_HOME", home.path())
+            .env("RELAY_PORT", &port)
+            .env("TZ", "UTC")
+            .env_remove("RELAY_LOG")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout)
+            .replace(&home.path().display().to_string(), home_shown)
+            .replace(&port, port_shown);
+        let mut printed = vec![String::new(); self.steps.len()];
+        let mut current = None;
+        for line in text.lines() {
+            if let Some(n) = line.strip_prefix("@@step ") {
+                current = Some(n.parse::<usize>().unwrap());
+            } else if let Some(n) = current {
+                printed[n].push_str(line);
+                printed[n].push('\n');
+            }
+        }
+        printed.iter().map(|p| p.trim_end().to_string()).collect()
+    }
+}
+
+/// README's session "captured from this build" is what this build prints,
+/// step by step. `RELAY_DOCS_REFRESH=1 cargo test --test docs` writes a
+/// fresh capture into README.md.
+#[test]
+fn the_readme_session_is_what_this_build_prints() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let readme = std::fs::read_to_string(path).unwrap();
+    let marker = "A session captured from this build";
+    let block = block_after(&readme, marker);
+    let session = Session::parse(block);
+    assert!(session.steps.len() > 10, "the session has its steps");
+    let printed = session.run("/tmp/docs-ex", "3577");
+    if std::env::var_os("RELAY_DOCS_REFRESH").is_some() {
+        let fresh = readme.replacen(block, &session.render(&printed), 1);
+        std::fs::write(path, fresh).unwrap();
+        return;
+    }
+    for ((command, captured), printed) in session.steps.iter().zip(&printed) {
+        assert_eq!(
+            masked(captured),
+            masked(printed),
+            "README.md's session differs at `$ {command}`: refresh it with RELAY_DOCS_REFRESH=1 cargo test --test docs"
+        );
+    }
 }

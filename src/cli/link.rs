@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::client::Client;
 use super::output::say;
-use super::{CliError, Context};
+use super::{CliError, Context, output};
 use crate::api::{PairRequest, PairingEvent};
 use crate::channel::whatsapp::qr;
 use crate::channel::whatsapp::session::{Endpoint, Session};

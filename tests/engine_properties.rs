@@ -353,7 +353,7 @@ fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                     let call = ToolCall::MarkTodoItem {
                         todo_id: "1".into(),
                         status: TodoStatus::Completed,
-                        note: Some("done".into()),
+                        answer: Some("done".into()),
                     };
                     drop(tools.call(call).await);
                 }
@@ -363,7 +363,11 @@ fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                 }
                 Act::End => drop(
                     tools
-                        .call(ToolCall::EndConversation { outcome: Outcome::Achieved, summary: "objective met".into() })
+                        .call(ToolCall::EndConversation {
+                            reason: "objective met".into(),
+                            outcome: Some(Outcome::Achieved),
+                            summary: None,
+                        })
                         .await,
                 ),
                 Act::Human => {

@@ -225,7 +225,7 @@ fn a_model_that_answers_in_plain_text_is_told_once_then_a_person_is_asked() {
     assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
     let states: Vec<&str> =
         needs["history"].as_array().unwrap().iter().map(|t| t["to_state"].as_str().unwrap()).collect();
-    assert_eq!(states, ["ACTIVE", "NEEDS_HUMAN_INTERVENTION"], "never WAITING_FOR_REPLY");
+    assert_eq!(states, ["CREATED", "ACTIVE", "NEEDS_HUMAN_INTERVENTION"], "never WAITING_FOR_REPLY");
     assert!(outbox(&relay).is_empty());
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "told once, not twice");
@@ -273,7 +273,7 @@ fn an_answered_turn_and_a_follow_up_in_plain_text_go_to_a_person_too() {
     relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     relay.ok(&["answer", &id, "Yes"]);
     let needs = relay.wait_for(&id, "the answered turn", |i| {
-        i["state"] == "NEEDS_HUMAN_INTERVENTION" && i["history"].as_array().unwrap().len() == 4
+        i["state"] == "NEEDS_HUMAN_INTERVENTION" && i["history"].as_array().unwrap().len() == 5
     });
     assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
     assert!(outbox(&relay).is_empty());

@@ -210,6 +210,23 @@ async fn a_silent_contact_gets_max_followups_then_the_conversation_is_abandoned(
     }
 }
 
+/// A contact who writes starts the count of follow-ups again.
+#[tokio::test(start_paused = true)]
+async fn a_contact_reply_resets_the_follow_up_count() {
+    let w = world(|_turn, tools| {
+        Box::pin(async move {
+            tools.call(send("Hello?")).await.unwrap();
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["t"], Some(Duration::from_secs(60)), Some(5))).await.unwrap();
+    let counted = until(&w.engine, created.id, |i| i.follow_up_count == 2 && i.state == State::WaitingForReply).await;
+    assert_eq!(triggers(&counted).last(), Some(&"followup_sent"));
+    say(&w, "Sorry, here now").await;
+    let reset = until(&w.engine, created.id, |i| i.unanswered_contact_messages > 0 || i.follow_up_count == 0).await;
+    assert_eq!(reset.follow_up_count, 0);
+}
+
 /// How a turn may end (src/agent/mod.rs `may_end_without_sending`), for any
 /// agent: a turn that sends nothing hands the conversation to a person,
 /// whatever its kind, except a reply turn that chose when to follow up.

@@ -340,11 +340,11 @@ fn check_value(schema: &Value, value: &Value) -> Result<(), String> {
         let wanted: Vec<&str> = types.iter().filter(|t| **t != "null").map(|t| article(t)).collect();
         return Err(format!("must be {}, not {}", wanted.join(" or "), kind(value)));
     }
-    if let Some(choices) = schema["enum"].as_array() {
-        if !choices.contains(value) {
-            let names: Vec<&str> = choices.iter().filter_map(Value::as_str).collect();
-            return Err(format!("must be one of {} (not {value})", names.join(", ")));
-        }
+    if let Some(choices) = schema["enum"].as_array()
+        && !choices.contains(value)
+    {
+        let names: Vec<&str> = choices.iter().filter_map(Value::as_str).collect();
+        return Err(format!("must be one of {} (not {value})", names.join(", ")));
     }
     if let Some(text) = value.as_str() {
         let chars = text.chars().count();

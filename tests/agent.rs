@@ -21,7 +21,10 @@ fn a_conversation_runs_to_completion_on_its_own() {
             ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "Friday 3pm"})),
             ("send_message".into(), json!({"text": "Perfect, Friday 3pm. Thank you!"})),
         ]),
-        Reply::tool("end_conversation", json!({"outcome": "achieved", "summary": "delivery day confirmed"})),
+        Reply::tool(
+            "end_conversation",
+            json!({"reason": "the day is agreed", "outcome": "achieved", "summary": "delivery day confirmed"}),
+        ),
     ]));
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
@@ -87,7 +90,8 @@ fn a_silent_contact_gets_exactly_max_followups() {
     let id = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "2"]);
     let abandoned = relay.wait_for_state(&id, "ABANDONED");
     assert_eq!(outbox(&relay).len(), 3, "exactly 1 + max_followups messages");
-    assert_eq!(abandoned["follow_up_count"], 3);
+    assert_eq!(abandoned["follow_up_count"], 2, "the follow-ups sent");
+    assert_eq!(abandoned["summary"], "The contact did not reply, even after 2 follow-ups.");
     // Each follow-up turn is two calls (send_message, then the closing text):
     // count the turns' first calls, those not answering a tool result.
     let followups: Vec<String> = model
@@ -157,7 +161,7 @@ fn a_restarted_daemon_gives_the_model_the_whole_conversation() {
     relay.ok(&["stop"]);
     relay.ok(&["start"]);
     relay.ok(&["sandbox", "say", CONTACT, "Who is this?"]);
-    relay.wait_for(&id, "the reply turn", |i| i["usage"]["model_calls"] == 3);
+    relay.wait_for(&id, "the reply turn", |i| i["usage"]["model_calls"].as_u64() >= Some(3));
     let after_restart = &model.requests()[2];
     let messages = after_restart["messages"].as_array().unwrap();
     let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
@@ -177,9 +181,10 @@ fn unknown_tools_and_recipient_arguments_send_nothing_to_anyone() {
         Reply::Text(String::new()),
     ]));
     let id = relay.create(&[]);
-    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    // Nothing went out, so relay does not wait for a reply: a person is asked.
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     assert!(outbox(&relay).is_empty(), "nothing reached anyone");
-    assert_eq!(history_triggers(&waiting).last().unwrap(), "agent_waits");
+    assert_eq!(needs["intervention_reason"], "nothing the model tried to send went out");
     // The model was told why, call by call.
     let results: Vec<String> = model.requests()[1]["messages"]
         .as_array()
@@ -189,9 +194,128 @@ fn unknown_tools_and_recipient_arguments_send_nothing_to_anyone() {
         .map(|m| m["content"].to_string())
         .collect();
     assert_eq!(results.len(), 3);
-    assert!(results[0].contains("unknown field") && results[0].contains("nothing was done"), "{}", results[0]);
+    assert_eq!(
+        results[0],
+        "\"error: send_message: `to` is not an argument of this tool (its arguments are `text`); nothing was done\""
+    );
     assert!(results[1].contains("there is no tool 'forward_message'"), "{}", results[1]);
-    assert!(results[2].contains("unknown field"), "{}", results[2]);
+    assert!(results[2].contains("`number` is not an argument of this tool (it takes none)"), "{}", results[2]);
+}
+
+/// What the model is told when it answered in plain text where it had to
+/// act (src/agent/prompt.rs `ACT_THROUGH_TOOLS`).
+const REMINDER: &str = "you must act through your tools; your text reached no one";
+
+fn last_message(request: &Value) -> Value {
+    request["messages"].as_array().unwrap().last().unwrap().clone()
+}
+
+/// A small model writes its message as plain text: relay tells it once, in
+/// the same turn; it still sends nothing, so a person is asked. The
+/// conversation never waits for a reply to a message that was not sent.
+#[test]
+fn a_model_that_answers_in_plain_text_is_told_once_then_a_person_is_asked() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Text("Hi! Which day suits you for the delivery?".into()),
+        Reply::Text("Hi! Which day suits you?".into()),
+        Reply::tool("send_message", json!({"text": "never reached: the turn is over"})),
+    ]));
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
+    let states: Vec<&str> =
+        needs["history"].as_array().unwrap().iter().map(|t| t["to_state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["CREATED", "ACTIVE", "NEEDS_HUMAN_INTERVENTION"], "never WAITING_FOR_REPLY");
+    assert!(outbox(&relay).is_empty());
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "told once, not twice");
+    let reminder = last_message(&requests[1]);
+    assert_eq!(reminder["role"], "user");
+    assert!(reminder["content"].as_str().unwrap().contains(REMINDER), "{reminder}");
+    // The model's text stays in the turn, so it knows what it did.
+    let messages = requests[1]["messages"].as_array().unwrap();
+    assert!(messages.iter().any(|m| m["role"] == "assistant" && m.to_string().contains("Which day suits you for")));
+    let shown = relay.ok(&["get", &id]);
+    assert!(shown.contains("the model answered without using its tools"), "{shown}");
+}
+
+/// Told once, the model acts: the turn goes on and the conversation waits
+/// for the contact, as if it had sent at once.
+#[test]
+fn a_model_reminded_to_use_its_tools_goes_on_in_the_same_turn() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Text("Hi! Which day suits you?".into()),
+        Reply::tool("send_message", json!({"text": "Hi! Which day suits you?"})),
+        Reply::Text("(done)".into()),
+    ]));
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(outbox(&relay), ["Hi! Which day suits you?"]);
+    assert_eq!(history_triggers(&waiting).last().unwrap(), "message_sent");
+    assert_eq!(waiting["usage"]["model_calls"], 3, "one turn of three calls");
+    assert!(last_message(&model.requests()[1])["content"].as_str().unwrap().contains(REMINDER));
+}
+
+/// Every kind of turn that has to speak gets the same rule: here the turn
+/// after the operator's answer, and a follow-up.
+#[test]
+fn an_answered_turn_and_a_follow_up_in_plain_text_go_to_a_person_too() {
+    let responder: Responder = Arc::new(|n, request| {
+        let system = system_prompt(request);
+        match n {
+            0 => Reply::tool("request_human_intervention", json!({"reason": "pricing", "question": "10% off?"})),
+            _ if system.contains("operator has answered") => Reply::Text("Good news: 10% off!".into()),
+            _ => Reply::tool("send_message", json!({"text": "unexpected"})),
+        }
+    });
+    let (relay, model) = with_model(responder);
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    relay.ok(&["answer", &id, "Yes"]);
+    let needs = relay.wait_for(&id, "the answered turn", |i| {
+        i["state"] == "NEEDS_HUMAN_INTERVENTION" && i["history"].as_array().unwrap().len() == 5
+    });
+    assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
+    assert!(outbox(&relay).is_empty());
+    assert_eq!(model.requests().len(), 3, "the question, then the answered turn told once");
+
+    // A follow-up turn: the model opens, then answers the heartbeat in text.
+    let responder: Responder = Arc::new(|_, request| {
+        if system_prompt(request).contains("Write follow-up") {
+            Reply::Text("Just checking in!".into())
+        } else if last_message(request)["role"] == "tool" {
+            Reply::Text(String::new())
+        } else {
+            Reply::tool("send_message", json!({"text": "Hello!"}))
+        }
+    });
+    let (relay, _model) = with_model(responder);
+    let id = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "3"]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
+    assert_eq!(needs["follow_up_count"], 0, "no follow-up was sent");
+    assert_eq!(outbox(&relay), ["Hello!"]);
+}
+
+/// `--max-followups 1`: one follow-up goes out, the count says 1, and the
+/// summary says what happened.
+#[test]
+fn one_follow_up_allowed_is_one_sent_and_counted() {
+    let responder: Responder = Arc::new(|_, request| {
+        if last_message(request)["role"] == "tool" {
+            Reply::Text(String::new())
+        } else {
+            Reply::tool("send_message", json!({"text": "Are you there?"}))
+        }
+    });
+    let (relay, _model) = with_model(responder);
+    let id = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "1"]);
+    let abandoned = relay.wait_for_state(&id, "ABANDONED");
+    assert_eq!(outbox(&relay).len(), 2, "the opening and one follow-up");
+    assert_eq!(abandoned["follow_up_count"], 1);
+    assert_eq!(abandoned["summary"], "The contact did not reply, even after 1 follow-up.");
+    let shown = relay.ok(&["get", &id]);
+    assert!(shown.contains("1 sent"), "{shown}");
 }
 
 #[test]
@@ -251,7 +375,7 @@ fn an_unreachable_provider_is_a_clear_reason() {
 
 #[test]
 fn keys_stay_out_of_status_get_and_the_log() {
-    let (relay, _model) = with_model(queue(vec![Reply::Text(String::new())]));
+    let (relay, _model) = with_model(queue(vec![Reply::tool("send_message", json!({"text": "Hi!"}))]));
     relay.ok(&["stop"]);
     relay.ok(&["init", "--api-key", "sk-very-secret-key"]);
     relay.ok(&["start"]);

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[test]
 fn without_a_model_the_operator_drives_the_conversation() {
@@ -56,7 +56,8 @@ fn silence_past_max_followups_abandons_the_conversation() {
     relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     relay.ok(&["send", &id, "Are you there?"]);
     let abandoned = relay.wait_for_state(&id, "ABANDONED");
-    assert_eq!(abandoned["follow_up_count"], 1);
+    assert_eq!(abandoned["follow_up_count"], 0, "no follow-up was sent");
+    assert_eq!(abandoned["summary"], "The contact did not reply; no follow-up was allowed (max_followups is 0).");
     assert!(abandoned["next_heartbeat_at"].is_null());
     let triggers = history_triggers(&abandoned);
     assert_eq!(&triggers[triggers.len() - 2..], ["heartbeat_fires", "max_followups_exceeded"]);
@@ -76,15 +77,14 @@ fn a_heartbeat_asks_the_agent_for_a_follow_up() {
     let id = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "3"]);
     relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     relay.ok(&["send", &id, "Are you there?"]);
-    // No model to write the follow-up: a human is asked instead.
-    let after = relay
-        .wait_for(&id, "the follow-up turn", |i| i["follow_up_count"] == 1 && i["state"] == "NEEDS_HUMAN_INTERVENTION");
+    // No model to write the follow-up: a human is asked instead, and no
+    // follow-up was sent, so none is counted.
+    let after = relay.wait_for(&id, "the follow-up turn", |i| {
+        i["state"] == "NEEDS_HUMAN_INTERVENTION" && history_triggers(i).last().unwrap() == "agent_error"
+    });
     let triggers = history_triggers(&after);
     assert_eq!(&triggers[triggers.len() - 2..], ["heartbeat_fires", "agent_error"]);
-    // A contact reply resets the follow-up count.
-    relay.ok(&["send", &id, "Still there?"]);
-    relay.ok(&["sandbox", "say", CONTACT, "Yes, sorry!"]);
-    relay.wait_for(&id, "the count to reset", |i| i["follow_up_count"] == 0);
+    assert_eq!(after["follow_up_count"], 0);
 }
 
 #[test]
@@ -214,6 +214,67 @@ fn invalid_transitions_are_409_naming_the_state_and_event() {
     let queued = relay.create(&[]);
     relay.wait_for_state(&live, "NEEDS_HUMAN_INTERVENTION");
     assert!(relay.fails(&["send", &queued, "hi"], 5).contains("QUEUED"));
+}
+
+/// A refused command says what the operator typed and why, never an
+/// internal event name (`operator_answers`, `manual_send`).
+#[test]
+fn refusals_name_the_operators_words_and_the_reason() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    relay.ok(&["send", &id, "Hello"]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    let said = |args: &[&str]| relay.fails(args, 5);
+    assert!(
+        said(&["answer", &id, "yes"])
+            .contains("cannot answer: the conversation is WAITING_FOR_REPLY, not waiting for you")
+    );
+    assert!(said(&["resume", &id]).contains("cannot resume: the conversation is WAITING_FOR_REPLY, not paused or"));
+    relay.ok(&["pause", &id]);
+    assert!(said(&["pause", &id]).contains("cannot pause: the conversation is PAUSED already"));
+    relay.ok(&["cancel", &id]);
+    let ended = said(&["send", &id, "hi"]);
+    assert!(ended.contains("cannot send: the conversation is FAILED, which has ended"), "{ended}");
+    let queued_behind = relay.create(&[]);
+    let queued = relay.create(&[]);
+    relay.wait_for_state(&queued_behind, "NEEDS_HUMAN_INTERVENTION");
+    let waits = said(&["send", &queued, "hi"]);
+    assert!(waits.contains("cannot send: the conversation is QUEUED: it waits for the contact's earlier"), "{waits}");
+    relay.ok(&["pause", &queued]);
+    assert!(said(&["send", &queued, "hi"]).contains("cannot send: the conversation is PAUSED before it started"));
+    for args in [vec!["answer", queued.as_str(), "x"], vec!["resume", id.as_str()], vec!["send", id.as_str(), "x"]] {
+        let text = relay.run(&args).stderr;
+        for internal in ["operator_answers", "manual_send", "a conversation that is"] {
+            assert!(!text.contains(internal), "{text}");
+        }
+    }
+}
+
+/// The operator paused the agent to take over: `relay send` works on a
+/// PAUSED conversation, which stays paused; resumed, it waits for the reply
+/// to what was sent, with a fresh heartbeat.
+#[test]
+fn the_operator_can_write_while_the_conversation_is_paused() {
+    let relay = Relay::started();
+    let id = relay.create(&["--heartbeat-interval", "1h"]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    relay.ok(&["send", &id, "Hello"]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["pause", &id]);
+    let sent = relay.json(&["send", &id, "Ana here: I will handle this myself."]);
+    assert_eq!(sent["role"], "manual");
+    let paused = relay.get(&id);
+    assert_eq!((&paused["state"], &paused["previous_state"]), (&json!("PAUSED"), &json!("WAITING_FOR_REPLY")));
+    assert_eq!(
+        paused["paused_heartbeat_remaining_ms"], 3_600_000,
+        "the wait starts afresh from the operator's message"
+    );
+    let texts: Vec<String> = relay.transcript(&id).iter().map(|m| m["content"].as_str().unwrap().to_string()).collect();
+    assert_eq!(texts, ["Hello", "Ana here: I will handle this myself."]);
+    let resumed = relay.json(&["resume", &id]);
+    assert_eq!(resumed["state"], "WAITING_FOR_REPLY");
+    assert!(resumed["next_heartbeat_at"].is_string());
 }
 
 #[test]

@@ -139,7 +139,7 @@ fn agent_script() -> Responder {
         match n % 10 {
             9 => Reply::Tools(vec![
                 ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "done"})),
-                ("end_conversation".into(), json!({"outcome": "achieved", "summary": "all done"})),
+                ("end_conversation".into(), json!({"reason": "all done", "outcome": "achieved"})),
             ]),
             _ => Reply::tool("send_message", json!({ "text": text })),
         }

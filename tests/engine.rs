@@ -112,14 +112,15 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
                         .call(ToolCall::MarkTodoItem {
                             todo_id: "1".into(),
                             status: TodoStatus::Completed,
-                            note: Some(format!("contact said: {}", last.content)),
+                            answer: Some(format!("contact said: {}", last.content)),
                         })
                         .await
                         .unwrap();
                     tools.call(send("Great, Friday 3pm it is. Thank you!")).await.unwrap();
                     let end = ToolCall::EndConversation {
-                        outcome: Outcome::Achieved,
-                        summary: "delivery day confirmed".into(),
+                        reason: "the contact confirmed".into(),
+                        outcome: Some(Outcome::Achieved),
+                        summary: Some("delivery day confirmed".into()),
                     };
                     // The agent's own turn hears back from end_conversation.
                     *ended.lock().unwrap() = Some(tools.call(end).await);
@@ -163,47 +164,182 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
     assert_eq!(roles, [Role::Agent, Role::Contact, Role::Agent]);
 }
 
-/// The PRD's second success criterion: follow-ups at the interval, then ABANDONED.
+/// The PRD's second success criterion: follow-ups at the interval, then
+/// ABANDONED. For every small `max_followups` (0 included): exactly that
+/// many follow-ups go out, `follow_up_count` is the number sent, and the
+/// summary says so.
 #[tokio::test(start_paused = true)]
 async fn a_silent_contact_gets_max_followups_then_the_conversation_is_abandoned() {
-    let w = world(|turn, tools| {
+    for max in 0..=4u32 {
+        let w = world(|turn, tools| {
+            Box::pin(async move {
+                let text = match turn.kind {
+                    TurnKind::FirstMessage => "Hello!".to_string(),
+                    TurnKind::FollowUp { number, max } => format!("Follow-up {number} of {max}"),
+                    other => panic!("unexpected turn {other:?}"),
+                };
+                tools.call(send(&text)).await.unwrap();
+                Ok(())
+            })
+        });
+        let interval = Duration::from_secs(30 * 60);
+        let started = tokio::time::Instant::now();
+        let created = w.engine.create(request(&["t"], Some(interval), Some(max))).await.unwrap();
+        let abandoned = until_state(&w.engine, created.id, State::Abandoned).await;
+
+        let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+        let expected: Vec<String> =
+            std::iter::once("Hello!".to_string()).chain((1..=max).map(|n| format!("Follow-up {n} of {max}"))).collect();
+        assert_eq!(sent, expected, "exactly 1 + max_followups");
+        assert_eq!(abandoned.follow_up_count, max, "the count is the number sent");
+        let summary = abandoned.summary.clone().unwrap();
+        match max {
+            0 => assert!(summary.contains("no follow-up was allowed"), "{summary}"),
+            1 => assert_eq!(summary, "The contact did not reply, even after 1 follow-up."),
+            n => assert_eq!(summary, format!("The contact did not reply, even after {n} follow-ups.")),
+        }
+        assert_eq!(abandoned.history.last().unwrap().reason.as_deref(), Some(summary.as_str()));
+        // One wait of one interval per message sent, on tokio's clock
+        // (deadlines are kept in wall-clock time, which moves a few real
+        // milliseconds meanwhile).
+        let elapsed = started.elapsed();
+        let (slack, waits) = (Duration::from_secs(1), max + 1);
+        assert!(elapsed + slack >= interval * waits && elapsed < interval * waits + slack, "{elapsed:?}");
+        let follow_ups: Vec<TurnKind> = (1..=max).map(|number| TurnKind::FollowUp { number, max }).collect();
+        assert_eq!(w.agent.kinds()[1..], follow_ups[..]);
+    }
+}
+
+/// A contact who writes starts the count of follow-ups again.
+#[tokio::test(start_paused = true)]
+async fn a_contact_reply_resets_the_follow_up_count() {
+    let w = world(|_turn, tools| {
         Box::pin(async move {
-            let text = match turn.kind {
-                TurnKind::FirstMessage => "Hello!".to_string(),
-                TurnKind::FollowUp { number, max } => format!("Follow-up {number} of {max}"),
-                other => panic!("unexpected turn {other:?}"),
-            };
-            tools.call(send(&text)).await.unwrap();
+            tools.call(send("Hello?")).await.unwrap();
             Ok(())
         })
     });
-    let interval = Duration::from_secs(30 * 60);
-    let started = tokio::time::Instant::now();
-    let created = w.engine.create(request(&["t"], Some(interval), Some(3))).await.unwrap();
-    let abandoned = until_state(&w.engine, created.id, State::Abandoned).await;
+    let created = w.engine.create(request(&["t"], Some(Duration::from_secs(60)), Some(5))).await.unwrap();
+    let counted = until(&w.engine, created.id, |i| i.follow_up_count == 2 && i.state == State::WaitingForReply).await;
+    assert_eq!(triggers(&counted).last(), Some(&"followup_sent"));
+    say(&w, "Sorry, here now").await;
+    let reset = until(&w.engine, created.id, |i| i.unanswered_contact_messages > 0 || i.follow_up_count == 0).await;
+    assert_eq!(reset.follow_up_count, 0);
+}
 
+/// How a turn may end (src/agent/mod.rs `may_end_without_sending`), for any
+/// agent: a turn that sends nothing hands the conversation to a person,
+/// whatever its kind, except a reply turn that chose when to follow up.
+#[tokio::test(start_paused = true)]
+async fn a_turn_that_sends_nothing_hands_the_conversation_to_a_person() {
+    const SILENT: &str = "the model answered without using its tools";
+    // Each turn does what the contact's last message (or the turn kind) says.
+    let w = world(|turn, tools| {
+        Box::pin(async move {
+            let last_contact =
+                turn.transcript.iter().rev().find(|m| m.role == Role::Contact).map(|m| m.content.clone());
+            match (turn.kind, last_contact.as_deref()) {
+                (TurnKind::FirstMessage, _) if turn.instance.objective == "silent" => {}
+                (TurnKind::FirstMessage, _) => drop(tools.call(send("Hello!")).await.unwrap()),
+                (TurnKind::Reply, Some("ask me in 2 hours")) => {
+                    let later = ToolCall::ScheduleNextHeartbeat { delay: Duration::from_secs(7200) };
+                    tools.call(later).await.unwrap();
+                }
+                (TurnKind::Reply, Some("question")) => {
+                    let ask = ToolCall::RequestHumanIntervention {
+                        reason: "pricing".into(),
+                        question: Some("10% off?".into()),
+                    };
+                    tools.call(ask).await.unwrap();
+                }
+                // Every other turn (reply, follow-up, resume, answered) says nothing.
+                _ => {}
+            }
+            Ok(())
+        })
+    });
+    let silent_request = || CreateInstanceRequest { objective: "silent".into(), ..request(&["t"], None, Some(3)) };
+
+    // A first turn.
+    let first = w.engine.create(silent_request()).await.unwrap();
+    let needs = until_state(&w.engine, first.id, State::NeedsHumanIntervention).await;
+    assert_eq!(needs.intervention_reason.as_deref(), Some(SILENT));
+    assert_eq!(triggers(&needs)[1..], ["agent_sends_first_message", "agent_error"]);
+    // A resume turn, after the operator handed it back.
+    w.engine.resume(&first.id.to_string()).await.unwrap();
+    let needs = until(&w.engine, first.id, |i| triggers(i)[triggers(i).len() - 2..] == ["resume", "agent_error"]).await;
+    assert_eq!((needs.state, needs.intervention_reason.as_deref()), (State::NeedsHumanIntervention, Some(SILENT)));
+    w.engine.cancel(&first.id.to_string()).await.unwrap();
+
+    // A reply turn that only chose when to follow up waits, silently.
+    let id = w.engine.create(request(&["t"], None, Some(3))).await.unwrap().id;
+    until_state(&w.engine, id, State::WaitingForReply).await;
+    say(&w, "ask me in 2 hours").await;
+    let waiting = until(&w.engine, id, |i| triggers(i).last() == Some(&"agent_waits")).await;
+    assert_eq!(waiting.state, State::WaitingForReply);
+    let due = waiting.next_heartbeat_at.unwrap() - waiting.updated_at;
+    assert!(due > chrono::Duration::seconds(7199) && due <= chrono::Duration::seconds(7200), "{due}");
+    // The follow-up turn it leads to has to speak: it did not.
+    let needs = until_state(&w.engine, id, State::NeedsHumanIntervention).await;
+    assert_eq!(triggers(&needs)[triggers(&needs).len() - 2..], ["heartbeat_fires", "agent_error"]);
+    assert_eq!((needs.intervention_reason.as_deref(), needs.follow_up_count), (Some(SILENT), 0));
+    // The operator writes; the contact asks something the agent asks a person about.
+    w.engine.send(&id.to_string(), "Hi, Ana here.".into()).await.unwrap();
+    say(&w, "question").await;
+    let asked = until(&w.engine, id, |i| i.pending_question.is_some()).await;
+    assert_eq!(asked.intervention_reason.as_deref(), Some("pricing"));
+    // The turn after the answer has to speak: it did not.
+    w.engine.answer(&id.to_string(), "yes".into()).await.unwrap();
+    let needs =
+        until(&w.engine, id, |i| i.state == State::NeedsHumanIntervention && i.pending_question.is_none()).await;
+    assert_eq!(triggers(&needs)[triggers(&needs).len() - 2..], ["operator_answers", "agent_error"]);
+    assert_eq!(needs.intervention_reason.as_deref(), Some(SILENT));
+    // A plain reply turn that says nothing: the same.
+    w.engine.send(&id.to_string(), "Anything else?".into()).await.unwrap();
+    say(&w, "hmm").await;
+    let needs =
+        until(&w.engine, id, |i| i.state == State::NeedsHumanIntervention && i.unanswered_contact_messages == 0).await;
+    assert_eq!(triggers(&needs)[triggers(&needs).len() - 2..], ["agent_processes_reply", "agent_error"]);
+    // Nothing but the operator's messages and the first "Hello!" went out.
     let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
-    assert_eq!(
-        sent,
-        ["Hello!", "Follow-up 1 of 3", "Follow-up 2 of 3", "Follow-up 3 of 3"],
-        "exactly 1 + max_followups"
-    );
-    assert_eq!(abandoned.follow_up_count, 4);
-    assert!(abandoned.follow_up_count <= abandoned.heartbeat_config.max_followups + 1);
-    // Four waits of one interval each, on tokio's clock (deadlines are kept
-    // in wall-clock time, which moves a few real milliseconds meanwhile).
-    let elapsed = started.elapsed();
-    let slack = Duration::from_secs(1);
-    assert!(elapsed + slack >= interval * 4 && elapsed < interval * 4 + slack, "{elapsed:?}");
-    assert_eq!(
-        w.agent.kinds(),
-        [
-            TurnKind::FirstMessage,
-            TurnKind::FollowUp { number: 1, max: 3 },
-            TurnKind::FollowUp { number: 2, max: 3 },
-            TurnKind::FollowUp { number: 3, max: 3 }
-        ]
-    );
+    assert_eq!(sent, ["Hello!", "Hi, Ana here.", "Anything else?"]);
+    // In all of it, never WAITING_FOR_REPLY right after a turn that sent nothing.
+    for pair in needs.history.windows(2) {
+        if pair[1].to_state == State::WaitingForReply {
+            assert!(["message_sent", "agent_waits", "followup_sent"].contains(&pair[1].trigger.as_str()));
+        }
+    }
+}
+
+/// A turn cut short after it spoke (a restart) owes the contact nothing
+/// more: re-run, it may end without sending, and the conversation waits.
+#[tokio::test(start_paused = true)]
+async fn a_turn_rerun_after_it_spoke_may_end_without_sending_again() {
+    let gate = Arc::new(Notify::new());
+    let g = gate.clone();
+    let w = world(move |turn, tools| {
+        let gate = g.clone();
+        Box::pin(async move {
+            if turn.kind == TurnKind::FirstMessage {
+                assert!(!turn.already_spoke);
+                tools.call(send("Hello!")).await.unwrap();
+                gate.notified().await; // cut short by the shutdown
+            } else {
+                assert_eq!(turn.kind, TurnKind::Resume);
+                assert!(turn.already_spoke, "the re-run turn is told it spoke");
+            }
+            Ok(())
+        })
+    });
+    let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
+    while w.sandbox.outbox(None).is_empty() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    w.engine.shutdown().await;
+    let (engine, _sandbox) = boot(&w.home, w.agent.clone());
+    let waiting = until_state(&engine, created.id, State::WaitingForReply).await;
+    assert_eq!(triggers(&waiting).last(), Some(&"message_sent"));
+    assert_eq!(w.agent.kinds(), [TurnKind::FirstMessage, TurnKind::Resume]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -302,11 +438,11 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
         let results = r.clone();
         Box::pin(async move {
             let calls = [
-                ToolCall::MarkTodoItem { todo_id: "7".into(), status: TodoStatus::Completed, note: None },
+                ToolCall::MarkTodoItem { todo_id: "7".into(), status: TodoStatus::Completed, answer: None },
                 ToolCall::MarkTodoItem {
                     todo_id: "2".into(),
                     status: TodoStatus::InProgress,
-                    note: Some("x".repeat(2000)),
+                    answer: Some("x".repeat(2000)),
                 },
                 send("   "),
                 send(&"y".repeat(5000)),
@@ -315,8 +451,9 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
                 ToolCall::MarkTodoItem {
                     todo_id: "2".into(),
                     status: TodoStatus::Skipped,
-                    note: Some("not needed".into()),
+                    answer: Some("not needed".into()),
                 },
+                send("Hello!"),
             ];
             for call in calls {
                 let result = tools.call(call).await;
@@ -333,24 +470,25 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
         Err(e) => format!("error: {e}"),
     };
     assert!(text(0).contains("there is no todo '7'; the todo ids are 1, 2"), "{}", text(0));
-    assert!(text(1).contains("note is too long"), "{}", text(1));
+    assert!(text(1).contains("answer is too long"), "{}", text(1));
     assert!(text(2).contains("message is empty"), "{}", text(2));
     assert!(text(3).contains("message is too long"), "{}", text(3));
     assert!(text(4).contains("Calls are not available yet"), "{}", text(4));
     assert!(text(5).contains("next follow-up is due 1m"), "clamped to the configured minimum: {}", text(5));
     assert_eq!(text(6), "todo 2 is now skipped");
-    // Nothing was sent; the turn ended without a message, so relay waits
-    // (agent_waits), with the agent's (clamped) delay for the heartbeat.
-    assert!(w.sandbox.outbox(None).is_empty());
-    assert_eq!(triggers(&waiting).last(), Some(&"agent_waits"));
+    // Only the valid message went out; relay waits with the agent's
+    // (clamped) delay for the heartbeat.
+    let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+    assert_eq!(sent, ["Hello!"]);
+    assert_eq!(triggers(&waiting).last(), Some(&"message_sent"));
     assert_eq!(waiting.todos[1].status, TodoStatus::Skipped);
     assert_eq!(waiting.todos[1].answer.as_deref(), Some("not needed"));
     let due = waiting.next_heartbeat_at.unwrap() - waiting.updated_at;
     assert!(due <= chrono::Duration::seconds(60) && due > chrono::Duration::seconds(59), "{due}");
     // place_call leaves a note for the operator in the transcript.
     let transcript = w.engine.transcript(&created.id.to_string()).unwrap();
-    assert_eq!(transcript.len(), 1);
-    assert_eq!(transcript[0].role, Role::System);
+    let roles: Vec<Role> = transcript.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::System, Role::Agent]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -353,7 +353,7 @@ fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                     let call = ToolCall::MarkTodoItem {
                         todo_id: "1".into(),
                         status: TodoStatus::Completed,
-                        note: Some("done".into()),
+                        answer: Some("done".into()),
                     };
                     drop(tools.call(call).await);
                 }
@@ -363,7 +363,11 @@ fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                 }
                 Act::End => drop(
                     tools
-                        .call(ToolCall::EndConversation { outcome: Outcome::Achieved, summary: "objective met".into() })
+                        .call(ToolCall::EndConversation {
+                            reason: "objective met".into(),
+                            outcome: Some(Outcome::Achieved),
+                            summary: None,
+                        })
                         .await,
                 ),
                 Act::Human => {
@@ -788,12 +792,13 @@ fn check_instance(i: &ConversationInstance, seen: Option<&ConversationInstance>)
         "{id} would resume to {:?}",
         i.previous_state
     );
-    // Invariant 4, as the design states it, and in its exact form: only the
-    // heartbeat after the last follow-up counts past max_followups, and it abandons.
+    // Invariant 4, in its exact form now that the count is of follow-ups
+    // sent: never more than max_followups, and exactly that many when the
+    // conversation was abandoned for silence.
     let max = i.heartbeat_config.max_followups;
-    ensure!(i.follow_up_count <= max + 1, "{id}: follow_up_count {} > {max} + 1", i.follow_up_count);
+    ensure!(i.follow_up_count <= max, "{id}: follow_up_count {} > {max}", i.follow_up_count);
     ensure!(
-        (i.follow_up_count == max + 1) == (i.state == State::Abandoned),
+        i.state != State::Abandoned || i.follow_up_count == max,
         "{id} is {} with follow_up_count {} of {max}",
         i.state,
         i.follow_up_count

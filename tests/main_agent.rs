@@ -205,7 +205,10 @@ fn completing_model() -> Responder {
             ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "Friday 3pm"})),
             ("send_message".into(), json!({"text": "Perfect, Friday 3pm. Thank you!"})),
         ]),
-        Reply::tool("end_conversation", json!({"outcome": "achieved", "summary": "Delivery set for Friday 3pm."})),
+        Reply::tool(
+            "end_conversation",
+            json!({"reason": "the day is set", "outcome": "achieved", "summary": "Delivery set for Friday 3pm."}),
+        ),
     ])
 }
 
@@ -253,7 +256,8 @@ fn an_abandoned_and_a_cancelled_conversation_say_so_in_relays_own_words() {
     let abandoned = relay.json(&["wait", &silent, "--until", "terminal", "--timeout", "20s"]);
     assert_eq!(abandoned["state"], "ABANDONED");
     assert_eq!((&abandoned["outcome"], &abandoned["ended_by"]), (&json!("no_response"), &json!("max_followups")));
-    assert_eq!(abandoned["summary"], "The contact did not reply to 1 follow-up.");
+    assert_eq!(abandoned["summary"], "The contact did not reply, even after 1 follow-up.");
+    assert_eq!(abandoned["follow_up_count"], 1, "the one follow-up sent");
     assert_eq!(abandoned["last_contact_message"], Value::Null);
 
     let other = relay.ok(&["create", "--objective", "x", "--contact", OTHER_CONTACT, "--todo", "y"]).trim().to_string();
@@ -307,11 +311,42 @@ fn an_answer_reaches_the_agent_and_nothing_reaches_the_contact() {
     assert_eq!(sent[before..], ["Good news: we can take 10% off."]);
     assert!(sent.iter().all(|text| !text.contains("never more")));
 
-    // Only a conversation that needs a human can be answered: 409, exit 5.
-    assert!(relay.fails(&["answer", &id, "again"], 5).contains("WAITING_FOR_REPLY"));
+    // Only a conversation that needs a human can be answered: 409, exit 5,
+    // said in the operator's words.
+    let refused = relay.fails(&["answer", &id, "again"], 5);
+    assert!(refused.contains("cannot answer: the conversation is WAITING_FOR_REPLY, not waiting for you"), "{refused}");
+    assert!(!refused.contains("operator_answers"), "{refused}");
     let (status, body) = relay.http("POST", &format!("/instances/{id}/answer"), &[], Some(r#"{"answer": "x"}"#));
     assert_eq!(status, 409, "{body}");
     assert!(body.contains("\"current_state\":\"WAITING_FOR_REPLY\""), "{body}");
+}
+
+/// A conversation handed to a person without a question (here: no model)
+/// has nothing to answer: `relay answer` is refused, records nothing, and
+/// says what to do instead.
+#[test]
+fn an_answer_with_no_question_pending_is_refused_and_records_nothing() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert_eq!(needs["pending_question"], Value::Null);
+    let refused = relay.fails(&["answer", &id, "Go ahead"], 5);
+    assert!(refused.contains("cannot answer: the agent asked no question"), "{refused}");
+    assert!(refused.contains("relay resume") && refused.contains("relay send"), "{refused}");
+    assert_eq!(relay.get(&id), needs, "the refusal changed nothing");
+    assert!(relay.transcript(&id).is_empty(), "no answer was noted");
+    let (status, body) = relay.http("POST", &format!("/instances/{id}/answer"), &[], Some(r#"{"answer": "x"}"#));
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("\"code\":\"invalid_transition\""), "{body}");
+
+    // Once a person has taken over, the reason a person was needed is history.
+    relay.ok(&["send", &id, "Hello, this is Ana from the shop."]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(waiting["intervention_reason"], Value::Null);
+    let history = waiting["history"].as_array().unwrap();
+    assert!(
+        history.iter().any(|t| t["trigger"] == "agent_error" && t["reason"].as_str().unwrap().contains("no model"))
+    );
 }
 
 fn events(relay: &Relay, args: &[&str]) -> Vec<Value> {

@@ -14,7 +14,7 @@ use rig_core::completion::{CompletionRequest, CompletionResponse, Message, ToolD
 use rig_core::operation::Completion;
 
 use super::prompt::{self, Speaker};
-use super::{Agent, AgentError, ConversationTools, Turn, tools};
+use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, tools};
 use crate::api::TokenUsage;
 use crate::config::{AgentSettings, ModelConfig};
 use crate::util::BoxFuture;
@@ -34,8 +34,9 @@ impl LlmAgent {
     pub fn new(config: &ModelConfig, settings: AgentSettings) -> Result<LlmAgent, String> {
         let definitions = tools::definitions()
             .into_iter()
-            .map(|(name, description, schema)| {
-                ToolDefinition::new(ToolName::new(name).expect("tool names are not empty"), description, schema)
+            .map(|tool| {
+                let name = ToolName::new(tool.name).expect("tool names are not empty");
+                ToolDefinition::new(name, tool.description, tool.parameters)
             })
             .collect();
         Ok(LlmAgent {
@@ -58,6 +59,8 @@ impl LlmAgent {
                 Speaker::Relay => Message::assistant(t.text),
             })
             .collect();
+        // What the turn did so far, for the rule on how it may end.
+        let (mut sent, mut tried_to_send, mut scheduled, mut reminded) = (0u32, false, false, false);
         for _ in 0..self.settings.max_rounds {
             let request = CompletionRequest::from(messages.clone())
                 .preamble(system.clone())
@@ -74,22 +77,35 @@ impl LlmAgent {
                 messages.push(message);
             }
             if calls.is_empty() {
-                // Text alone reaches no one: the turn is over.
-                if !response.text().trim().is_empty() {
-                    tracing::info!(model = %self.label, "the model answered in text without a tool call; nothing was sent");
+                // Text alone reaches no one.
+                if turn.already_spoke || sent > 0 || super::may_end_without_sending(turn.kind, scheduled) {
+                    return Ok(());
                 }
-                return Ok(());
+                tracing::info!(model = %self.label, kind = ?turn.kind, "the model answered without a tool call; nothing was sent");
+                if reminded {
+                    return Err(if tried_to_send { AgentError::NotSent } else { AgentError::Silent });
+                }
+                // Small models often write their message as plain text: tell
+                // them once, in the same turn, and let them act.
+                reminded = true;
+                messages.push(Message::user(prompt::ACT_THROUGH_TOOLS));
+                continue;
             }
             let mut results = Vec::with_capacity(calls.len());
             for call in &calls {
                 let name = call.function.name.as_str().to_string();
+                tried_to_send |= name == "send_message";
                 let outcome = match tools::parse(&name, call.function.arguments_value()) {
                     Ok(parsed) => {
                         let ends_turn = parsed.ends_turn();
+                        let sends = matches!(parsed, ToolCall::SendMessage { .. });
+                        let schedules = matches!(parsed, ToolCall::ScheduleNextHeartbeat { .. });
                         let outcome = tools.call(parsed).await;
                         if ends_turn && outcome.is_ok() {
                             return Ok(());
                         }
+                        sent += u32::from(sends && outcome.is_ok());
+                        scheduled |= schedules && outcome.is_ok();
                         outcome
                     }
                     Err(refused) => Err(refused),

@@ -39,6 +39,22 @@ pub struct Turn {
     pub kind: TurnKind,
     pub instance: ConversationInstance,
     pub transcript: Vec<TranscriptMessage>,
+    /// A message already went out to the contact since the conversation
+    /// entered its current state: this turn re-runs one cut short (a restart,
+    /// a pause) after it spoke, and owes the contact nothing more.
+    pub already_spoke: bool,
+}
+
+/// How a turn may end. It must leave the conversation with someone to act:
+/// the contact (a message went out to them), nobody (it ended the
+/// conversation) or the operator (it asked for a human). The one silent
+/// ending allowed: a turn answering the contact that chose, with
+/// `schedule_next_heartbeat`, when to follow up (the contact asked for time).
+/// Any other turn that sends nothing stalls the conversation, and relay hands
+/// it to a person instead ([`AgentError::Silent`]). Both the agent's loop
+/// (which first tells the model once) and the engine (for any agent) apply it.
+pub fn may_end_without_sending(kind: TurnKind, scheduled_follow_up: bool) -> bool {
+    kind == TurnKind::Reply && scheduled_follow_up
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,6 +63,12 @@ pub enum AgentError {
     NotConfigured,
     #[error("the model failed: {0}")]
     Model(String),
+    /// The turn ended having sent nothing it had to (see [`may_end_without_sending`]).
+    #[error("the model answered without using its tools")]
+    Silent,
+    /// The same, but the model did try `send_message`: the channel refused it.
+    #[error("nothing the model tried to send went out")]
+    NotSent,
 }
 
 pub trait Agent: Send + Sync + 'static {

@@ -278,16 +278,16 @@ fn demo_model() -> Responder {
                 json!({"text": "Hi! I'm arranging the delivery of your order 1042. Which day suits you this week?"}),
             )]),
             (1, false) => Reply::Tools(vec![
-                tool("mark_todo_item", json!({"todo_id": "1", "status": "completed", "note": "Friday"})),
+                tool("mark_todo_item", json!({"todo_id": "1", "status": "completed", "answer": "Friday"})),
                 tool("send_message", json!({"text": "Great, Friday it is. What time of day works best?"})),
             ]),
             (_, false) => Reply::Tools(vec![
-                tool("mark_todo_item", json!({"todo_id": "2", "status": "completed", "note": "Friday, around 3pm"})),
+                tool("mark_todo_item", json!({"todo_id": "2", "status": "completed", "answer": "Friday, around 3pm"})),
                 tool("send_message", json!({"text": "Perfect: Friday around 3pm. Thank you, see you then!"})),
             ]),
             (heard, true) if heard >= 2 => Reply::Tools(vec![tool(
                 "end_conversation",
-                json!({"outcome": "achieved", "summary": "day and time window agreed"}),
+                json!({"reason": "both todos are done", "outcome": "achieved", "summary": "day and time window agreed"}),
             )]),
             (_, true) => Reply::Text(String::new()),
         }

@@ -45,6 +45,12 @@ impl From<EngineError> for ApiError {
                 e.body.event = Some(source.event);
                 e
             }
+            EngineError::NoQuestion { .. } => {
+                let mut e = ApiError::new(StatusCode::CONFLICT, "invalid_transition", message);
+                e.body.current_state = Some(crate::api::State::NeedsHumanIntervention);
+                e.body.event = Some(crate::engine::fsm::Event::OperatorAnswers);
+                e
+            }
             EngineError::Channel(ChannelError::Unavailable { .. }) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "channel_unavailable", message)
             }

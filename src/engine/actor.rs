@@ -118,6 +118,12 @@ pub(crate) enum Op {
 struct RunningTurn {
     instance: Uuid,
     id: u64,
+    kind: TurnKind,
+    /// A message went out to the contact in the conversation's current
+    /// state before this turn (a re-run turn) or from the operator during it.
+    already_spoke: bool,
+    /// The agent chose when to follow up (`schedule_next_heartbeat`).
+    scheduled: bool,
     /// Messages this turn delivered to the contact.
     sent: u32,
     /// Messages this turn handed to the channel (sent or not).
@@ -293,8 +299,10 @@ impl Actor {
                     self.transition(id, event, None, |i| i.unanswered_contact_messages = 0).map(drop)
                 }
                 Step::Abandon(id) => {
-                    let reason = "the contact did not reply to the last follow-up".to_string();
-                    self.transition(id, Event::MaxFollowupsExceeded, Some(reason), |_| {}).map(drop)
+                    let reason = self.index(id).map(|index| report::no_response(&self.convs[index]));
+                    reason
+                        .and_then(|reason| self.transition(id, Event::MaxFollowupsExceeded, Some(reason), |_| {}))
+                        .map(drop)
                 }
                 Step::RunTurn(id, kind) => self.start_turn(id, kind),
                 Step::Block(id, reason) => {
@@ -325,7 +333,8 @@ impl Actor {
             State::WaitingForReply if live.unanswered_contact_messages > 0 => {
                 Some(Step::Transition(id, Event::ContactReplies))
             }
-            State::HeartbeatScheduled if live.follow_up_count > live.heartbeat_config.max_followups => {
+            // `follow_up_count` counts the follow-ups sent: the last one allowed is out.
+            State::HeartbeatScheduled if live.follow_up_count >= live.heartbeat_config.max_followups => {
                 Some(Step::Abandon(id))
             }
             // A turn cut short while it was sending waits for the outcome, and
@@ -345,7 +354,7 @@ impl Actor {
         }
         let kind = match live.state {
             State::HeartbeatScheduled => {
-                TurnKind::FollowUp { number: live.follow_up_count, max: live.heartbeat_config.max_followups }
+                TurnKind::FollowUp { number: live.follow_up_count + 1, max: live.heartbeat_config.max_followups }
             }
             _ => self.turn_kind(live),
         };
@@ -391,6 +400,11 @@ impl Actor {
             next.previous_state = None;
         }
         heartbeat::on_transition(&mut next, from, to, now);
+        if !matches!(to, State::NeedsHumanIntervention | State::Paused) {
+            // Why a person was needed holds only while one is (and while
+            // paused from there); the history keeps it.
+            next.intervention_reason = None;
+        }
         change(&mut next);
         if from == State::NeedsHumanIntervention && to != State::Paused {
             // Not answered (the operator resumed or wrote to the contact).
@@ -480,21 +494,20 @@ impl Actor {
         }
     }
 
-    /// `relay answer`: the pending question (or, if the agent asked none,
-    /// the reason it stopped) gets the operator's answer, and the agent
-    /// takes a turn with it. Nothing goes to the contact.
+    /// `relay answer`: the agent's pending question gets the operator's
+    /// answer, and the agent takes a turn with it. Nothing goes to the
+    /// contact. With no question pending there is nothing to answer: the
+    /// operator resumes the agent or writes to the contact instead.
     fn answer(&mut self, id: Uuid, text: String) -> Result<ConversationInstance, EngineError> {
+        let current = &self.convs[self.index(id)?];
+        if current.state == State::NeedsHumanIntervention && current.pending_question.is_none() {
+            let reason = current.intervention_reason.clone().unwrap_or_else(|| "no reason was recorded".into());
+            return Err(EngineError::NoQuestion { id, reason });
+        }
         let now = Utc::now();
         let mut answered = None;
         let instance = self.transition(id, Event::OperatorAnswers, None, |i| {
-            let mut question = i.pending_question.take().unwrap_or_else(|| Question {
-                id: format!("q{}", i.earlier_questions.len() + 1),
-                reason: i.intervention_reason.clone().unwrap_or_else(|| "the agent stopped".into()),
-                question: None,
-                asked_at: now,
-                answer: None,
-                answered_at: None,
-            });
+            let Some(mut question) = i.pending_question.take() else { return };
             question.answer = Some(text.clone());
             question.answered_at = Some(now);
             answered = Some(question.id.clone());
@@ -531,6 +544,8 @@ impl Actor {
     /// After `relay send` went out: the conversation waits for the reply
     /// (from NEEDS_HUMAN_INTERVENTION: ACTIVE, then WAITING_FOR_REPLY with
     /// its heartbeat armed; from WAITING_FOR_REPLY: the heartbeat restarts).
+    /// A PAUSED conversation stays paused (the operator took over); if it
+    /// was waiting for a reply, the wait it resumes to starts afresh.
     fn after_manual_send(&mut self, id: Uuid) -> Result<(), EngineError> {
         let index = self.index(id)?;
         match self.convs[index].state {
@@ -540,6 +555,9 @@ impl Actor {
                 self.transition(id, Event::MessageSent, None, |_| {}).map(drop)
             }
             State::WaitingForReply => self.update(id, |i| heartbeat::rearm(i, Utc::now())),
+            State::Paused if self.convs[index].previous_state == Some(State::WaitingForReply) => {
+                self.update(id, |i| i.paused_heartbeat_remaining_ms = Some(i.heartbeat_config.interval_ms))
+            }
             _ => Ok(()),
         }
     }
@@ -637,6 +655,9 @@ impl Actor {
                 let _ = reply.send(Err(self.agent_send_failed(id, turn, error)));
             }
             (SendWaiter::Operator { reply }, Ok(_)) => {
+                if let Some(running) = self.turn.as_mut().filter(|t| t.instance == id) {
+                    running.already_spoke = true;
+                }
                 // It went out: that is the answer, whatever else fails now
                 // (the conversation may even have been cancelled meanwhile).
                 if let Err(error) = self.after_manual_send(id) {
@@ -785,9 +806,9 @@ impl Actor {
         let id = timer.instance;
         let lateness_ms = (Utc::now() - timer.at).num_milliseconds();
         tracing::debug!(instance = %id, lateness_ms, "heartbeat fired");
-        match self.transition(id, Event::HeartbeatFires, None, |i| i.follow_up_count += 1) {
-            // drive() writes the follow-up, or abandons past max_followups.
-            Ok(instance) => tracing::info!(instance = %id, follow_up = instance.follow_up_count, "heartbeat"),
+        match self.transition(id, Event::HeartbeatFires, None, |_| {}) {
+            // drive() writes the follow-up, or abandons once max_followups were sent.
+            Ok(instance) => tracing::info!(instance = %id, follow_ups_sent = instance.follow_up_count, "heartbeat"),
             Err(error @ EngineError::Store(_)) => {
                 // Try again in a second rather than spin on a failing disk.
                 tracing::error!(instance = %id, %error, "cannot record the heartbeat; retrying in 1s");
@@ -820,6 +841,7 @@ impl Actor {
             .iter()
             .any(|m| matches!(m.role, Role::Agent | Role::Manual) && m.send_status != Some(SendStatus::Failed));
         let kind = if kind == TurnKind::FirstMessage && spoke { TurnKind::Resume } else { kind };
+        let already_spoke = spoke_in_current_state(&instance, &transcript);
         // The contact's messages since relay last spoke: what this turn answers.
         let mut answering: Vec<Uuid> = transcript
             .iter()
@@ -835,11 +857,22 @@ impl Actor {
         let (agent, me) = (self.shared.agent.clone(), self.me.clone());
         tracing::debug!(instance = %id, ?kind, "turn started");
         let task = tokio::spawn(async move {
-            let result = agent.run_turn(Turn { kind, instance, transcript }, tools).await;
+            let result = agent.run_turn(Turn { kind, instance, transcript, already_spoke }, tools).await;
             let _ = me.send(Msg::TurnDone { id, turn, result });
         });
         let answers = std::mem::take(&mut self.unread);
-        self.turn = Some(RunningTurn { instance: id, id: turn, sent: 0, attempted: 0, answers, answering, task });
+        self.turn = Some(RunningTurn {
+            instance: id,
+            id: turn,
+            kind,
+            already_spoke,
+            scheduled: false,
+            sent: 0,
+            attempted: 0,
+            answers,
+            answering,
+            task,
+        });
         Ok(())
     }
 
@@ -853,15 +886,25 @@ impl Actor {
         }
         let Ok(index) = self.index(id) else { return };
         let state = self.convs[index].state;
+        let spoke = finished.sent > 0 || finished.already_spoke;
+        // The rule on how a turn may end (see `may_end_without_sending`),
+        // for any agent: a conversation never waits for a reply to a message
+        // that was not sent.
+        let result = match result {
+            Ok(()) if !spoke && !crate::agent::may_end_without_sending(finished.kind, finished.scheduled) => {
+                Err(if finished.attempted > 0 { AgentError::NotSent } else { AgentError::Silent })
+            }
+            other => other,
+        };
         let outcome = match (state, result) {
             (State::Active | State::HeartbeatScheduled, Err(error)) => {
                 tracing::warn!(instance = %id, %error, "the agent could not take its turn");
                 let reason = error.to_string();
                 self.transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
             }
-            (State::Active, Ok(())) if finished.sent > 0 => self.transition(id, Event::MessageSent, None, |_| {}),
-            (State::HeartbeatScheduled, Ok(())) if finished.sent > 0 => {
-                self.transition(id, Event::FollowupSent, None, |_| {})
+            (State::Active, Ok(())) if spoke => self.transition(id, Event::MessageSent, None, |_| {}),
+            (State::HeartbeatScheduled, Ok(())) if spoke => {
+                self.transition(id, Event::FollowupSent, None, |i| i.follow_up_count += 1)
             }
             (State::Active | State::HeartbeatScheduled, Ok(())) => self.transition(id, Event::AgentWaits, None, |_| {}),
             _ => return,
@@ -912,7 +955,7 @@ impl Actor {
         tracing::debug!(instance = %id, tool = call.name(), "tool call");
         match call {
             ToolCall::SendMessage { .. } => unreachable!("handled by start_agent_send"),
-            ToolCall::MarkTodoItem { todo_id, status, note } => {
+            ToolCall::MarkTodoItem { todo_id, status, answer } => {
                 let instance = &self.convs[self.index(id).map_err(refused)?];
                 if !instance.todos.iter().any(|t| t.id == todo_id) {
                     let ids: Vec<&str> = instance.todos.iter().map(|t| t.id.as_str()).collect();
@@ -921,30 +964,36 @@ impl Actor {
                         ids.join(", ")
                     )));
                 }
-                let note =
-                    note.map(|n| bounded_text("note", n, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
+                let answer =
+                    answer.map(|a| bounded_text("answer", a, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
                 // What the answer rests on: the messages this turn answers,
                 // else the contact's latest.
                 let mut rests_on = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
                 if rests_on.is_empty() {
                     rests_on.extend(instance.last_contact_message.as_ref().map(|m| m.message_id));
                 }
-                let answer = note.clone();
+                let recorded = answer.clone();
                 self.update(id, |i| {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
                     todo.status = status;
-                    if note.is_some() {
-                        todo.answer = note;
+                    if answer.is_some() {
+                        todo.answer = answer;
                         todo.answer_message_ids = rests_on;
                     }
                 })
                 .map_err(refused)?;
-                self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer });
+                self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: recorded });
                 Ok(format!("todo {todo_id} is now {}", status.as_str()))
             }
-            ToolCall::EndConversation { outcome, summary } => {
-                let summary = bounded_text("summary", summary, limits::MAX_REASON_CHARS).map_err(refused)?;
-                let reason = format!("{}: {summary}", outcome.as_str());
+            ToolCall::EndConversation { reason, outcome, summary } => {
+                let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
+                let summary = summary
+                    .map(|s| bounded_text("summary", s, limits::MAX_REASON_CHARS))
+                    .transpose()
+                    .map_err(refused)?
+                    .unwrap_or_else(|| reason.clone());
+                let judged = report::judged_outcome(&self.convs[self.index(id).map_err(refused)?].todos);
+                let outcome = outcome.unwrap_or(judged);
                 self.transition(id, Event::EndConversation, Some(reason), |i| {
                     i.outcome = Some(outcome);
                     i.ended_by = Some(crate::api::EndedBy::Agent);
@@ -957,6 +1006,9 @@ impl Actor {
             ToolCall::ScheduleNextHeartbeat { delay } => {
                 let delay = heartbeat::clamp(delay, self.shared.settings.scheduled_heartbeat_bounds);
                 self.update(id, |i| i.scheduled_heartbeat_ms = Some(delay.as_millis() as u64)).map_err(refused)?;
+                if let Some(running) = self.turn.as_mut() {
+                    running.scheduled = true;
+                }
                 Ok(format!(
                     "if the contact stays silent, the next follow-up is due {} after this turn",
                     crate::duration::format(delay)
@@ -997,6 +1049,26 @@ impl Actor {
             }
         }
     }
+}
+
+/// Whether a message went out to the contact (or may have: one unconfirmed
+/// after a crash counts) since `instance` entered its current state, not
+/// counting a pause and resume in between.
+fn spoke_in_current_state(instance: &ConversationInstance, transcript: &[TranscriptMessage]) -> bool {
+    let Some(entered) = instance
+        .history
+        .iter()
+        .rev()
+        .find(|t| t.to_state == instance.state && t.from_state != Some(State::Paused))
+        .map(|t| t.timestamp)
+    else {
+        return false;
+    };
+    transcript.iter().any(|m| {
+        matches!(m.role, Role::Agent | Role::Manual)
+            && m.send_status != Some(SendStatus::Failed)
+            && m.timestamp >= entered
+    })
 }
 
 /// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer (resume, send):

@@ -190,6 +190,30 @@ impl Event {
     }
 }
 
+impl Event {
+    /// What the event does, in the words of whoever asked for it: the
+    /// operator's command for theirs, plain words for relay's own.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Event::Pause => "pause",
+            Event::Resume => "resume",
+            Event::Cancel => "cancel",
+            Event::ManualSend => "send",
+            Event::OperatorAnswers => "answer",
+            Event::AgentSendsFirstMessage | Event::PriorInstanceTerminal => "start the conversation",
+            Event::ContactHasActiveInstance => "queue the conversation",
+            Event::MessageSent | Event::FollowupSent => "record a sent message",
+            Event::AgentWaits => "wait for the contact",
+            Event::EndConversation => "end the conversation",
+            Event::RequestIntervention | Event::AgentError => "hand the conversation to a person",
+            Event::UnrecoverableError => "fail the conversation",
+            Event::ContactReplies | Event::AgentProcessesReply => "answer the contact",
+            Event::HeartbeatFires => "follow up",
+            Event::MaxFollowupsExceeded => "abandon the conversation",
+        }
+    }
+}
+
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -262,6 +286,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::HeartbeatScheduled,     E::Cancel,                   To(S::Failed)),
 
     (S::Paused,                 E::Resume,                   Previous),
+    (S::Paused,                 E::ManualSend,               Stay),                          // addition
     (S::Paused,                 E::Cancel,                   To(S::Failed)),
 
     (S::NeedsHumanIntervention, E::Resume,                   To(S::Active)),
@@ -271,12 +296,27 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::NeedsHumanIntervention, E::Cancel,                   To(S::Failed)),
 ];
 
-/// Why an event was refused.
+/// Why an event was refused. It reads in the operator's words: "cannot
+/// answer: the conversation is ACTIVE, not waiting for you".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot {event} a conversation that is {state}")]
+#[error("cannot {}: the conversation is {state}{}", event.verb(), why(*state, *event))]
 pub struct InvalidTransition {
     pub state: State,
     pub event: Event,
+}
+
+/// The rest of the sentence: why `event` cannot happen in `state`.
+fn why(state: State, event: Event) -> &'static str {
+    match (state, event) {
+        (s, _) if s.is_terminal() => ", which has ended",
+        (_, E::OperatorAnswers) => ", not waiting for you",
+        (_, E::Resume) => ", not paused or waiting for you",
+        (S::Paused, E::Pause) => " already",
+        (S::Created, E::ManualSend) => ": it has not started yet",
+        (S::Queued, E::ManualSend) => ": it waits for the contact's earlier conversation to end",
+        (S::Paused, E::ManualSend) => " before it started: resume it first",
+        _ => "",
+    }
 }
 
 /// Looks `(state, event)` up in [`TABLE`]. `previous` is the recorded
@@ -292,6 +332,9 @@ pub fn next(state: State, event: Event, previous: Option<State>) -> Result<Targe
         // A PAUSED instance without a previous state would break an
         // invariant; refuse rather than guess where to go.
         Previous if previous.is_none() => Err(refused),
+        // The operator may write while paused, as in the state paused from,
+        // where the conversation has started (see `why`).
+        Stay if state == S::Paused && matches!(previous, None | Some(S::Created | S::Queued)) => Err(refused),
         other => Ok(other),
     }
 }
@@ -390,6 +433,7 @@ mod tests {
         (S::HeartbeatScheduled, E::AgentError, To(S::NeedsHumanIntervention)),
         (S::HeartbeatScheduled, E::UnrecoverableError, To(S::Failed)),
         (S::HeartbeatScheduled, E::ManualSend, Stay),
+        (S::Paused, E::ManualSend, Stay),
         (S::NeedsHumanIntervention, E::OperatorAnswers, To(S::Active)),
     ];
 
@@ -454,6 +498,29 @@ mod tests {
             }
         }
         assert_eq!(reached.len(), State::ALL.len());
+    }
+
+    /// Refusals read in the operator's words, never an event's internal name.
+    #[test]
+    fn refusals_name_the_operators_words_not_event_names() {
+        let said = |state, event| InvalidTransition { state, event }.to_string();
+        assert_eq!(
+            said(S::Active, E::OperatorAnswers),
+            "cannot answer: the conversation is ACTIVE, not waiting for you"
+        );
+        assert_eq!(said(S::Paused, E::Pause), "cannot pause: the conversation is PAUSED already");
+        assert_eq!(said(S::Completed, E::ManualSend), "cannot send: the conversation is COMPLETED, which has ended");
+        assert_eq!(
+            said(S::WaitingForReply, E::Resume),
+            "cannot resume: the conversation is WAITING_FOR_REPLY, not paused or waiting for you"
+        );
+        for state in State::ALL {
+            for event in Event::ALL {
+                let text = said(state, event);
+                assert!(!text.contains('_') || text.contains(state.as_str()), "{text}");
+                assert!(!text.contains(event.as_str()) || !event.as_str().contains('_'), "{text}");
+            }
+        }
     }
 
     #[test]

@@ -74,8 +74,14 @@ pub enum EngineError {
     NotFound(String),
     #[error("the id prefix '{prefix}' matches {} conversations: {}", matches.len(), matches.join(", "))]
     Ambiguous { prefix: String, matches: Vec<String> },
-    #[error("conversation {id}: {source}")]
+    #[error("{source}")]
     Transition { id: Uuid, source: InvalidTransition },
+    /// `relay answer`, but the agent asked nothing: it stopped for `reason`.
+    #[error(
+        "cannot answer: the agent asked no question (it stopped: {reason}); `relay resume` lets it go on, \
+         `relay send` writes to the contact"
+    )]
+    NoQuestion { id: Uuid, reason: String },
     #[error(transparent)]
     Channel(#[from] ChannelError),
     #[error(transparent)]

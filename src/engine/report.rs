@@ -1,10 +1,11 @@
 //! The report a caller reads once a conversation has ended: `outcome`,
 //! `ended_by` and `summary`. The agent writes its own when it ends the
-//! conversation (`end_conversation(outcome, summary)`); every other ending
-//! gets relay's own words here, which never quote the contact.
+//! conversation (`end_conversation(reason, outcome?, summary?)`, the missing
+//! parts judged here); every other ending gets relay's own words here, which
+//! never quote the contact.
 
 use super::fsm::Event;
-use crate::api::{ConversationInstance, EndedBy, Outcome};
+use crate::api::{ConversationInstance, EndedBy, Outcome, TodoItem, TodoStatus};
 
 /// Fills the report of `instance`, which `event` has just ended, unless the
 /// agent already did.
@@ -13,15 +14,7 @@ pub fn on_end(instance: &mut ConversationInstance, event: Event, reason: Option<
         return;
     }
     let (outcome, ended_by, summary) = match event {
-        Event::MaxFollowupsExceeded => (
-            Outcome::NoResponse,
-            EndedBy::MaxFollowups,
-            format!(
-                "The contact did not reply to {} follow-up{}.",
-                instance.heartbeat_config.max_followups,
-                if instance.heartbeat_config.max_followups == 1 { "" } else { "s" }
-            ),
-        ),
+        Event::MaxFollowupsExceeded => (Outcome::NoResponse, EndedBy::MaxFollowups, no_response(instance)),
         Event::Cancel => (Outcome::Cancelled, EndedBy::Operator, "Cancelled by the operator.".to_string()),
         Event::EndConversation => {
             // Only relay's own callers end a conversation without an outcome.
@@ -36,4 +29,57 @@ pub fn on_end(instance: &mut ConversationInstance, event: Event, reason: Option<
     instance.outcome = Some(outcome);
     instance.ended_by = Some(ended_by);
     instance.summary = Some(summary);
+}
+
+/// What happened to a conversation abandoned for silence, from what was
+/// actually sent: `follow_up_count` counts the follow-ups that went out.
+pub fn no_response(instance: &ConversationInstance) -> String {
+    match instance.follow_up_count {
+        0 => "The contact did not reply; no follow-up was allowed (max_followups is 0).".to_string(),
+        1 => "The contact did not reply, even after 1 follow-up.".to_string(),
+        n => format!("The contact did not reply, even after {n} follow-ups."),
+    }
+}
+
+/// The outcome of a conversation the agent ended without naming one, judged
+/// from its todos: all done (completed, or skipped as not needed) is
+/// achieved, some completed is partially achieved, none is failed.
+pub fn judged_outcome(todos: &[TodoItem]) -> Outcome {
+    let done = |t: &&TodoItem| matches!(t.status, TodoStatus::Completed | TodoStatus::Skipped);
+    if todos.iter().all(|t| done(&t)) && todos.iter().any(|t| t.status == TodoStatus::Completed) {
+        Outcome::Achieved
+    } else if todos.iter().any(|t| t.status == TodoStatus::Completed) {
+        Outcome::PartiallyAchieved
+    } else {
+        Outcome::Failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn todos(statuses: &[TodoStatus]) -> Vec<TodoItem> {
+        statuses
+            .iter()
+            .enumerate()
+            .map(|(i, s)| TodoItem {
+                id: (i + 1).to_string(),
+                text: "t".into(),
+                status: *s,
+                answer: None,
+                answer_message_ids: vec![],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_outcome_left_out_is_judged_from_the_todos() {
+        use TodoStatus::*;
+        assert_eq!(judged_outcome(&todos(&[Completed, Completed])), Outcome::Achieved);
+        assert_eq!(judged_outcome(&todos(&[Completed, Skipped])), Outcome::Achieved);
+        assert_eq!(judged_outcome(&todos(&[Completed, Pending])), Outcome::PartiallyAchieved);
+        assert_eq!(judged_outcome(&todos(&[InProgress, Pending])), Outcome::Failed);
+        assert_eq!(judged_outcome(&todos(&[Skipped])), Outcome::Failed);
+    }
 }

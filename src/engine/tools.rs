@@ -20,11 +20,15 @@ pub enum ToolCall {
     MarkTodoItem {
         todo_id: String,
         status: TodoStatus,
-        note: Option<String>,
+        /// What was learned (the todo's `answer`); None keeps the old one.
+        answer: Option<String>,
     },
     EndConversation {
-        outcome: Outcome,
-        summary: String,
+        reason: String,
+        /// None: relay judges it from the todos.
+        outcome: Option<Outcome>,
+        /// None: the reason is the summary.
+        summary: Option<String>,
     },
     ScheduleNextHeartbeat {
         delay: Duration,

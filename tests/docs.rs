@@ -18,6 +18,15 @@ fn masked(text: &str) -> String {
             let end = line[at..].find(' ').map_or(line.len(), |n| at + n);
             line.replace_range(at..end, "<home>");
         }
+        // Short ids (`relay list`): eight hex digits as a word.
+        let line: String = line
+            .split(' ')
+            .map(|word| {
+                let hex = word.len() == 8 && word.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+                if hex && word.bytes().any(|b| b.is_ascii_digit()) { "<short id>" } else { word }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
         let chars: Vec<char> = line.chars().collect();
         let mut masked = String::new();
         let mut i = 0;
@@ -183,8 +192,8 @@ impl Session {
         let mut out = String::new();
         for ((command, _), printed) in self.steps.iter().zip(printed) {
             out.push_str(&format!("$ {command}\n"));
-            if !printed.is_empty() {
-                out.push_str(printed);
+            for line in printed.lines() {
+                out.push_str(line.trim_end());
                 out.push('\n');
             }
             out.push('\n');

@@ -28,9 +28,9 @@ pub enum ContactError {
     TooLong { input: String, digits: usize },
     #[error("'{0}' is too short to be a phone number")]
     TooShort(String),
-    #[error("'{0}' does not start with a country code that exists (e.g. +1, +44, +56)")]
+    #[error("'{0}' is not a phone number: no country code starts its digits (country codes are like +1, +44, +56)")]
     UnknownCountryCode(String),
-    #[error("'{input}' has {got} digits after the country code +{code}; numbers there have {expected}")]
+    #[error("'{input}' has {got} digits after the country code +{code}; phone numbers there have {expected}")]
     Length { input: String, code: u16, got: usize, expected: String },
     #[error("'{0}' is not a possible phone number: its digits do not read back as the same number")]
     Invalid(String),
@@ -210,7 +210,7 @@ mod tests {
         let error = Contact::parse("+56 9 1234").unwrap_err().to_string();
         assert!(error.contains("5 digits after the country code +56") && error.contains("9"), "{error}");
         let error = Contact::parse("+999 123 456 789").unwrap_err().to_string();
-        assert!(error.contains("country code that exists"), "{error}");
+        assert!(error.contains("no country code starts its digits"), "{error}");
     }
 
     #[test]

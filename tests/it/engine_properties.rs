@@ -45,8 +45,7 @@ use relay::store::Store;
 use relay::util::BoxFuture;
 use uuid::Uuid;
 
-#[path = "support/test_agent.rs"]
-mod test_agent;
+use crate::support::test_agent;
 
 use test_agent::TestAgent;
 

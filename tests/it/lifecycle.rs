@@ -1,9 +1,8 @@
 //! The daemon's life: start, status, stop, signals, stale files, port
 //! conflicts, and the errors of a CLI without a daemon.
 
-mod common;
 
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 
 #[test]
@@ -349,25 +348,6 @@ fn stop_that_cannot_read_the_lock_says_so_and_not_that_relay_is_stopped() {
     relay.ok(&["status"]);
 }
 
-/// Runs `command` to its end, or kills it (and fails) after 60 s.
-fn run_bounded(mut command: std::process::Command) -> Run {
-    let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed().as_secs() > 60 {
-            child.kill().unwrap();
-            let output = child.wait_with_output().unwrap();
-            panic!("still running after 60 s: {}", String::from_utf8_lossy(&output.stdout));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 #[test]
 fn linking_without_reaching_whatsapp_shows_each_attempt_and_gives_up() {
@@ -382,7 +362,7 @@ fn linking_without_reaching_whatsapp_shows_each_attempt_and_gives_up() {
         let relay = Relay::uninitialised();
         let mut command = relay.command(&["init", "--channel", "whatsapp", "--link", "--timeout", "3s"]);
         command.env("RELAY_WHATSAPP_URL", url);
-        let run = run_bounded(command);
+        let run = run_within(command, std::time::Duration::from_secs(60));
         assert_eq!(run.code, 1, "{url}: {}{}", run.stdout, run.stderr);
         assert!(run.stdout.contains(&format!("Attempt 1 to reach WhatsApp failed: {cause}")), "{url}: {}", run.stdout);
         assert!(run.stderr.contains("cannot reach WhatsApp: gave up after 3s"), "{url}: {}", run.stderr);
@@ -399,7 +379,7 @@ fn linking_through_a_daemon_that_cannot_reach_whatsapp_gives_up() {
     let mut start = relay.command(&["start"]);
     start.env("RELAY_WHATSAPP_URL", &refused);
     assert!(start.status().unwrap().success());
-    let run = run_bounded(relay.command(&["init", "--link", "--timeout", "3s"]));
+    let run = run_within(relay.command(&["init", "--link", "--timeout", "3s"]), std::time::Duration::from_secs(60));
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("the daemon did not reach WhatsApp within 3s"), "{}", run.stderr);
     relay.ok(&["status"]);

@@ -2,15 +2,14 @@
 //! (long poll), the report of an ended conversation, questions answered with
 //! `relay answer`, and the event log (`relay events`, `GET /events`).
 
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::model::*;
-use common::*;
+use crate::support::model::*;
+use crate::support::*;
 use relay::scripted_model::{Reply, Responder, queue};
 use serde_json::{Value, json};
 
@@ -37,12 +36,7 @@ fn until_waiting(relay: &Relay, n: u64) {
 }
 
 fn finish(child: Child) -> Run {
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    child.wait_with_output().unwrap().into()
 }
 
 #[test]
@@ -145,21 +139,6 @@ fn a_daemon_that_stops_ends_its_waiters_with_an_error_to_retry() {
     assert!(run.stderr.contains("stopping") && run.stderr.contains("wait again"), "{}", run.stderr);
 }
 
-/// Runs `relay ARGS` and waits for it at most `deadline` (then kills it and
-/// fails): a command that should answer at once must not hang the test.
-fn run_within(relay: &Relay, args: &[&str], deadline: Duration) -> Run {
-    let mut child = relay.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn relay");
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > deadline {
-            child.kill().unwrap();
-            let run = finish(child);
-            panic!("relay {args:?} still ran after {deadline:?}: {}{}", run.stdout, run.stderr);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    finish(child)
-}
 
 #[test]
 fn a_wait_on_an_ended_conversation_answers_at_once() {
@@ -177,18 +156,18 @@ fn a_wait_on_an_ended_conversation_answers_at_once() {
     // Already ended: each wait answers at once (the 60 s timeout would be a hang).
     let deadline = Duration::from_secs(30);
     for until in ["PAUSED", "COMPLETED,ABANDONED", "change", "waiting_for_reply"] {
-        let run = run_within(&relay, &["wait", &id, "--until", until, "--timeout", "60s"], deadline);
+        let run = run_within(relay.command(&["wait", &id, "--until", until, "--timeout", "60s"]), deadline);
         assert_eq!(run.code, 5, "--until {until}: {}{}", run.stdout, run.stderr);
         assert!(run.stderr.contains("has ended in FAILED"), "--until {until}: {}", run.stderr);
     }
-    let json = run_within(&relay, &["wait", &id, "--until", "PAUSED", "--timeout", "60s", "--json"], deadline);
+    let json = run_within(relay.command(&["wait", &id, "--until", "PAUSED", "--timeout", "60s", "--json"]), deadline);
     let error: Value = serde_json::from_str(json.stderr.trim()).expect("the error, as JSON");
     assert_eq!((json.code, &error["code"], &error["current_state"]), (5, &json!("ended"), &json!("FAILED")));
     // What it ended in, or the default (ends or needs you): reached, exit 0.
     for until in [&["--until", "FAILED"][..], &["--until", "terminal"], &[]] {
         let mut args = vec!["wait", id.as_str(), "--timeout", "60s", "--json"];
         args.extend_from_slice(until);
-        let run = run_within(&relay, &args, deadline);
+        let run = run_within(relay.command(&args), deadline);
         assert_eq!(run.code, 0, "{until:?}: {}", run.stderr);
         assert_eq!(serde_json::from_str::<Value>(&run.stdout).unwrap()["state"], "FAILED");
     }

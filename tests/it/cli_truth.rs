@@ -3,7 +3,6 @@
 //! reader that stops early, as `relay demo | head -3`), stops its daemon and
 //! removes its temporary home.
 
-mod common;
 
 use std::io::{BufRead, BufReader, Lines};
 use std::os::unix::process::ExitStatusExt;
@@ -11,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::*;
 
 #[test]
 fn init_refuses_port_0() {

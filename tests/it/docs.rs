@@ -3,10 +3,8 @@
 //! to run (times, ids, ports, paths) masked, so a change to a view that
 //! leaves the README behind fails here.
 
-#[path = "common/mod.rs"]
-mod common;
 
-use common::*;
+use crate::support::*;
 
 /// `text` with what differs between two runs masked: UUIDs become `<id>`,
 /// every run of digits `#`, the demo's home `<home>`; trailing spaces go.
@@ -238,7 +236,7 @@ impl Session {
 }
 
 /// README's session "captured from this build" is what this build prints,
-/// step by step. `RELAY_DOCS_REFRESH=1 cargo test --test docs` writes a
+/// step by step. `RELAY_REFRESH_DOCS=1 cargo test --test it docs::` writes a
 /// fresh capture into README.md.
 #[test]
 fn the_readme_session_is_what_this_build_prints() {
@@ -249,7 +247,7 @@ fn the_readme_session_is_what_this_build_prints() {
     let session = Session::parse(block);
     assert!(session.steps.len() > 10, "the session has its steps");
     let printed = session.run("/tmp/docs-ex", "3577");
-    if std::env::var_os("RELAY_DOCS_REFRESH").is_some() {
+    if std::env::var_os("RELAY_REFRESH_DOCS").is_some() {
         let fresh = readme.replacen(block, &session.render(&printed), 1);
         std::fs::write(path, fresh).unwrap();
         return;
@@ -258,7 +256,7 @@ fn the_readme_session_is_what_this_build_prints() {
         assert_eq!(
             masked(captured),
             masked(printed),
-            "README.md's session differs at `$ {command}`: refresh it with RELAY_DOCS_REFRESH=1 cargo test --test docs"
+            "README.md's session differs at `$ {command}`: refresh it with RELAY_REFRESH_DOCS=1 cargo test --test it docs::"
         );
     }
 }

@@ -1,9 +1,8 @@
 //! The local API's guard and contract: token, Host, Origin, content type,
 //! body size, malformed input, and the OpenAPI document.
 
-mod common;
 
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 
 fn code(body: &str) -> String {

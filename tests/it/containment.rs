@@ -3,15 +3,13 @@
 //! Each test fails if one protection breaks: the contact's words stay data,
 //! nothing reaches anyone but the conversation's own contact, nothing is read,
 //! argument limits hold, a tool loop stops, and a turn cannot touch another
-//! conversation. (tests/agent.rs covers `to` on send_message, unknown tools
+//! conversation. (tests/it/agent.rs covers `to` on send_message, unknown tools
 //! in general and the key in status/get/log; these go further.)
 
-#[path = "common/mod.rs"]
-mod common;
 
 use std::sync::Arc;
 
-use common::*;
+use crate::support::*;
 use relay::engine::limits::{MAX_MESSAGE_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use relay::scripted_model::{Reply, Responder, ScriptedModel, queue};
 use serde_json::{Value, json};

@@ -19,8 +19,7 @@ use tokio::sync::Notify;
 
 const CONTACT: &str = "+56912345678";
 
-#[path = "support/test_agent.rs"]
-mod test_agent;
+use crate::support::test_agent;
 
 use test_agent::TestAgent;
 

@@ -94,8 +94,7 @@ impl Channel for FakeChannel {
     }
 }
 
-#[path = "support/test_agent.rs"]
-mod test_agent;
+use crate::support::test_agent;
 
 use test_agent::TestAgent;
 

@@ -3,9 +3,8 @@
 //! The crash trials are in `crash.rs`; hostile input in `fuzz_api.rs` and
 //! `engine_properties.rs`.
 
-mod common;
 
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 
 /// Retrying a create (a timeout, a Main Agent that restarted) must not open

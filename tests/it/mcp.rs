@@ -2,14 +2,13 @@
 //! message a line) on stdin/stdout to this test, which plays the MCP client,
 //! against a real sandbox daemon.
 
-mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use common::{CONTACT, Relay};
+use crate::support::{CONTACT, Relay};
 use serde_json::{Value, json};
 
 /// How long any one answer may take.

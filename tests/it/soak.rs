@@ -4,17 +4,16 @@
 //! descriptors are sampled throughout and must stay flat.
 //!
 //! ```text
-//! cargo test --release --test soak -- --ignored --nocapture
-//! RELAY_SOAK_SECS=60 RELAY_SOAK_CONVERSATIONS=200 cargo test --release --test soak -- --ignored --nocapture
+//! cargo test --release --test it soak:: -- --ignored --nocapture
+//! RELAY_SOAK_SECS=60 RELAY_SOAK_CONVERSATIONS=200 cargo test --release --test it soak:: -- --ignored --nocapture
 //! ```
 
-mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::*;
 use relay::scripted_model::{Reply, ScriptedModel};
 use serde_json::{Value, json};
 

@@ -2,12 +2,11 @@
 //! and rig-core's real OpenAI client talking to the scripted model server,
 //! whose recorded requests show what relay sent.
 
-mod common;
 
 use std::sync::Arc;
 
-use common::model::*;
-use common::*;
+use crate::support::model::*;
+use crate::support::*;
 use relay::scripted_model::{Reply, Responder, ScriptedModel, queue};
 use serde_json::{Value, json};
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod model;
+pub mod test_agent;
 
 pub const CONTACT: &str = "+56912345678";
 pub const OTHER_CONTACT: &str = "+447911123456";
@@ -19,6 +20,33 @@ pub const OTHER_CONTACT: &str = "+447911123456";
 pub struct Relay {
     pub home: tempfile::TempDir,
     pub port: u16,
+}
+
+/// Runs `command` to its end, or kills it and fails once `deadline` has
+/// passed: a command that should answer must not hang the suite.
+pub fn run_within(mut command: Command, deadline: Duration) -> Run {
+    use std::process::Stdio;
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > deadline {
+            child.kill().unwrap();
+            let run = Run::from(child.wait_with_output().unwrap());
+            panic!("{command:?} still ran after {deadline:?}: {}{}", run.stdout, run.stderr);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap().into()
+}
+
+impl From<Output> for Run {
+    fn from(Output { status, stdout, stderr }: Output) -> Run {
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
 }
 
 pub struct Run {
@@ -65,12 +93,7 @@ impl Relay {
     }
 
     pub fn run(&self, args: &[&str]) -> Run {
-        let Output { status, stdout, stderr } = self.command(args).output().expect("run relay");
-        Run {
-            code: status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        }
+        self.command(args).output().expect("run relay").into()
     }
 
     /// Runs and expects success; returns stdout.

@@ -14,7 +14,7 @@
 //! proptest regression files. For a longer or different run:
 //!
 //! ```text
-//! RELAY_FUZZ_CASES=5000 RELAY_FUZZ_SEED=7 cargo test --test fuzz_api -- --nocapture
+//! RELAY_FUZZ_CASES=5000 RELAY_FUZZ_SEED=7 cargo test --test it fuzz_api:: -- --nocapture
 //! ```
 //!
 //! `RELAY_FUZZ_CASES` is the number of generated cases (each a sequence of
@@ -24,7 +24,6 @@
 //!
 //! The bugs it found have a test of their own at the end of this file.
 
-mod common;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -52,7 +51,7 @@ use relay::webhooks::Webhooks;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use common::*;
+use crate::support::*;
 
 const DEFAULT_CASES: u32 = 500;
 const DEFAULT_SEED: u64 = 1;

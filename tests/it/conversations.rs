@@ -2,9 +2,8 @@
 //! (every agent turn hands the conversation to a human): the state machine,
 //! heartbeats, the queue, operator commands and restart recovery.
 
-mod common;
 
-use common::*;
+use crate::support::*;
 use serde_json::{Value, json};
 
 #[test]

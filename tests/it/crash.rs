@@ -15,9 +15,8 @@
 //!
 //! `RELAY_CRASH_TRIALS` (default 50) sets the number of kills;
 //! `RELAY_CRASH_SEED` replays a run (the seed is printed).
-//! The longer run: `RELAY_CRASH_TRIALS=500 cargo test --release --test crash -- --nocapture`.
+//! The longer run: `RELAY_CRASH_TRIALS=500 cargo test --release --test it crash:: -- --nocapture`.
 
-mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -25,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::*;
 use relay::api::{ConversationInstance, OutboxEntry, SendStatus, State, TranscriptMessage};
 use relay::home::Home;
 use relay::scripted_model::{Reply, Responder, ScriptedModel};

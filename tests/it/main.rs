@@ -1,0 +1,28 @@
+//! relay's integration tests, one crate (one binary to build and link,
+//! instead of one per file). Each module is one concern; `support` holds
+//! what they share: the harness that runs the real `relay` binary on a
+//! temporary home and a free port, the scripted model, the test agent of
+//! the in-process engine tests.
+//!
+//! Run one concern with its module path: `cargo test --test it crash::`.
+
+mod support;
+
+mod agent;
+mod api;
+mod cli_truth;
+mod containment;
+mod conversations;
+mod crash;
+mod docs;
+mod engine;
+mod engine_channel;
+mod engine_properties;
+mod example_home;
+mod fuzz_api;
+mod lifecycle;
+mod main_agent;
+mod mcp;
+mod reliability;
+mod soak;
+mod whatsapp_session;

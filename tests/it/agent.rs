@@ -2,7 +2,6 @@
 //! and rig-core's real OpenAI client talking to the scripted model server,
 //! whose recorded requests show what relay sent.
 
-
 use std::sync::Arc;
 
 use crate::support::model::*;

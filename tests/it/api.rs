@@ -1,7 +1,6 @@
 //! The local API's guard and contract: token, Host, Origin, content type,
 //! body size, malformed input, and the OpenAPI document.
 
-
 use crate::support::*;
 use serde_json::Value;
 

@@ -3,7 +3,6 @@
 //! reader that stops early, as `relay demo | head -3`), stops its daemon and
 //! removes its temporary home.
 
-
 use std::io::{BufRead, BufReader, Lines};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,6 @@
 //! conversation. (tests/it/agent.rs covers `to` on send_message, unknown tools
 //! in general and the key in status/get/log; these go further.)
 
-
 use std::sync::Arc;
 
 use crate::support::*;

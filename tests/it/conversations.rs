@@ -2,7 +2,6 @@
 //! (every agent turn hands the conversation to a human): the state machine,
 //! heartbeats, the queue, operator commands and restart recovery.
 
-
 use crate::support::*;
 use serde_json::{Value, json};
 

@@ -17,7 +17,6 @@
 //! `RELAY_CRASH_SEED` replays a run (the seed is printed).
 //! The longer run: `RELAY_CRASH_TRIALS=500 cargo test --release --test it crash:: -- --nocapture`.
 
-
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -3,7 +3,6 @@
 //! to run (times, ids, ports, paths) masked, so a change to a view that
 //! leaves the README behind fails here.
 
-
 use crate::support::*;
 
 /// `text` with what differs between two runs masked: UUIDs become `<id>`,

@@ -24,7 +24,6 @@
 //!
 //! The bugs it found have a test of their own at the end of this file.
 
-
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};

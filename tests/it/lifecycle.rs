@@ -1,7 +1,6 @@
 //! The daemon's life: start, status, stop, signals, stale files, port
 //! conflicts, and the errors of a CLI without a daemon.
 
-
 use crate::support::*;
 use serde_json::Value;
 
@@ -347,7 +346,6 @@ fn stop_that_cannot_read_the_lock_says_so_and_not_that_relay_is_stopped() {
     assert!(stderr.contains("cannot tell whether relay is running") && stderr.contains("daemon.lock"), "{stderr}");
     relay.ok(&["status"]);
 }
-
 
 #[test]
 fn linking_without_reaching_whatsapp_shows_each_attempt_and_gives_up() {

@@ -2,7 +2,6 @@
 //! (long poll), the report of an ended conversation, questions answered with
 //! `relay answer`, and the event log (`relay events`, `GET /events`).
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::Arc;
@@ -138,7 +137,6 @@ fn a_daemon_that_stops_ends_its_waiters_with_an_error_to_retry() {
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("stopping") && run.stderr.contains("wait again"), "{}", run.stderr);
 }
-
 
 #[test]
 fn a_wait_on_an_ended_conversation_answers_at_once() {

@@ -2,7 +2,6 @@
 //! message a line) on stdin/stdout to this test, which plays the MCP client,
 //! against a real sandbox daemon.
 
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};

@@ -3,7 +3,6 @@
 //! The crash trials are in `crash.rs`; hostile input in `fuzz_api.rs` and
 //! `engine_properties.rs`.
 
-
 use crate::support::*;
 use serde_json::Value;
 

@@ -8,7 +8,6 @@
 //! RELAY_SOAK_SECS=60 RELAY_SOAK_CONVERSATIONS=200 cargo test --release --test it soak:: -- --ignored --nocapture
 //! ```
 
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

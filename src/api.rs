@@ -7,7 +7,29 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-pub use crate::engine::fsm::{Event, State};
+pub use crate::fsm::{Event, State};
+
+/// Limits on what callers may ask for: part of the contract, enforced by
+/// the engine, stated in the tool schemas and the docs.
+pub mod limits {
+    use std::time::Duration;
+
+    pub const MAX_OBJECTIVE_CHARS: usize = 4_000;
+    pub const MAX_TODOS: usize = 50;
+    pub const MAX_TODO_CHARS: usize = 500;
+    /// WhatsApp's own limit is 65,536; a person should never get more than this.
+    pub const MAX_MESSAGE_CHARS: usize = 4_096;
+    pub const MAX_NOTE_CHARS: usize = 1_000;
+    pub const MAX_REASON_CHARS: usize = 1_000;
+    /// Messages one agent turn may send: a person gets a few messages, not a
+    /// flood from a model that calls `send_message` fifty times in one answer.
+    pub const MAX_MESSAGES_PER_TURN: u32 = 5;
+    pub const MIN_HEARTBEAT: Duration = Duration::from_secs(1);
+    pub const MAX_HEARTBEAT: Duration = Duration::from_secs(30 * 24 * 3600);
+    pub const MAX_FOLLOWUPS: u32 = 100;
+    /// Shortest id prefix accepted in place of a full id.
+    pub const MIN_ID_PREFIX: usize = 4;
+}
 
 /// Defaults of `relay create`.
 pub const DEFAULT_HEARTBEAT_INTERVAL_MS: u64 = 30 * 60 * 1000;

@@ -6,23 +6,23 @@
 //! the sandbox) and runs, for each conversation, a small agent whose only
 //! powers are six conversation-scoped tools.
 //!
-//! Where each concept lives:
+//! Where each concept lives, lowest layer first. A module uses only those
+//! above it in this table (tests/it/layers.rs checks it):
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`api`] | the contract: every type on the wire, shared by daemon, CLI and OpenAPI |
-//! | [`engine`] | conversations: the state machine table ([`engine::fsm`]), one actor per contact (events one at a time, the FIFO queue), heartbeats, the six tools |
-//! | [`agent`] | the `Agent` seam the engine calls for a turn; the LLM agent (prompt, tools, rig-core loop, providers) |
-//! | [`channel`] | the `Channel` seam, and the sandbox channel |
-//! | [`store`] | crash-safe files in the relay home |
-//! | [`daemon`] | the HTTP server, its guards, routes and lifecycle |
-//! | [`cli`] | one file per subcommand, and output formatting |
-//! | [`mcp`] | `relay mcp`'s Model Context Protocol server: relay's commands as tools for an AI agent |
-//! | [`home`], [`config`] | where files live, and `config.json` |
-//! | [`contact`], [`duration`] | E.164 numbers and `30m`-style durations |
-//! | [`template`] | conversations written once with `{{placeholders}}`, started many times |
-//! | [`webhooks`] | events POSTed, signed, in order, to the URLs the operator registered |
-//! | [`scripted_model`] | a scripted Chat Completions server, for tests and trying relay without a key |
+//! | [`util`], [`duration`], [`contact`] | small shared pieces; `30m`-style durations; E.164 numbers |
+//! | [`fsm`] | the conversation state machine: states, events and the transition table, as data |
+//! | [`home`] | where files live; the daemon's lock, pid, port and token files ([`home::daemon_files`]) |
+//! | [`api`] | the contract: every type on the wire and its limits, shared by daemon, CLI and OpenAPI |
+//! | [`store`] | crash-safe files in the relay home, and the append-only [`store::Journal`] |
+//! | [`config`], [`template`] | `config.json`, checked one way for `relay init` and the daemon; conversations written once with `{{placeholders}}` |
+//! | [`channel`] | the `Channel` seam; the sandbox and WhatsApp channels |
+//! | [`agent`] | the `Agent` seam the engine calls for a turn, and the tools it acts through ([`agent::seam`]); the LLM agent (prompt, tools, rig-core loop, providers) |
+//! | [`engine`] | conversations: one actor per contact (events one at a time, the FIFO queue), heartbeats, the tools' effects |
+//! | [`webhooks`], [`scripted_model`] | events POSTed, signed, in order; a scripted Chat Completions server for tests and the demo |
+//! | [`daemon`] | the HTTP server, its guards and routes |
+//! | [`cli`], [`mcp`] | the front ends: one file per subcommand; relay's commands as MCP tools |
 
 pub mod agent;
 pub mod api;
@@ -33,6 +33,7 @@ pub mod contact;
 pub mod daemon;
 pub mod duration;
 pub mod engine;
+pub mod fsm;
 pub mod home;
 pub mod mcp;
 pub mod scripted_model;

@@ -10,12 +10,13 @@
 pub mod llm;
 pub mod prompt;
 pub mod provider;
+pub mod seam;
 pub mod tools;
 
 use crate::api::{ConversationInstance, TranscriptMessage};
 use crate::util::BoxFuture;
 
-pub use crate::engine::tools::{ConversationTools, ToolCall, ToolError};
+pub use seam::{ConversationTools, ToolCall, ToolError, ToolSink};
 
 /// Why the engine asks for a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::{ToolCall, ToolError};
 use crate::api::{Outcome, TodoStatus};
-use crate::engine::limits;
+use crate::api::limits;
 
 /// Send a WhatsApp message to the contact of this conversation (the only
 /// person you can write to). Keep it brief and natural, in the contact's

@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 use super::{CliError, Context};
 use crate::api::ApiErrorResponse;
-use crate::daemon::lifecycle;
+use crate::home::daemon_files;
 
 /// Longer than any request the daemon serves should take...
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -49,11 +49,11 @@ impl Client {
     /// the next start).
     pub fn new(ctx: &Context) -> Result<Client, CliError> {
         let home = &ctx.home;
-        let locked = lifecycle::is_locked(home);
+        let locked = daemon_files::is_locked(home);
         // While the lock is held the port file is the running daemon's (it
         // removes a killed one's first); without it, it is still starting, or
         // `relay init` is linking.
-        if locked && let Some(running) = lifecycle::read_port(home) {
+        if locked && let Some(running) = daemon_files::read_port(home) {
             if let Some(asked) = ctx.port
                 && asked != running
             {
@@ -62,11 +62,11 @@ impl Client {
                     port_source()
                 )));
             }
-            let token = lifecycle::read_token(home);
+            let token = daemon_files::read_token(home);
             return Ok(Client { port: running, token, timeout: REQUEST_TIMEOUT, idempotency_key: None });
         }
         let config = ctx.config()?;
-        let token = lifecycle::read_token(home);
+        let token = daemon_files::read_token(home);
         if token.is_none() && !locked {
             return Err(CliError::not_running());
         }

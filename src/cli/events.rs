@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::client::{Client, StreamEnd};
 use super::{CliError, Context, output};
 use crate::api::{ConversationEvent, EventData};
-use crate::daemon::lifecycle;
+use crate::home::daemon_files;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -64,7 +64,7 @@ async fn stream_lost(ctx: &Context, args: &Args, last_seq: u64) -> CliError {
     let again = format!("relay events --follow --after {last_seq}{id}");
     // A daemon that is stopping ends the stream a moment before it is gone.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while lifecycle::is_locked(&ctx.home) {
+    while daemon_files::is_locked(&ctx.home) {
         if Instant::now() > deadline {
             return CliError::failure(format!(
                 "the daemon ended the event stream but still runs (see relay.log in {}); go on with `{again}`",

@@ -131,7 +131,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             say!("WhatsApp is not linked by this run: `relay init --link` shows the QR code to scan.");
         }
     }
-    let running = crate::daemon::lifecycle::is_locked(&ctx.home);
+    let running = crate::home::daemon_files::is_locked(&ctx.home);
     if running && existing.as_ref() != Some(&config) {
         say!("The daemon is running: `relay stop && relay start` to apply this config.");
     }

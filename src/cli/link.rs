@@ -16,7 +16,7 @@ use crate::api::{PairRequest, PairingEvent};
 use crate::channel::whatsapp::qr;
 use crate::channel::whatsapp::session::{Endpoint, Session};
 use crate::contact::Contact;
-use crate::daemon::lifecycle;
+use crate::home::daemon_files;
 
 /// How long a fresh link may take to finish its first sync before this
 /// process lets go of the session.
@@ -27,7 +27,7 @@ const SETTLE: Duration = Duration::from_secs(60);
 pub async fn run(ctx: &Context, phone: Option<Contact>, force: bool, timeout: Duration) -> Result<(), CliError> {
     let mut screen = Screen::new(ctx.json);
     let phone = phone.map(|p| p.to_string());
-    let outcome = if lifecycle::is_locked(&ctx.home) {
+    let outcome = if daemon_files::is_locked(&ctx.home) {
         screen.note("The daemon is running: it links, and this shows its codes.");
         let client = Client::new(ctx)?;
         let (tx, events) = mpsc::unbounded_channel();
@@ -58,7 +58,7 @@ async fn link_here(
     force: bool,
     timeout: Duration,
 ) -> Result<Option<PairingEvent>, CliError> {
-    let _lock = lifecycle::lock(&ctx.home).map_err(|e| CliError::failure(e.to_string()))?;
+    let _lock = daemon_files::lock(&ctx.home).map_err(|e| CliError::failure(e.to_string()))?;
     let (session, _events) = Session::start(ctx.home.whatsapp_auth_dir(), Endpoint::from_env());
     screen.note("Connecting to WhatsApp...");
     let failures = session.dial_failures();

@@ -138,7 +138,7 @@ impl Context {
 
     /// `--port`/`RELAY_PORT`, else the running daemon's, else the config's.
     pub fn port(&self, config: &Config) -> u16 {
-        self.port.or_else(|| crate::daemon::lifecycle::read_port(&self.home)).unwrap_or(config.daemon_port)
+        self.port.or_else(|| crate::home::daemon_files::read_port(&self.home)).unwrap_or(config.daemon_port)
     }
 }
 

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::output::{complain, say};
 use super::{CliError, Context, output};
 use crate::api::HealthResponse;
-use crate::daemon::lifecycle::{self, LockState};
+use crate::home::daemon_files::{self, LockState};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 const POLL: Duration = Duration::from_millis(5);
@@ -36,9 +36,9 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         return report(ctx, running);
     }
     let config = ctx.config()?;
-    if let Some(pid) = lifecycle::read_pid(home) {
+    if let Some(pid) = daemon_files::read_pid(home) {
         // No daemon holds the lock, so this pid file outlived its daemon.
-        lifecycle::clean_up(home);
+        daemon_files::clean_up(home);
         if !ctx.json {
             complain!("relay: removed a stale pid file (pid {pid} is gone)");
         }
@@ -90,7 +90,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
 async fn running_daemon(home: &crate::home::Home) -> Result<Option<Started>, CliError> {
     let started = Instant::now();
     loop {
-        match lifecycle::lock_state(home) {
+        match daemon_files::lock_state(home) {
             LockState::Free => return Ok(None),
             LockState::Held => {}
             LockState::Unknown(e) => {
@@ -102,7 +102,7 @@ async fn running_daemon(home: &crate::home::Home) -> Result<Option<Started>, Cli
         }
         // Both files are written before the daemon serves; an answer from
         // another pid is some other program on a port the files still name.
-        if let (Some(port), Some(pid)) = (lifecycle::read_port(home), lifecycle::read_pid(home))
+        if let (Some(port), Some(pid)) = (daemon_files::read_port(home), daemon_files::read_pid(home))
             && let Some(health) = health(port).await
             && health.pid == pid
         {
@@ -118,8 +118,8 @@ async fn running_daemon(home: &crate::home::Home) -> Result<Option<Started>, Cli
 fn held_without_daemon(home: &crate::home::Home) -> CliError {
     let lock = home.lock_file();
     let seconds = READY_TIMEOUT.as_secs();
-    let port = lifecycle::read_port(home).map(|p| format!(" on 127.0.0.1:{p}")).unwrap_or_default();
-    CliError::failure(match lifecycle::lock_holder(home) {
+    let port = daemon_files::read_port(home).map(|p| format!(" on 127.0.0.1:{p}")).unwrap_or_default();
+    CliError::failure(match daemon_files::lock_holder(home) {
         Some((pid, command)) => format!(
             "pid {pid} ({command}) holds this relay home's lock ({}) but no relay daemon answers{port}, and it did \
              not let go within {seconds}s: once it ends, `relay start` works; if it is stuck, `kill -9 {pid}` ends \

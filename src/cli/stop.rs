@@ -9,7 +9,7 @@ use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::ShutdownResponse;
-use crate::daemon::lifecycle::{self, LockState};
+use crate::home::daemon_files::{self, LockState};
 
 const GRACE: Duration = Duration::from_secs(20);
 
@@ -21,10 +21,10 @@ struct Stopped {
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let home = &ctx.home;
-    match lifecycle::lock_state(home) {
+    match daemon_files::lock_state(home) {
         LockState::Held => {}
         LockState::Free => {
-            lifecycle::clean_up(home);
+            daemon_files::clean_up(home);
             return report(ctx, Stopped { pid: None, was_running: false });
         }
         // Never "not running" on a guess.
@@ -43,14 +43,14 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         Ok(pid) => pid,
         // The API did not take it (wrong port, token gone): signal the pid instead.
         Err(_) => {
-            let pid = lifecycle::read_pid(home)
+            let pid = daemon_files::read_pid(home)
                 .ok_or_else(|| CliError::failure("the daemon holds its lock but has no pid file; stop it by hand"))?;
             signal_term(pid)?;
             pid
         }
     };
     let started = Instant::now();
-    while lifecycle::is_locked(home) || lifecycle::process_running(pid) {
+    while daemon_files::is_locked(home) || daemon_files::process_running(pid) {
         if started.elapsed() > GRACE {
             return Err(CliError::failure(format!(
                 "the daemon (pid {pid}) did not stop within {}s; `kill {pid}` ends it, and nothing on disk is lost",

@@ -48,7 +48,7 @@ impl From<EngineError> for ApiError {
             EngineError::NoQuestion { .. } => {
                 let mut e = ApiError::new(StatusCode::CONFLICT, "invalid_transition", message);
                 e.body.current_state = Some(crate::api::State::NeedsHumanIntervention);
-                e.body.event = Some(crate::engine::fsm::Event::OperatorAnswers);
+                e.body.event = Some(crate::fsm::Event::OperatorAnswers);
                 e
             }
             EngineError::Channel(ChannelError::Unavailable { .. }) => {

@@ -9,7 +9,6 @@
 
 pub mod error;
 pub mod guard;
-pub mod lifecycle;
 pub mod memory;
 pub mod routes;
 
@@ -24,7 +23,7 @@ use tokio::sync::watch;
 use crate::channel::{Channel, SandboxChannel, whatsapp::WhatsappChannel};
 use crate::config::{ChannelKind, Config, ConfigError};
 use crate::engine::Engine;
-use crate::home::Home;
+use crate::home::{Home, daemon_files};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +31,7 @@ pub enum DaemonError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Lock(#[from] lifecycle::LockError),
+    Lock(#[from] daemon_files::LockError),
     #[error(
         "port {0} on 127.0.0.1 is already in use by another program: stop it, or choose another port with --port or RELAY_PORT"
     )]
@@ -51,10 +50,10 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
     let port = port.unwrap_or(config.daemon_port);
     let loose = home.secure()?;
     home.create()?;
-    let _lock = lifecycle::lock(&home)?;
+    let _lock = daemon_files::lock(&home)?;
     // A daemon that was killed left its pid, port and token files: gone now,
     // so while the lock is held, a port file is this daemon's (clients trust it).
-    lifecycle::clean_up(&home);
+    daemon_files::clean_up(&home);
     init_logging(&home)?;
     for path in loose {
         tracing::warn!(path = %path.display(), "was readable by other users; made owner-only");
@@ -66,10 +65,10 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
         _ => DaemonError::Bind { port, source },
     })?;
     let port = listener.local_addr()?.port();
-    let token = lifecycle::write_token(&home)?;
+    let token = daemon_files::write_token(&home)?;
     let served = serve(&home, &config, listener, port, token).await;
     // Whatever happened, leave no token, pid or port file behind.
-    lifecycle::clean_up(&home);
+    daemon_files::clean_up(&home);
     tracing::info!("daemon stopped");
     served
 }
@@ -99,8 +98,8 @@ async fn serve(
         stop: stop.clone(),
         webhooks: webhooks.clone(),
     };
-    lifecycle::write_port(home, port)?;
-    lifecycle::write_pid(home)?;
+    daemon_files::write_port(home, port)?;
+    daemon_files::write_pid(home)?;
     tracing::info!(pid = std::process::id(), port, channel = config.channel.as_str(), "daemon started");
 
     tokio::spawn(stop_on_signals(stop));

@@ -493,7 +493,7 @@ async fn sandbox_say(
 ) -> ApiResult<Json<SandboxSayResponse>> {
     let sandbox = sandbox(&app)?;
     let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
-    let text = crate::engine::bounded_text("message", request.text, crate::engine::limits::MAX_MESSAGE_CHARS)?;
+    let text = crate::engine::bounded_text("message", request.text, crate::api::limits::MAX_MESSAGE_CHARS)?;
     let instance_id = match sandbox.say(contact.clone(), text).await {
         Delivery::Delivered(id) => Some(id),
         Delivery::NoConversation => None,

@@ -18,8 +18,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::fsm::{self, Event, Target};
-use super::tools::{ConversationTools, ToolCall, ToolError};
+use crate::fsm::{self, Event, Target};
+use super::tools::ActorTools;
+use crate::agent::{ConversationTools, ToolCall, ToolError};
 use super::{EngineError, Shared, bounded_text, heartbeat, limits, report};
 use crate::agent::{AgentError, Turn, TurnKind};
 use crate::api::{
@@ -853,7 +854,7 @@ impl Actor {
         answering.reverse();
         self.turns_started += 1;
         let turn = self.turns_started;
-        let tools = ConversationTools { actor: self.me.clone(), instance: id, turn };
+        let tools = ConversationTools::new(ActorTools { actor: self.me.clone(), instance: id, turn });
         let (agent, me) = (self.shared.agent.clone(), self.me.clone());
         tracing::debug!(instance = %id, ?kind, "turn started");
         let task = tokio::spawn(async move {

@@ -72,11 +72,11 @@ impl Drop for Claim {
 impl Keys {
     /// Loads the journal, dropping keys older than [`KEEP`].
     pub(crate) fn load(store: Store) -> Result<Keys, StoreError> {
-        let records = store.load_keys()?;
+        let records = store.keys().load::<KeyRecord>()?;
         let oldest = Utc::now() - KEEP;
         let fresh: Vec<KeyRecord> = records.iter().filter(|r| r.at >= oldest).cloned().collect();
         if fresh.len() < records.len() {
-            store.rewrite_keys(&fresh)?;
+            store.keys().rewrite(&fresh)?;
         }
         let known = fresh.into_iter().map(|record| (record.key.clone(), Known { record, busy: false })).collect();
         Ok(Keys { store, known: Mutex::new(known) })
@@ -111,7 +111,7 @@ impl Keys {
             at: Utc::now(),
         };
         // Held under the lock: one fsync, and no second request can slip in.
-        self.store.append_key(&record)?;
+        self.store.keys().append(&record)?;
         let target = record.target;
         known.insert(key.to_string(), Known { record, busy: true });
         Ok(Claim { keys: self.clone(), key: key.to_string(), target, retried: false })
@@ -176,10 +176,10 @@ mod tests {
             target: Uuid::new_v4(),
             at: Utc::now() - KEEP - chrono::TimeDelta::minutes(1),
         };
-        store.append_key(&old).unwrap();
+        store.keys().append(&old).unwrap();
         let keys = keys(dir.path());
         assert!(!keys.claim("old", "create", fingerprint(&[b"a"])).unwrap().retried);
-        assert_eq!(store.load_keys().unwrap().len(), 1, "the journal was compacted, then the key journaled anew");
+        assert_eq!(store.keys().load::<KeyRecord>().unwrap().len(), 1, "the journal was compacted, then the key journaled anew");
     }
 
     #[test]

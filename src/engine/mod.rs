@@ -1,7 +1,8 @@
 //! The conversation engine: creates conversations, routes every event to the
 //! task that owns it, and answers reads.
 //!
-//! - [`fsm`]: the state machine table.
+//! - the state machine table is [`crate::fsm`], below the engine: the API
+//!   names its states and events too.
 //! - [`actor`]: one task per contact with live conversations. Every event of
 //!   those conversations (contact message, heartbeat, operator command, tool
 //!   call, finished turn) is handled there, one at a time, so a reply and a
@@ -18,7 +19,6 @@
 
 pub mod actor;
 pub mod events;
-pub mod fsm;
 pub mod heartbeat;
 pub mod idempotency;
 pub mod report;
@@ -43,28 +43,9 @@ use crate::contact::Contact;
 use crate::store::{Store, StoreError};
 use crate::util::BoxFuture;
 use actor::{Msg, Op};
-use fsm::{Event, InvalidTransition};
+use crate::api::limits;
+use crate::fsm::{Event, InvalidTransition};
 
-/// Limits on what callers may ask for.
-pub mod limits {
-    use std::time::Duration;
-
-    pub const MAX_OBJECTIVE_CHARS: usize = 4_000;
-    pub const MAX_TODOS: usize = 50;
-    pub const MAX_TODO_CHARS: usize = 500;
-    /// WhatsApp's own limit is 65,536; a person should never get more than this.
-    pub const MAX_MESSAGE_CHARS: usize = 4_096;
-    pub const MAX_NOTE_CHARS: usize = 1_000;
-    pub const MAX_REASON_CHARS: usize = 1_000;
-    /// Messages one agent turn may send: a person gets a few messages, not a
-    /// flood from a model that calls `send_message` fifty times in one answer.
-    pub const MAX_MESSAGES_PER_TURN: u32 = 5;
-    pub const MIN_HEARTBEAT: Duration = Duration::from_secs(1);
-    pub const MAX_HEARTBEAT: Duration = Duration::from_secs(30 * 24 * 3600);
-    pub const MAX_FOLLOWUPS: u32 = 100;
-    /// Shortest id prefix accepted in place of a full id.
-    pub const MIN_ID_PREFIX: usize = 4;
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

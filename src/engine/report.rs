@@ -4,7 +4,7 @@
 //! parts judged here); every other ending gets relay's own words here, which
 //! never quote the contact.
 
-use super::fsm::Event;
+use crate::fsm::Event;
 use crate::api::{ConversationInstance, EndedBy, Outcome, TodoItem, TodoStatus};
 
 /// Fills the report of `instance`, which `event` has just ended, unless the

@@ -21,7 +21,6 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::api::{ConversationInstance, SendStatus, TranscriptMessage, UnroutedMessage};
-use crate::engine::idempotency::KeyRecord;
 use crate::home::Home;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,13 +33,48 @@ pub enum StoreError {
     Corrupt { path: String, source: serde_json::Error },
 }
 
+/// An append-only file of JSON records, one a line: appended durably one at
+/// a time, read back oldest first, and replaced whole (atomically) when its
+/// owner compacts it. What the records are is the owner's business.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    path: PathBuf,
+}
+
+impl Journal {
+    pub fn at(path: PathBuf) -> Journal {
+        Journal { path }
+    }
+
+    /// Every record so far, oldest first (none if the file does not exist).
+    pub fn load<T: DeserializeOwned>(&self) -> Result<Vec<T>, StoreError> {
+        read_jsonl(&self.path)
+    }
+
+    /// Appends `record`; durable once this returns.
+    pub fn append<T: Serialize>(&self, record: &T) -> Result<(), StoreError> {
+        let line = serde_json::to_vec(record).expect("journal records serialise");
+        atomic::append_line(&self.path, &line).map_err(|source| write_error(&self.path, source))
+    }
+
+    /// Replaces the whole journal with `records` (to drop expired ones).
+    pub fn rewrite<T: Serialize>(&self, records: &[T]) -> Result<(), StoreError> {
+        let mut text = Vec::new();
+        for record in records {
+            text.extend(serde_json::to_vec(record).expect("journal records serialise"));
+            text.push(b'\n');
+        }
+        atomic::replace(&self.path, &text).map_err(|source| write_error(&self.path, source))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Store {
     instances: PathBuf,
     transcripts: PathBuf,
     unrouted: PathBuf,
     clean_shutdown: PathBuf,
-    keys: PathBuf,
+    keys: Journal,
     events: PathBuf,
 }
 
@@ -53,7 +87,7 @@ impl Store {
             transcripts: home.transcripts_dir(),
             unrouted: home.unrouted_file(),
             clean_shutdown: home.clean_shutdown_file(),
-            keys: home.idempotency_file(),
+            keys: Journal::at(home.idempotency_file()),
             events: home.events_file(),
         })
     }
@@ -172,24 +206,9 @@ impl Store {
         }
     }
 
-    /// The idempotency keys journaled so far, oldest first.
-    pub fn load_keys(&self) -> Result<Vec<KeyRecord>, StoreError> {
-        read_jsonl(&self.keys)
-    }
-
-    pub fn append_key(&self, record: &KeyRecord) -> Result<(), StoreError> {
-        let line = serde_json::to_vec(record).expect("keys serialise");
-        atomic::append_line(&self.keys, &line).map_err(|source| write_error(&self.keys, source))
-    }
-
-    /// Replaces the journal (to drop expired keys).
-    pub fn rewrite_keys(&self, records: &[KeyRecord]) -> Result<(), StoreError> {
-        let mut text = Vec::new();
-        for record in records {
-            text.extend(serde_json::to_vec(record).expect("keys serialise"));
-            text.push(b'\n');
-        }
-        atomic::replace(&self.keys, &text).map_err(|source| write_error(&self.keys, source))
+    /// The journal of idempotency keys (`idempotency.jsonl`).
+    pub fn keys(&self) -> &Journal {
+        &self.keys
     }
 
     /// Keeps a message from a contact with no live conversation.

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use crate::support::*;
-use relay::engine::limits::{MAX_MESSAGE_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
+use relay::api::limits::{MAX_MESSAGE_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use relay::scripted_model::{Reply, Responder, ScriptedModel, queue};
 use serde_json::{Value, json};
 

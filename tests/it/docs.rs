@@ -98,7 +98,7 @@ fn the_readme_config_table_has_every_setting_and_its_default() {
 /// The limits README states are the ones the daemon enforces.
 #[test]
 fn the_readme_limits_are_the_daemons() {
-    use relay::engine::limits::*;
+    use relay::api::limits::*;
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let thousands = |n: usize| {
         let digits = n.to_string();

@@ -38,7 +38,7 @@ use relay::api::{
 };
 use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent};
 use relay::contact::Contact;
-use relay::engine::fsm::{self, Event, Target};
+use relay::fsm::{self, Event, Target};
 use relay::engine::{Engine, EngineError, Settings};
 use relay::home::Home;
 use relay::store::Store;

@@ -20,6 +20,7 @@ mod engine_channel;
 mod engine_properties;
 mod example_home;
 mod fuzz_api;
+mod layers;
 mod lifecycle;
 mod main_agent;
 mod mcp;

@@ -9,54 +9,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-/// Pacing settings, `whatsapp.pacing` in config.json.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PacingSettings {
-    /// "typing…" shows for this long per character of the message...
-    pub typing_ms_per_char: u64,
-    /// ...but never shorter than this...
-    pub min_typing_ms: u64,
-    /// ...nor longer than this.
-    pub max_typing_ms: u64,
-    /// Shortest time between two messages to the same contact.
-    pub min_gap_ms: u64,
-    /// Most messages sent in any minute, all contacts together.
-    pub max_messages_per_minute: u32,
-}
-
-impl Default for PacingSettings {
-    fn default() -> Self {
-        PacingSettings {
-            typing_ms_per_char: 30,
-            min_typing_ms: 1_000,
-            max_typing_ms: 6_000,
-            min_gap_ms: 2_000,
-            max_messages_per_minute: 20,
-        }
-    }
-}
-
-impl PacingSettings {
-    pub fn check(&self) -> Result<(), String> {
-        if self.min_typing_ms > self.max_typing_ms {
-            return Err("whatsapp.pacing.min_typing_ms must be at most max_typing_ms".into());
-        }
-        if self.max_messages_per_minute == 0 {
-            return Err("whatsapp.pacing.max_messages_per_minute must be at least 1".into());
-        }
-        Ok(())
-    }
-
-    /// How long "typing…" shows before a message of `chars` characters.
-    pub fn typing_time(&self, chars: usize) -> Duration {
-        let ms = self.typing_ms_per_char.saturating_mul(chars as u64).clamp(self.min_typing_ms, self.max_typing_ms);
-        Duration::from_millis(ms)
-    }
-}
+pub use crate::config::PacingSettings;
 
 /// When one message goes out: typing from `typing_from`, sent at `send_at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

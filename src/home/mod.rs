@@ -6,6 +6,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+pub mod daemon_files;
+
 #[derive(Debug, Clone)]
 pub struct Home {
     root: PathBuf,

@@ -1,0 +1,102 @@
+//! The seam between a turn and its conversation: the agent declares what it
+//! acts through ([`ToolSink`], wrapped as [`ConversationTools`]), the engine
+//! implements it (as `channel` declares `InboundSink`). A sink is bound to
+//! one conversation and one turn: nothing a [`ToolCall`] can express names a
+//! recipient, and once the turn is over every call is refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::api::{Outcome, TodoStatus, TokenUsage};
+use crate::util::BoxFuture;
+
+/// One tool call, already parsed and typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCall {
+    SendMessage {
+        text: String,
+    },
+    MarkTodoItem {
+        todo_id: String,
+        status: TodoStatus,
+        /// What was learned (the todo's `answer`); None keeps the old one.
+        answer: Option<String>,
+    },
+    EndConversation {
+        reason: String,
+        /// None: relay judges it from the todos.
+        outcome: Option<Outcome>,
+        /// None: the reason is the summary.
+        summary: Option<String>,
+    },
+    ScheduleNextHeartbeat {
+        delay: Duration,
+    },
+    /// A stub: calls are not available yet, and the model is told so.
+    PlaceCall,
+    RequestHumanIntervention {
+        reason: String,
+        /// What exactly the agent asks the operator, if anything.
+        question: Option<String>,
+    },
+}
+
+impl ToolCall {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolCall::SendMessage { .. } => "send_message",
+            ToolCall::MarkTodoItem { .. } => "mark_todo_item",
+            ToolCall::EndConversation { .. } => "end_conversation",
+            ToolCall::ScheduleNextHeartbeat { .. } => "schedule_next_heartbeat",
+            ToolCall::PlaceCall => "place_call",
+            ToolCall::RequestHumanIntervention { .. } => "request_human_intervention",
+        }
+    }
+
+    /// Whether the turn should stop after this call succeeds.
+    pub fn ends_turn(&self) -> bool {
+        matches!(self, ToolCall::EndConversation { .. } | ToolCall::RequestHumanIntervention { .. })
+    }
+}
+
+/// A refused tool call; the text goes back to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+/// What one turn's tools are, seen from the agent: the engine implements it.
+pub trait ToolSink: Send + Sync {
+    /// Runs one tool call; the `Ok` text is what the model sees.
+    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<String, ToolError>>;
+
+    /// Adds one model call's tokens to the conversation's totals.
+    fn record_usage(&self, usage: TokenUsage);
+}
+
+/// The conversation-scoped tool handle given to the agent for one turn.
+#[derive(Clone)]
+pub struct ConversationTools(Arc<dyn ToolSink>);
+
+impl ConversationTools {
+    pub fn new(sink: impl ToolSink + 'static) -> ConversationTools {
+        ConversationTools(Arc::new(sink))
+    }
+
+    /// Runs one tool call; the `Ok` text is what the model sees.
+    pub async fn call(&self, call: ToolCall) -> Result<String, ToolError> {
+        self.0.call(call).await
+    }
+
+    /// Adds one model call's tokens to the conversation's totals. Call it
+    /// before running that call's tools: a turn that ends the conversation
+    /// is not heard from afterwards.
+    pub fn record_usage(&self, usage: TokenUsage) {
+        self.0.record_usage(usage)
+    }
+}
+
+impl std::fmt::Debug for ConversationTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConversationTools")
+    }
+}

@@ -15,8 +15,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{ToolCall, ToolError};
-use crate::api::{Outcome, TodoStatus};
 use crate::api::limits;
+use crate::api::{Outcome, TodoStatus};
 
 /// Send a WhatsApp message to the contact of this conversation (the only
 /// person you can write to). Keep it brief and natural, in the contact's

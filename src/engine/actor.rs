@@ -18,17 +18,17 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::fsm::{self, Event, Target};
 use super::tools::ActorTools;
-use crate::agent::{ConversationTools, ToolCall, ToolError};
 use super::{EngineError, Shared, bounded_text, heartbeat, limits, report};
 use crate::agent::{AgentError, Turn, TurnKind};
+use crate::agent::{ConversationTools, ToolCall, ToolError};
 use crate::api::{
     ContactText, ConversationInstance, CreateInstanceResponse, EventData, Question, Role, SendStatus, State,
     StateTransition, TokenUsage, TranscriptMessage,
 };
 use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
 use crate::contact::Contact;
+use crate::fsm::{self, Event, Target};
 
 type Reply<T> = oneshot::Sender<T>;
 type OperatorReply = Reply<Result<(ConversationInstance, Option<TranscriptMessage>), EngineError>>;

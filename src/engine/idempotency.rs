@@ -179,7 +179,11 @@ mod tests {
         store.keys().append(&old).unwrap();
         let keys = keys(dir.path());
         assert!(!keys.claim("old", "create", fingerprint(&[b"a"])).unwrap().retried);
-        assert_eq!(store.keys().load::<KeyRecord>().unwrap().len(), 1, "the journal was compacted, then the key journaled anew");
+        assert_eq!(
+            store.keys().load::<KeyRecord>().unwrap().len(),
+            1,
+            "the journal was compacted, then the key journaled anew"
+        );
     }
 
     #[test]

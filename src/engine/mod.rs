@@ -34,18 +34,17 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::agent::Agent;
+use crate::api::limits;
 use crate::api::{
     ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, SendStatus, State, TodoItem,
     TodoStatus, TranscriptMessage, UnroutedMessage,
 };
 use crate::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink};
 use crate::contact::Contact;
+use crate::fsm::{Event, InvalidTransition};
 use crate::store::{Store, StoreError};
 use crate::util::BoxFuture;
 use actor::{Msg, Op};
-use crate::api::limits;
-use crate::fsm::{Event, InvalidTransition};
-
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

@@ -4,8 +4,8 @@
 //! parts judged here); every other ending gets relay's own words here, which
 //! never quote the contact.
 
-use crate::fsm::Event;
 use crate::api::{ConversationInstance, EndedBy, Outcome, TodoItem, TodoStatus};
+use crate::fsm::Event;
 
 /// Fills the report of `instance`, which `event` has just ended, unless the
 /// agent already did.

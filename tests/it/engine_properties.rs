@@ -38,8 +38,8 @@ use relay::api::{
 };
 use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent};
 use relay::contact::Contact;
-use relay::fsm::{self, Event, Target};
 use relay::engine::{Engine, EngineError, Settings};
+use relay::fsm::{self, Event, Target};
 use relay::home::Home;
 use relay::store::Store;
 use relay::util::BoxFuture;

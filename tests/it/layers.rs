@@ -93,7 +93,8 @@ fn no_module_uses_one_above_it_or_beside_it() {
     let mut wrong = Vec::new();
     for file in files {
         let relative = file.strip_prefix(&src).unwrap();
-        let module = relative.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
+        let module =
+            relative.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
         if ["lib", "main"].contains(&module.as_str()) {
             continue;
         }

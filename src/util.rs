@@ -2,7 +2,45 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 /// A boxed future, for the async methods of the `Channel`, `Agent` and
 /// `InboundSink` traits (which are used as trait objects).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// relay's one retry policy: wait `first`, then twice as long each time, up
+/// to `max`. Model calls, WhatsApp sends and reconnects, and webhook
+/// deliveries all back off this way; what differs is only their settings.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub fn new(first: Duration, max: Duration) -> Backoff {
+        Backoff { next: first.min(max), max }
+    }
+
+    /// The wait before the next try; each call doubles the one after.
+    pub fn next_wait(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        wait
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let mut backoff = Backoff::new(Duration::from_secs(2), Duration::from_secs(10));
+        let waits: Vec<u64> = (0..5).map(|_| backoff.next_wait().as_secs()).collect();
+        assert_eq!(waits, [2, 4, 8, 10, 10]);
+        let mut huge = Backoff::new(Duration::from_secs(u64::MAX / 2), Duration::MAX);
+        huge.next_wait();
+        assert_eq!(huge.next_wait(), Duration::from_secs(u64::MAX / 2) * 2, "no overflow");
+    }
+}

@@ -26,6 +26,7 @@ use crate::api::{ConversationEvent, EventData, Webhook, WebhookCreated, WebhookR
 use crate::config::WebhookSettings;
 use crate::engine::Engine;
 use crate::store::{StoreError, atomic, to_pretty_json};
+use crate::util::Backoff;
 
 /// The header carrying the signature: `sha256=<hex of HMAC-SHA256(secret, body)>`.
 pub const SIGNATURE_HEADER: &str = "relay-signature";
@@ -268,7 +269,10 @@ impl Webhooks {
     async fn deliver(&self, record: &Record, event: &ConversationEvent) {
         let body = serde_json::to_vec(event).expect("events serialise");
         let signature = sign(&record.secret, &body);
-        let mut wait = Duration::from_millis(self.settings.retry_initial_ms);
+        let mut backoff = Backoff::new(
+            Duration::from_millis(self.settings.retry_initial_ms),
+            Duration::from_millis(self.settings.retry_max_ms),
+        );
         loop {
             let attempt = self
                 .client
@@ -287,6 +291,7 @@ impl Webhooks {
                 // Without the URL: it may hold credentials.
                 Err(e) => format!("cannot reach the receiver: {}", e.without_url()),
             };
+            let wait = backoff.next_wait();
             let next = Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
             tracing::warn!(webhook = %record.id, seq = event.seq, %error, retry_in_ms = wait.as_millis() as u64, "webhook delivery failed");
             self.update_health(&record.id, |h| {
@@ -296,7 +301,6 @@ impl Webhooks {
                 h.next_attempt_at = Some(next);
             });
             tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_millis(self.settings.retry_max_ms));
         }
     }
 

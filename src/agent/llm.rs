@@ -17,7 +17,7 @@ use super::prompt::{self, Speaker};
 use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, tools};
 use crate::api::TokenUsage;
 use crate::config::{AgentSettings, ModelConfig};
-use crate::util::BoxFuture;
+use crate::util::{Backoff, BoxFuture};
 
 pub struct LlmAgent {
     model: DynModel<Completion>,
@@ -129,6 +129,8 @@ impl LlmAgent {
     async fn call(&self, request: CompletionRequest) -> Result<CompletionResponse, AgentError> {
         let timeout = Duration::from_secs(self.settings.request_timeout_secs);
         let mut attempt = 0;
+        // Doubling without a cap of its own: `agent.max_retries` bounds it.
+        let mut backoff = Backoff::new(Duration::from_millis(self.settings.retry_backoff_ms), Duration::MAX);
         loop {
             let permit = self.in_flight.acquire().await.expect("the semaphore is never closed");
             let outcome = tokio::time::timeout(timeout, self.model.call(request.clone())).await;
@@ -146,7 +148,7 @@ impl LlmAgent {
             if !retryable || attempt >= self.settings.max_retries {
                 return Err(AgentError::Model(error));
             }
-            let wait = Duration::from_millis(self.settings.retry_backoff_ms.saturating_mul(1 << attempt.min(16)));
+            let wait = backoff.next_wait();
             tracing::warn!(model = %self.label, attempt = attempt + 1, %error, "model call failed; retrying");
             tokio::time::sleep(wait).await;
             attempt += 1;

@@ -30,7 +30,7 @@ use super::{Channel, ChannelError, InboundMessage, InboundSink, MessageRef, Sent
 use crate::api::{ChannelStatus, PairingEvent};
 use crate::config::WhatsappSettings;
 use crate::contact::Contact;
-use crate::util::BoxFuture;
+use crate::util::{Backoff, BoxFuture};
 use inbound::{Routed, Sender};
 use pacing::Pacer;
 use session::Session;
@@ -119,10 +119,10 @@ impl WhatsappChannel {
         let mut slot = None;
         let mut last_error = String::new();
         let mut tried = 0;
+        let mut backoff = Backoff::new(Duration::from_millis(settings.retry_backoff_ms), Duration::MAX);
         for attempt in 1..=settings.send_attempts {
             if attempt > 1 {
-                let backoff = Duration::from_millis(settings.retry_backoff_ms) * 2u32.pow(attempt - 2);
-                tokio::time::sleep(backoff).await;
+                tokio::time::sleep(backoff.next_wait()).await;
             }
             let waited = tokio::time::timeout_at(connect_deadline, async {
                 state.wait_for(|s| s.is_connected() || s.blocked().is_some()).await.map(|s| s.blocked())

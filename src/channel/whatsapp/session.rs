@@ -29,7 +29,7 @@ use whatsapp_rust::wacore::store::DevicePropsOverride;
 use super::jid;
 use super::state::LinkState;
 use crate::api::PairingEvent;
-use crate::util::BoxFuture;
+use crate::util::{Backoff, BoxFuture};
 
 /// Where the session dials. Tests point it at a local socket; relay itself
 /// uses WhatsApp's defaults.
@@ -193,7 +193,7 @@ impl Session {
     }
 
     async fn supervise(self: Arc<Self>) {
-        let mut backoff = Backoff::new();
+        let mut backoff = bot_backoff();
         loop {
             if self.stopping() {
                 break;
@@ -210,7 +210,7 @@ impl Session {
                     tracing::error!(%error, "cannot open the WhatsApp session");
                     self.tell_pairing(PairingEvent::Failed { reason: error.clone() });
                     self.set(LinkState::Reconnecting { last_error: Some(error) });
-                    self.pause(backoff.next()).await;
+                    self.pause(backoff.next_wait()).await;
                     continue;
                 }
             };
@@ -249,7 +249,7 @@ impl Session {
                 break;
             }
             if self.state.borrow().is_connected() || client.stats().reconnects > 0 {
-                backoff = Backoff::new();
+                backoff = bot_backoff();
             }
             if interrupted {
                 continue;
@@ -277,7 +277,7 @@ impl Session {
                         _ => Some("the connection ended".into()),
                     };
                     self.set(LinkState::Reconnecting { last_error });
-                    self.pause(backoff.next()).await;
+                    self.pause(backoff.next_wait()).await;
                 }
             }
         }
@@ -514,18 +514,8 @@ fn host_of(url: &str) -> &str {
 }
 
 /// relay's own backoff between bots: 2 s, doubling, at most 5 minutes.
-struct Backoff(Duration);
-
-impl Backoff {
-    fn new() -> Backoff {
-        Backoff(Duration::from_secs(2))
-    }
-
-    fn next(&mut self) -> Duration {
-        let delay = self.0;
-        self.0 = (self.0 * 2).min(Duration::from_secs(300));
-        delay
-    }
+fn bot_backoff() -> Backoff {
+    Backoff::new(Duration::from_secs(2), Duration::from_secs(300))
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -6,8 +6,9 @@
 //! - [`actor`]: one task per contact with live conversations. Every event of
 //!   those conversations (contact message, heartbeat, operator command, tool
 //!   call, finished turn) is handled there, one at a time, so a reply and a
-//!   heartbeat can never race. The per-contact FIFO queue lives there too.
-//! - [`heartbeat`]: when follow-ups are due.
+//!   heartbeat can never race. The per-contact FIFO queue lives there too
+//!   (`actor/queue.rs`), and each kind of event has a file of its own.
+//! - [`heartbeat`]: when follow-ups are due, and the actor's timer.
 //! - [`tools`]: the agent's six tools, as requests to the actor.
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
 //! - [`events`]: every change as a numbered, persisted event.

@@ -104,3 +104,16 @@ impl Actor {
         }
     }
 }
+
+impl Op {
+    /// The table's event for this command.
+    pub(in crate::engine) fn event(&self) -> Event {
+        match self {
+            Op::Pause => Event::Pause,
+            Op::Resume => Event::Resume,
+            Op::Cancel => Event::Cancel,
+            Op::Send { .. } => Event::ManualSend,
+            Op::Answer { .. } => Event::OperatorAnswers,
+        }
+    }
+}

@@ -87,9 +87,10 @@ pub enum EngineError {
     KeyInUse(String),
 }
 
-/// The result of an operation that may have been done before.
+/// The result of a request made with an idempotency key: its value, done
+/// now or by an earlier request with the same key.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Once<T> {
+pub struct Idempotent<T> {
     pub value: T,
     /// True when an earlier request with the same idempotency key did it.
     pub replayed: bool,
@@ -233,7 +234,7 @@ impl Engine {
         &self,
         key: &str,
         request: CreateInstanceRequest,
-    ) -> Result<Once<CreateInstanceResponse>, EngineError> {
+    ) -> Result<Idempotent<CreateInstanceResponse>, EngineError> {
         let mut instance = new_instance(request)?;
         // What the request asks for once validated: the same conversation
         // asked for in other words (a number spelled differently, defaults
@@ -243,11 +244,11 @@ impl Engine {
         let claim = self.shared.keys.claim(key, "create", fingerprint)?;
         if let Some(done) = self.shared.snapshot(claim.target) {
             let value = CreateInstanceResponse { id: done.id, state: done.state };
-            return Ok(Once { value, replayed: true });
+            return Ok(Idempotent { value, replayed: true });
         }
         instance.id = claim.target;
         let value = self.create_instance(instance).await?;
-        Ok(Once { value, replayed: claim.retried })
+        Ok(Idempotent { value, replayed: claim.retried })
     }
 
     async fn create_instance(&self, instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
@@ -341,7 +342,7 @@ impl Engine {
         key: &str,
         id_or_prefix: &str,
         text: String,
-    ) -> Result<Once<TranscriptMessage>, EngineError> {
+    ) -> Result<Idempotent<TranscriptMessage>, EngineError> {
         let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)?;
         let id = self.resolve(id_or_prefix)?;
         let fingerprint = idempotency::fingerprint(&[id.as_bytes(), text.as_bytes()]);
@@ -349,11 +350,11 @@ impl Engine {
         if claim.retried {
             let earlier = self.shared.store.read_transcript(id)?.into_iter().find(|m| m.id == claim.target);
             if let Some(message) = earlier.filter(|m| m.send_status != Some(SendStatus::Failed)) {
-                return Ok(Once { value: message, replayed: true });
+                return Ok(Idempotent { value: message, replayed: true });
             }
         }
         let value = self.send_as(&id.to_string(), text, claim.target).await?;
-        Ok(Once { value, replayed: false })
+        Ok(Idempotent { value, replayed: false })
     }
 
     async fn send_as(

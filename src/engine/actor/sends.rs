@@ -109,7 +109,7 @@ impl Actor {
         }
         match (waiter, result) {
             (SendWaiter::Tool { turn, reply }, Ok(_)) => {
-                if let Some(running) = self.turn.as_mut().filter(|t| t.id == turn) {
+                if let Some(running) = self.turn.as_mut().filter(|t| t.number == turn) {
                     running.sent += 1;
                 }
                 let _ = reply.send(Ok("sent".to_string()));
@@ -143,7 +143,7 @@ impl Actor {
     /// What a failed `send_message` does to the conversation, and what the
     /// model is told.
     fn agent_send_failed(&mut self, id: Uuid, turn: u64, error: ChannelError) -> ToolError {
-        let mine = self.turn.as_ref().is_some_and(|t| t.id == turn && t.instance == id);
+        let mine = self.turn.as_ref().is_some_and(|t| t.number == turn && t.instance == id);
         match &error {
             // Nothing is wrong with the conversation: it waits for the channel
             // and its turn runs again from the transcript.

@@ -14,7 +14,9 @@ use crate::fsm::Event;
 
 pub(super) struct RunningTurn {
     pub(super) instance: Uuid,
-    pub(super) id: u64,
+    /// The turn's number (the actor counts them): a tool call from an
+    /// earlier turn is refused, and its end ignored.
+    pub(super) number: u64,
     pub(super) kind: TurnKind,
     /// A message went out to the contact in the conversation's current
     /// state before this turn (a re-run turn) or from the operator during it.
@@ -76,7 +78,7 @@ impl Actor {
         let answers = std::mem::take(&mut self.unread);
         self.turn = Some(RunningTurn {
             instance: id,
-            id: turn,
+            number: turn,
             kind,
             already_spoke,
             scheduled: false,
@@ -90,7 +92,7 @@ impl Actor {
     }
 
     pub(super) fn turn_done(&mut self, id: Uuid, turn: u64, result: Result<(), AgentError>) {
-        let Some(finished) = self.turn.take_if(|t| t.id == turn) else {
+        let Some(finished) = self.turn.take_if(|t| t.number == turn) else {
             return; // a turn that was interrupted or detached
         };
         if result.is_ok() && !finished.answers.is_empty() {

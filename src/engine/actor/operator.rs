@@ -4,10 +4,11 @@
 use chrono::Utc;
 use uuid::Uuid;
 
+use super::transitions::allowed;
 use super::{Actor, Op, OperatorReply, SendWaiter};
 use crate::api::{ConversationInstance, EventData, Role, State, TranscriptMessage};
 use crate::engine::{EngineError, heartbeat};
-use crate::fsm::{self, Event};
+use crate::fsm::Event;
 
 impl Actor {
     pub(super) fn operate(
@@ -70,10 +71,7 @@ impl Actor {
         let id = message.instance_id;
         let allowed = self.index(id).and_then(|index| {
             let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
-            fsm::next(state, Event::ManualSend, previous).map_err(|source| {
-                tracing::warn!(instance = %id, state = %state, event = %Event::ManualSend, "invalid transition refused");
-                EngineError::Transition { id, source }
-            })
+            allowed(id, state, Event::ManualSend, previous)
         });
         match allowed {
             Ok(_) => self.start_send(message, SendWaiter::Operator { reply }),

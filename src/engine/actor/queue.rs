@@ -33,8 +33,14 @@ enum Step {
 }
 
 impl Actor {
+    /// The conversation that holds the contact now, if any: the one a
+    /// contact's message goes to. The rest are queued behind it.
+    fn holder(&self) -> Option<&Arc<ConversationInstance>> {
+        self.convs.iter().find(|c| c.holds_contact())
+    }
+
     pub(super) fn create(&mut self, mut instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
-        if self.convs.iter().any(|c| c.holds_contact()) {
+        if self.holder().is_some() {
             let event = Event::ContactHasActiveInstance;
             let target = fsm::next(instance.state, event, None)
                 .map_err(|source| EngineError::Transition { id: instance.id, source })?;
@@ -87,7 +93,7 @@ impl Actor {
         if self.turn.is_some() {
             return None;
         }
-        let Some(live) = self.convs.iter().find(|c| c.holds_contact()) else {
+        let Some(live) = self.holder() else {
             // FIFO: the oldest conversation still waiting in the queue.
             return self.convs.iter().find(|c| c.state == State::Queued).map(|c| Step::Promote(c.id));
         };
@@ -138,7 +144,7 @@ impl Actor {
     }
 
     pub(super) fn inbound(&mut self, message: InboundMessage) -> Delivery {
-        let Some(live) = self.convs.iter().find(|c| c.holds_contact()) else {
+        let Some(live) = self.holder() else {
             self.shared.keep_unrouted(message.from, message.text);
             return Delivery::NoConversation;
         };

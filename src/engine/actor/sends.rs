@@ -143,7 +143,7 @@ impl Actor {
     /// What a failed `send_message` does to the conversation, and what the
     /// model is told.
     fn agent_send_failed(&mut self, id: Uuid, turn: u64, error: ChannelError) -> ToolError {
-        let mine = self.turn.as_ref().is_some_and(|t| t.number == turn && t.instance == id);
+        let mine = self.is_running(id, turn);
         match &error {
             // Nothing is wrong with the conversation: it waits for the channel
             // and its turn runs again from the transcript.

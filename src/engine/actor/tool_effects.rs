@@ -14,7 +14,7 @@ use crate::fsm::Event;
 impl Actor {
     /// Tools may only act for the turn that is running now.
     pub(super) fn check_turn(&self, id: Uuid, turn: u64) -> Result<(), ToolError> {
-        let mine = self.turn.as_ref().is_some_and(|t| t.number == turn && t.instance == id);
+        let mine = self.is_running(id, turn);
         if !mine || self.index(id).is_err() {
             return Err(ToolError(
                 "this turn is over (the conversation was paused, cancelled or ended): do nothing more".into(),

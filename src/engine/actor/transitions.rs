@@ -26,10 +26,7 @@ impl Actor {
         let index = self.index(id)?;
         let current = &self.convs[index];
         let (from, previous) = (current.state, current.previous_state);
-        let target = fsm::next(from, event, previous).map_err(|source| {
-            tracing::warn!(instance = %id, state = %from, event = %event, "invalid transition refused");
-            EngineError::Transition { id, source }
-        })?;
+        let target = allowed(id, from, event, previous)?;
         let to = fsm::resolve(from, target, previous);
         let now = Utc::now();
         let mut next = (**current).clone();
@@ -121,6 +118,15 @@ fn set_question_aside(instance: &mut ConversationInstance) {
     if let Some(question) = instance.pending_question.take() {
         instance.earlier_questions.push(question);
     }
+}
+
+/// What the table says `event` does to conversation `id` in `state`; a
+/// refusal is logged.
+pub(super) fn allowed(id: Uuid, state: State, event: Event, previous: Option<State>) -> Result<Target, EngineError> {
+    fsm::next(state, event, previous).map_err(|source| {
+        tracing::warn!(instance = %id, state = %state, event = %event, "invalid transition refused");
+        EngineError::Transition { id, source }
+    })
 }
 
 pub(super) fn entry(

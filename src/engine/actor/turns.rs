@@ -37,10 +37,7 @@ pub(super) struct RunningTurn {
 impl Actor {
     pub(super) fn start_turn(&mut self, id: Uuid, kind: TurnKind) -> Result<(), EngineError> {
         if let Err(error) = self.shared.agent.ready() {
-            let reason = error.to_string();
-            return self
-                .transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
-                .map(drop);
+            return self.agent_failed(id, error.to_string()).map(drop);
         }
         let index = self.index(id)?;
         if self.convs[index].unanswered_contact_messages > 0 || self.convs[index].channel_blocked.is_some() {
@@ -52,9 +49,7 @@ impl Actor {
         let instance = (*self.convs[self.index(id)?]).clone();
         let transcript = self.shared.store.read_transcript(id)?;
         // A first turn cut short after it spoke (stop, pause) goes on, not over.
-        let spoke = transcript
-            .iter()
-            .any(|m| matches!(m.role, Role::Agent | Role::Manual) && m.send_status != Some(SendStatus::Failed));
+        let spoke = transcript.iter().any(went_out);
         let kind = if kind == TurnKind::FirstMessage && spoke { TurnKind::Resume } else { kind };
         let already_spoke = spoke_in_current_state(&instance, &transcript);
         // The contact's messages since relay last spoke: what this turn answers.
@@ -114,8 +109,7 @@ impl Actor {
         let outcome = match (state, result) {
             (State::Active | State::HeartbeatScheduled, Err(error)) => {
                 tracing::warn!(instance = %id, %error, "the agent could not take its turn");
-                let reason = error.to_string();
-                self.transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
+                self.agent_failed(id, error.to_string())
             }
             (State::Active, Ok(())) if spoke => self.transition(id, Event::MessageSent, None, |_| {}),
             (State::HeartbeatScheduled, Ok(())) if spoke => {
@@ -127,6 +121,17 @@ impl Actor {
         if let Err(error) = outcome {
             tracing::error!(instance = %id, %error, "cannot record the end of a turn");
         }
+    }
+
+    /// Whether turn `turn` of conversation `id` is the one running now.
+    pub(super) fn is_running(&self, id: Uuid, turn: u64) -> bool {
+        self.turn.as_ref().is_some_and(|t| t.number == turn && t.instance == id)
+    }
+
+    /// The agent cannot go on (no model, or a turn that failed): the
+    /// operator is asked to step in, told why.
+    fn agent_failed(&mut self, id: Uuid, reason: String) -> Result<ConversationInstance, EngineError> {
+        self.transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
     }
 
     pub(super) fn abort_turn(&mut self) {
@@ -164,9 +169,11 @@ fn spoke_in_current_state(instance: &ConversationInstance, transcript: &[Transcr
     else {
         return false;
     };
-    transcript.iter().any(|m| {
-        matches!(m.role, Role::Agent | Role::Manual)
-            && m.send_status != Some(SendStatus::Failed)
-            && m.timestamp >= entered
-    })
+    transcript.iter().any(|m| went_out(m) && m.timestamp >= entered)
+}
+
+/// Whether relay's message went out to the contact, or may have (sent, or
+/// unconfirmed after a crash; not failed).
+fn went_out(message: &TranscriptMessage) -> bool {
+    matches!(message.role, Role::Agent | Role::Manual) && message.send_status != Some(SendStatus::Failed)
 }

@@ -130,9 +130,9 @@ pub(super) struct Actor {
     shared: Arc<Shared>,
     contact: Contact,
     me: mpsc::UnboundedSender<Msg>,
-    /// This contact's non-terminal conversations, oldest first.
-    /// The contact's live conversations, oldest first, shared with the
-    /// engine's view (a change replaces the whole instance in both).
+    /// This contact's non-terminal conversations (the live one and those
+    /// queued), oldest first, shared with the engine's view (a change
+    /// replaces the whole instance in both).
     pub(super) convs: Vec<Arc<ConversationInstance>>,
     turn: Option<RunningTurn>,
     turns_started: u64,

@@ -22,7 +22,7 @@ use crate::api::*;
 use crate::channel::{Delivery, SandboxChannel};
 use crate::contact::Contact;
 use crate::engine::wait::{Until, Waited};
-use crate::engine::{Engine, Once};
+use crate::engine::{Engine, Idempotent};
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -179,7 +179,7 @@ async fn create_instance(
 ) -> ApiResult<impl IntoResponse> {
     let created = match idempotency_key(&headers)? {
         Some(key) => app.engine.create_once(key, request).await?,
-        None => Once { value: app.engine.create(request).await?, replayed: false },
+        None => Idempotent { value: app.engine.create(request).await?, replayed: false },
     };
     Ok((StatusCode::CREATED, replayed(created.replayed), Json(created.value)))
 }
@@ -258,7 +258,7 @@ async fn send_message(
 ) -> ApiResult<impl IntoResponse> {
     let sent = match idempotency_key(&headers)? {
         Some(key) => app.engine.send_once(key, &id, request.message).await?,
-        None => Once { value: app.engine.send(&id, request.message).await?, replayed: false },
+        None => Idempotent { value: app.engine.send(&id, request.message).await?, replayed: false },
     };
     Ok((replayed(sent.replayed), Json(sent.value)))
 }

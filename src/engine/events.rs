@@ -197,6 +197,17 @@ fn show(path: &Path) -> String {
     path.display().to_string()
 }
 
+impl super::Shared {
+    /// Records an event of conversation `id`. The change it describes is
+    /// already on disk; an event that cannot be written is logged and lost
+    /// (its number is not used), never a reason to undo the change.
+    pub(crate) fn emit(&self, id: Uuid, data: EventData) {
+        if let Err(error) = self.events.append(id, data) {
+            tracing::error!(instance = %id, %error, "cannot record an event");
+        }
+    }
+}
+
 impl super::Engine {
     /// The events after `after` (of one conversation, or all), oldest first:
     /// those stored, then, with `follow`, each new one as it is written,

@@ -1,12 +1,21 @@
 //! When follow-ups are due. A deadline (`next_heartbeat_at`) exists only
 //! while a conversation waits for a reply; it is persisted with the state, so
 //! a restarted daemon re-arms it (a deadline already past fires at once).
+//!
+//! Here are the deadline's rules (armed, disarmed, paused, clamped) and the
+//! actor's timer: kept in step with the live conversation's deadline, it
+//! fires `heartbeat_fires` (what follows is in [`super::actor`]'s `drive`).
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+use uuid::Uuid;
 
+use super::EngineError;
+use super::actor::Actor;
 use crate::api::{ConversationInstance, State};
+use crate::fsm::Event;
 
 /// Keeps the heartbeat fields right across a transition `from -> to`:
 /// entering WAITING_FOR_REPLY arms the timer (with the time left if we come
@@ -50,4 +59,51 @@ pub fn remaining_ms(instance: &ConversationInstance, now: DateTime<Utc>) -> u64 
 /// bounds (`(min, max)`).
 pub fn clamp(delay: Duration, (min, max): (Duration, Duration)) -> Duration {
     delay.clamp(min, max.max(min))
+}
+
+/// The armed heartbeat: the persisted wall-clock deadline and the monotonic
+/// instant it maps to (computed once, so other events do not shift it).
+pub(super) struct Timer {
+    instance: Uuid,
+    at: DateTime<Utc>,
+    deadline: Instant,
+}
+
+impl Actor {
+    /// Keeps the timer in step with the live conversation's persisted deadline.
+    pub(super) fn sync_timer(&mut self) -> Option<Instant> {
+        let armed = self
+            .convs
+            .iter()
+            .find(|c| c.state == State::WaitingForReply)
+            .and_then(|c| c.next_heartbeat_at.map(|at| (c.id, at)));
+        let Some((instance, at)) = armed else {
+            self.timer = None;
+            return None;
+        };
+        if let Some(timer) = self.timer.as_ref().filter(|t| t.instance == instance && t.at == at) {
+            return Some(timer.deadline);
+        }
+        let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        let deadline = Instant::now() + wait;
+        self.timer = Some(Timer { instance, at, deadline });
+        Some(deadline)
+    }
+
+    pub(super) fn heartbeat_fired(&mut self) {
+        let Some(timer) = self.timer.take() else { return };
+        let id = timer.instance;
+        let lateness_ms = (Utc::now() - timer.at).num_milliseconds();
+        tracing::debug!(instance = %id, lateness_ms, "heartbeat fired");
+        match self.transition(id, Event::HeartbeatFires, None, |_| {}) {
+            // drive() writes the follow-up, or abandons once max_followups were sent.
+            Ok(instance) => tracing::info!(instance = %id, follow_ups_sent = instance.follow_up_count, "heartbeat"),
+            Err(error @ EngineError::Store(_)) => {
+                // Try again in a second rather than spin on a failing disk.
+                tracing::error!(instance = %id, %error, "cannot record the heartbeat; retrying in 1s");
+                self.timer = Some(Timer { deadline: Instant::now() + Duration::from_secs(1), ..timer });
+            }
+            Err(error) => tracing::warn!(instance = %id, %error, "heartbeat discarded"),
+        }
+    }
 }

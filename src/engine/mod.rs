@@ -6,8 +6,13 @@
 //! - [`actor`]: one task per contact with live conversations. Every event of
 //!   those conversations (contact message, heartbeat, operator command, tool
 //!   call, finished turn) is handled there, one at a time, so a reply and a
-//!   heartbeat can never race. The per-contact FIFO queue lives there too.
-//! - [`heartbeat`]: when follow-ups are due.
+//!   heartbeat can never race. The per-contact FIFO queue lives there too
+//!   (`actor/queue.rs`), and each kind of event has a file of its own.
+//! - [`heartbeat`]: when follow-ups are due, and the actor's timer.
+//! - `registry.rs`: the actors by contact, started on demand and retired.
+//! - `view.rs`: the shared view that reads use.
+//! - `validate.rs`: create requests checked, texts bounded.
+//! - `inbound.rs`: what the channel tells the engine (messages in, refusals).
 //! - [`tools`]: the agent's six tools, as requests to the actor.
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
 //! - [`events`]: every change as a numbered, persisted event.
@@ -16,35 +21,43 @@
 //!
 //! Reads (`get`, `list`) never wait for an actor: each actor publishes every
 //! instance it has persisted into a shared view.
+//!
+//! This file is the facade: [`Engine`] and its public methods, its errors
+//! and settings, and [`Shared`], the state every part above uses.
 
 pub mod actor;
 pub mod events;
 pub mod heartbeat;
 pub mod idempotency;
+mod inbound;
+mod registry;
 pub mod report;
 pub mod tools;
+mod validate;
+mod view;
 pub mod wait;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::agent::Agent;
 use crate::api::limits;
 use crate::api::{
-    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, HeartbeatConfig, SendStatus, State, TodoItem,
-    TodoStatus, TranscriptMessage, UnroutedMessage,
+    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, SendStatus, State, TranscriptMessage,
 };
-use crate::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink};
+use crate::channel::{Channel, ChannelError, Delivery, InboundMessage};
 use crate::contact::Contact;
-use crate::fsm::{Event, InvalidTransition};
+use crate::fsm::InvalidTransition;
 use crate::store::{Store, StoreError};
-use crate::util::BoxFuture;
 use actor::{Msg, Op};
+use inbound::{Inbound, SentIndex};
+use registry::{ActorHandle, contact_of};
+pub(crate) use validate::bounded_text;
+use validate::new_instance;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -74,9 +87,10 @@ pub enum EngineError {
     KeyInUse(String),
 }
 
-/// The result of an operation that may have been done before.
+/// The result of a request made with an idempotency key: its value, done
+/// now or by an earlier request with the same key.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Once<T> {
+pub struct Idempotent<T> {
     pub value: T,
     /// True when an earlier request with the same idempotency key did it.
     pub replayed: bool,
@@ -142,34 +156,6 @@ pub(crate) struct Shared {
     watched: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
     /// Waits under way (see [`wait`]).
     waiting: std::sync::atomic::AtomicUsize,
-}
-
-/// The channel ids of the last [`SentIndex::CAPACITY`] messages sent.
-#[derive(Default)]
-struct SentIndex {
-    by_channel_id: HashMap<String, (Uuid, Uuid)>,
-    order: VecDeque<String>,
-}
-
-impl SentIndex {
-    /// WhatsApp answers within seconds; this covers hours of sending.
-    const CAPACITY: usize = 4096;
-
-    fn insert(&mut self, channel_id: &str, instance: Uuid, message: Uuid) {
-        if self.order.len() == Self::CAPACITY
-            && let Some(oldest) = self.order.pop_front()
-        {
-            self.by_channel_id.remove(&oldest);
-        }
-        self.order.push_back(channel_id.to_string());
-        self.by_channel_id.insert(channel_id.to_string(), (instance, message));
-    }
-}
-
-struct ActorHandle {
-    tx: mpsc::UnboundedSender<Msg>,
-    /// Ends with the number of sends whose outcome it never learned.
-    task: JoinHandle<usize>,
 }
 
 impl Engine {
@@ -248,7 +234,7 @@ impl Engine {
         &self,
         key: &str,
         request: CreateInstanceRequest,
-    ) -> Result<Once<CreateInstanceResponse>, EngineError> {
+    ) -> Result<Idempotent<CreateInstanceResponse>, EngineError> {
         let mut instance = new_instance(request)?;
         // What the request asks for once validated: the same conversation
         // asked for in other words (a number spelled differently, defaults
@@ -258,11 +244,11 @@ impl Engine {
         let claim = self.shared.keys.claim(key, "create", fingerprint)?;
         if let Some(done) = self.shared.snapshot(claim.target) {
             let value = CreateInstanceResponse { id: done.id, state: done.state };
-            return Ok(Once { value, replayed: true });
+            return Ok(Idempotent { value, replayed: true });
         }
         instance.id = claim.target;
         let value = self.create_instance(instance).await?;
-        Ok(Once { value, replayed: claim.retried })
+        Ok(Idempotent { value, replayed: claim.retried })
     }
 
     async fn create_instance(&self, instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
@@ -356,7 +342,7 @@ impl Engine {
         key: &str,
         id_or_prefix: &str,
         text: String,
-    ) -> Result<Once<TranscriptMessage>, EngineError> {
+    ) -> Result<Idempotent<TranscriptMessage>, EngineError> {
         let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)?;
         let id = self.resolve(id_or_prefix)?;
         let fingerprint = idempotency::fingerprint(&[id.as_bytes(), text.as_bytes()]);
@@ -364,11 +350,11 @@ impl Engine {
         if claim.retried {
             let earlier = self.shared.store.read_transcript(id)?.into_iter().find(|m| m.id == claim.target);
             if let Some(message) = earlier.filter(|m| m.send_status != Some(SendStatus::Failed)) {
-                return Ok(Once { value: message, replayed: true });
+                return Ok(Idempotent { value: message, replayed: true });
             }
         }
         let value = self.send_as(&id.to_string(), text, claim.target).await?;
-        Ok(Once { value, replayed: false })
+        Ok(Idempotent { value, replayed: false })
     }
 
     async fn send_as(
@@ -443,36 +429,6 @@ impl Engine {
     }
 }
 
-/// The engine as its channel's inbound sink.
-struct Inbound(std::sync::Weak<Shared>);
-
-impl InboundSink for Inbound {
-    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
-        Box::pin(async move {
-            match self.0.upgrade() {
-                Some(shared) => Engine { shared }.deliver(message).await,
-                None => Delivery::NoConversation,
-            }
-        })
-    }
-
-    fn delivery_failed(&self, message_id: String, error: String) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            if let Some(shared) = self.0.upgrade() {
-                shared.delivery_failed(&message_id, error);
-            }
-        })
-    }
-
-    fn channel_changed(&self) {
-        if let Some(shared) = self.0.upgrade() {
-            for handle in shared.actors.lock().expect("actors lock").values() {
-                let _ = handle.tx.send(Msg::ChannelChanged);
-            }
-        }
-    }
-}
-
 impl Engine {
     /// A contact wrote: record it in their live conversation, which answers
     /// as soon as it may. Contacts with no live conversation are ignored.
@@ -491,218 +447,5 @@ impl Engine {
     /// Messages kept because no conversation could take them.
     pub fn unrouted_count(&self) -> u64 {
         self.shared.unrouted.load(Ordering::Relaxed)
-    }
-}
-
-impl Shared {
-    fn read_view<T>(&self, f: impl FnOnce(&BTreeMap<String, Arc<ConversationInstance>>) -> T) -> T {
-        f(&self.view.read().expect("view lock"))
-    }
-
-    pub(crate) fn snapshot(&self, id: Uuid) -> Option<Arc<ConversationInstance>> {
-        self.read_view(|view| view.get(&id.to_string()).cloned())
-    }
-
-    /// Called by actors after every successful write. The view and the
-    /// actor share the one copy.
-    pub(crate) fn publish(&self, instance: &Arc<ConversationInstance>) {
-        let mut view = self.view.write().expect("view lock");
-        view.insert(instance.id.to_string(), instance.clone());
-        drop(view);
-        self.changes.send_modify(|n| *n += 1);
-        if let Some(watch) = self.watched.lock().expect("watched lock").get(&instance.id) {
-            watch.send_modify(|n| *n += 1);
-        }
-    }
-
-    /// Records an event of conversation `id`. The change it describes is
-    /// already on disk; an event that cannot be written is logged and lost
-    /// (its number is not used), never a reason to undo the change.
-    pub(crate) fn emit(&self, id: Uuid, data: crate::api::EventData) {
-        if let Err(error) = self.events.append(id, data) {
-            tracing::error!(instance = %id, %error, "cannot record an event");
-        }
-    }
-
-    /// A message no conversation takes is not answered, but it is kept
-    /// where the operator can read it (`unrouted.jsonl`).
-    pub(crate) fn keep_unrouted(&self, from: Contact, text: String) {
-        tracing::info!(contact = %from, "message from a contact with no live conversation; kept in unrouted.jsonl");
-        let message = UnroutedMessage { from: from.to_string(), text, timestamp: chrono::Utc::now() };
-        match self.store.append_unrouted(&message) {
-            Ok(()) => {
-                self.unrouted.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(error) => tracing::error!(%error, "cannot keep an unrouted message"),
-        }
-    }
-
-    pub(crate) fn remember_sent(&self, channel_id: &str, instance: Uuid, message: Uuid) {
-        self.sent.lock().expect("sent lock").insert(channel_id, instance, message);
-    }
-
-    /// The channel refused a message it had taken. The conversation's actor
-    /// writes that down; with no actor (the conversation has ended) it is
-    /// written here, under the actor map's lock so none starts meanwhile.
-    fn delivery_failed(&self, channel_id: &str, error: String) {
-        let Some((instance, message)) = self.sent.lock().expect("sent lock").by_channel_id.get(channel_id).copied()
-        else {
-            tracing::warn!(channel_id, %error, "the channel refused a message relay does not know");
-            return;
-        };
-        tracing::warn!(%instance, channel_id, %error, "the channel refused a sent message");
-        let Some(contact) = self.snapshot(instance).map(|i| contact_of(&i)) else { return };
-        let actors = self.actors.lock().expect("actors lock");
-        match actors.get(&contact) {
-            Some(handle) => {
-                let _ = handle.tx.send(Msg::DeliveryFailed { instance, message, error });
-            }
-            None => {
-                if let Err(e) = self.mark_undelivered(instance, message, error) {
-                    tracing::error!(%instance, error = %e, "cannot record a refused message");
-                }
-            }
-        }
-    }
-
-    /// Writes the message again, failed with its delivery error (the later line wins).
-    pub(crate) fn mark_undelivered(&self, instance: Uuid, message: Uuid, error: String) -> Result<(), StoreError> {
-        let transcript = self.store.read_transcript(instance)?;
-        match transcript.into_iter().find(|m| m.id == message) {
-            Some(sent) => self.store.append_message(&TranscriptMessage {
-                send_status: Some(SendStatus::Failed),
-                delivery_error: Some(error),
-                ..sent
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The live conversations of one contact, oldest first (an actor's state at spawn).
-    fn live_of(&self, contact: &Contact) -> Vec<Arc<ConversationInstance>> {
-        let mut live: Vec<Arc<ConversationInstance>> = self.read_view(|view| {
-            view.values().filter(|i| !i.state.is_terminal() && i.target_contact == contact.as_str()).cloned().collect()
-        });
-        live.sort_by_key(|a| (a.created_at, a.id));
-        live
-    }
-
-    /// Starts the actor of `contact`, which owns its `live` conversations.
-    fn spawn_actor(
-        self: &Arc<Self>,
-        actors: &mut HashMap<Contact, ActorHandle>,
-        contact: Contact,
-        live: Vec<Arc<ConversationInstance>>,
-    ) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(actor::run(self.clone(), contact.clone(), live, tx.clone(), rx));
-        actors.insert(contact, ActorHandle { tx, task });
-    }
-
-    /// Sends a message to the contact's actor (spawning it if needed) and
-    /// waits for the answer. Sending under the map lock means an actor that
-    /// retires (see [`Shared::retire`]) can never miss a message.
-    async fn ask<T>(
-        self: &Arc<Self>,
-        contact: &Contact,
-        msg: impl FnOnce(oneshot::Sender<T>) -> Msg,
-    ) -> Result<T, EngineError> {
-        let (reply, answer) = oneshot::channel();
-        {
-            let mut actors = self.actors.lock().expect("actors lock");
-            if self.stopping.load(Ordering::SeqCst) {
-                return Err(EngineError::ShuttingDown);
-            }
-            if !actors.contains_key(contact) {
-                let live = self.live_of(contact);
-                self.spawn_actor(&mut actors, contact.clone(), live);
-            }
-            let handle = actors.get(contact).expect("actor just ensured");
-            handle.tx.send(msg(reply)).map_err(|_| EngineError::ShuttingDown)?;
-        }
-        answer.await.map_err(|_| EngineError::ShuttingDown)
-    }
-
-    /// An actor with nothing left to do removes itself, unless a message is
-    /// already waiting for it. Returns whether it may exit.
-    pub(crate) fn retire(&self, contact: &Contact, rx: &mpsc::UnboundedReceiver<Msg>) -> bool {
-        let mut actors = self.actors.lock().expect("actors lock");
-        if !rx.is_empty() {
-            return false;
-        }
-        actors.remove(contact);
-        true
-    }
-}
-
-pub(crate) fn contact_of(instance: &ConversationInstance) -> Contact {
-    Contact::stored(&instance.target_contact)
-}
-
-/// Validates a create request and builds the instance it describes (CREATED;
-/// the contact's actor may queue it).
-fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, EngineError> {
-    let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
-    let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
-    if request.todos.is_empty() {
-        return Err(EngineError::Invalid("give at least one todo".into()));
-    }
-    if request.todos.len() > limits::MAX_TODOS {
-        return Err(EngineError::Invalid(format!("at most {} todos per conversation", limits::MAX_TODOS)));
-    }
-    let mut todos = Vec::with_capacity(request.todos.len());
-    for (n, todo) in request.todos.into_iter().enumerate() {
-        let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
-        todos.push(TodoItem {
-            id: (n + 1).to_string(),
-            text,
-            status: TodoStatus::Pending,
-            answer: None,
-            answer_message_ids: Vec::new(),
-        });
-    }
-    let overrides = request.heartbeat_config.unwrap_or_default();
-    let defaults = HeartbeatConfig::default();
-    let heartbeat_config = HeartbeatConfig {
-        interval_ms: overrides.interval_ms.unwrap_or(defaults.interval_ms),
-        max_followups: overrides.max_followups.unwrap_or(defaults.max_followups),
-    };
-    let (min, max) = (limits::MIN_HEARTBEAT.as_millis() as u64, limits::MAX_HEARTBEAT.as_millis() as u64);
-    if !(min..=max).contains(&heartbeat_config.interval_ms) {
-        return Err(EngineError::Invalid(format!(
-            "the heartbeat interval must be between {} and {} (got {} ms)",
-            crate::duration::format(limits::MIN_HEARTBEAT),
-            crate::duration::format(limits::MAX_HEARTBEAT),
-            heartbeat_config.interval_ms
-        )));
-    }
-    if heartbeat_config.max_followups > limits::MAX_FOLLOWUPS {
-        return Err(EngineError::Invalid(format!("max_followups must be at most {}", limits::MAX_FOLLOWUPS)));
-    }
-    Ok(ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config))
-}
-
-/// Trims `text` and checks it is neither empty nor longer than `max` characters.
-pub(crate) fn bounded_text(what: &str, text: String, max: usize) -> Result<String, EngineError> {
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(EngineError::Invalid(format!("the {what} is empty")));
-    }
-    let chars = trimmed.chars().count();
-    if chars > max {
-        return Err(EngineError::Invalid(format!("the {what} is too long ({chars} characters; at most {max})")));
-    }
-    Ok(trimmed.to_string())
-}
-
-impl Op {
-    fn event(&self) -> Event {
-        match self {
-            Op::Pause => Event::Pause,
-            Op::Resume => Event::Resume,
-            Op::Cancel => Event::Cancel,
-            Op::Send { .. } => Event::ManualSend,
-            Op::Answer { .. } => Event::OperatorAnswers,
-        }
     }
 }

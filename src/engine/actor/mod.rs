@@ -1,0 +1,237 @@
+//! One task per contact with live conversations. It owns those conversations
+//! (the live one and the ones queued behind it, oldest first) and handles
+//! every event for them one at a time: creation, operator commands, contact
+//! messages, heartbeat expiry, tool calls and finished agent turns.
+//!
+//! Each change is written to disk (and published to the engine's view)
+//! before its side effects run. After every event, [`Actor::drive`] moves the
+//! conversations as far as they can go on their own: promote the next queued
+//! conversation, start the agent's turn, answer waiting contact messages.
+//! The same function recovers conversations after a restart.
+//!
+//! This file holds the actor's state, its messages and its loop; each kind
+//! of event is handled in a file of its own:
+//! - [`queue`]: creation, the FIFO queue, `drive`, contact messages;
+//! - [`transitions`]: every change, checked against the table and persisted;
+//! - [`operator`]: pause, resume, cancel, answer, `relay send`;
+//! - [`sends`]: messages to the contact, recorded then sent in the background;
+//! - [`turns`]: the agent's turns, started, ended and stopped;
+//! - [`tool_effects`]: what the agent's tools do;
+//! - the heartbeat timer is in [`super::heartbeat`].
+
+mod operator;
+mod queue;
+mod sends;
+mod tool_effects;
+mod transitions;
+mod turns;
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::heartbeat::Timer;
+use super::{EngineError, Shared};
+use crate::agent::{AgentError, ToolCall, ToolError};
+use crate::api::{ConversationInstance, CreateInstanceResponse, Role, TokenUsage, TranscriptMessage};
+use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
+use crate::contact::Contact;
+use turns::RunningTurn;
+
+type Reply<T> = oneshot::Sender<T>;
+type OperatorReply = Reply<Result<(ConversationInstance, Option<TranscriptMessage>), EngineError>>;
+type ToolReply = Reply<Result<String, ToolError>>;
+
+pub(crate) enum Msg {
+    Create {
+        instance: Box<ConversationInstance>,
+        reply: Reply<Result<CreateInstanceResponse, EngineError>>,
+    },
+    Operator {
+        id: Uuid,
+        op: Op,
+        reply: OperatorReply,
+    },
+    Inbound {
+        message: InboundMessage,
+        reply: Reply<Delivery>,
+    },
+    Tool {
+        id: Uuid,
+        turn: u64,
+        call: ToolCall,
+        reply: ToolReply,
+    },
+    Usage {
+        id: Uuid,
+        usage: TokenUsage,
+    },
+    TurnDone {
+        id: Uuid,
+        turn: u64,
+        result: Result<(), AgentError>,
+    },
+    /// A send this actor started has finished (see [`Actor::start_send`]).
+    Sent {
+        message: TranscriptMessage,
+        result: Result<Sent, ChannelError>,
+        waiter: SendWaiter,
+    },
+    /// The channel refused a message after taking it.
+    DeliveryFailed {
+        instance: Uuid,
+        message: Uuid,
+        error: String,
+    },
+    /// The channel may have become ready (or stopped being): move on.
+    ChannelChanged,
+    Shutdown,
+}
+
+/// Who waits for a send: the agent's `send_message`, or `relay send`.
+pub(crate) enum SendWaiter {
+    Tool { turn: u64, reply: ToolReply },
+    Operator { reply: OperatorReply },
+}
+
+impl SendWaiter {
+    /// Nothing was sent, because of `error`.
+    fn refuse(self, error: EngineError) {
+        match self {
+            SendWaiter::Tool { reply, .. } => {
+                let _ = reply.send(Err(ToolError(format!("not sent: {error}"))));
+            }
+            SendWaiter::Operator { reply } => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
+}
+
+/// Operator commands.
+pub(crate) enum Op {
+    Pause,
+    Resume,
+    Cancel,
+    /// `relay send`: the message gets `message_id` (an idempotent retry reuses it).
+    Send {
+        text: String,
+        message_id: Uuid,
+    },
+    /// `relay answer`: the operator answers the agent, not the contact.
+    Answer {
+        text: String,
+    },
+}
+
+pub(super) struct Actor {
+    shared: Arc<Shared>,
+    contact: Contact,
+    me: mpsc::UnboundedSender<Msg>,
+    /// This contact's non-terminal conversations (the live one and those
+    /// queued), oldest first, shared with the engine's view (a change
+    /// replaces the whole instance in both).
+    pub(super) convs: Vec<Arc<ConversationInstance>>,
+    turn: Option<RunningTurn>,
+    turns_started: u64,
+    pub(super) timer: Option<Timer>,
+    /// While the contact is still typing: the reply turn waits until this
+    /// instant, which each new message pushes back (see `Settings::reply_window`).
+    reply_due: Option<Instant>,
+    /// Contact messages not yet answered by a turn (to mark read later).
+    unread: Vec<MessageRef>,
+    /// The conversation of each send started and not yet finished. Their
+    /// turns wait for them (so nothing is sent twice), and so does shutdown.
+    sending: Vec<Uuid>,
+}
+
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    contact: Contact,
+    convs: Vec<Arc<ConversationInstance>>,
+    me: mpsc::UnboundedSender<Msg>,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+) -> usize {
+    let mut actor = Actor {
+        shared,
+        contact,
+        me,
+        convs,
+        turn: None,
+        turns_started: 0,
+        timer: None,
+        reply_due: None,
+        unread: Vec::new(),
+        sending: Vec::new(),
+    };
+    actor.drive();
+    loop {
+        // Not while a send is under way: what it sends must still be recorded.
+        if actor.convs.is_empty() && actor.sending.is_empty() && actor.shared.retire(&actor.contact, &rx) {
+            break;
+        }
+        let deadline = actor.sync_timer();
+        let reply_due = actor.reply_due;
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                None | Some(Msg::Shutdown) => break,
+                Some(msg) => actor.handle(msg),
+            },
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                actor.heartbeat_fired();
+            }
+            _ = tokio::time::sleep_until(reply_due.unwrap_or_else(Instant::now)), if reply_due.is_some() => {
+                actor.reply_due = None;
+            }
+        }
+        actor.drive();
+    }
+    actor.abort_turn();
+    actor.drain_sends(&mut rx).await;
+    actor.sending.len()
+}
+
+impl Actor {
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Create { instance, reply } => {
+                let _ = reply.send(self.create(*instance));
+            }
+            Msg::Operator { id, op: Op::Send { text, message_id }, reply } => {
+                let message =
+                    TranscriptMessage { id: message_id, ..TranscriptMessage::outgoing(id, Role::Manual, text) };
+                self.start_manual_send(message, reply)
+            }
+            Msg::Operator { id, op, reply } => {
+                let result = self.operate(id, op);
+                // Let the conversation move on first, so the caller sees where it went.
+                self.drive();
+                let result = result.map(|(instance, message)| (self.current(instance), message));
+                let _ = reply.send(result);
+            }
+            Msg::Inbound { message, reply } => {
+                let _ = reply.send(self.inbound(message));
+            }
+            Msg::Tool { id, turn, call: ToolCall::SendMessage { text }, reply } => {
+                if let Err(error) = self.start_agent_send(id, turn, text, reply) {
+                    tracing::debug!(instance = %id, %error, "send refused");
+                }
+            }
+            Msg::Tool { id, turn, call, reply } => {
+                let _ = reply.send(self.tool(id, turn, call));
+            }
+            Msg::Sent { message, result, waiter } => self.sent(message, result, waiter),
+            Msg::DeliveryFailed { instance, message, error } => self.delivery_failed(instance, message, error),
+            Msg::ChannelChanged => {}
+            Msg::Usage { id, usage } => {
+                if let Err(error) = self.update(id, |i| i.usage += usage) {
+                    tracing::warn!(instance = %id, %error, "cannot record token usage");
+                }
+            }
+            Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
+            Msg::Shutdown => unreachable!("handled by the loop"),
+        }
+    }
+}

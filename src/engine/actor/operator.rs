@@ -1,0 +1,117 @@
+//! Operator commands: pause, resume, cancel, `relay answer` and `relay send`
+//! (whose delivery is in [`super::sends`]).
+
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::transitions::allowed;
+use super::{Actor, Op, OperatorReply, SendWaiter};
+use crate::api::{ConversationInstance, EventData, Role, State, TranscriptMessage};
+use crate::engine::{EngineError, heartbeat};
+use crate::fsm::Event;
+
+impl Actor {
+    pub(super) fn operate(
+        &mut self,
+        id: Uuid,
+        op: Op,
+    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
+        match op {
+            Op::Pause => {
+                let instance = self.transition(id, Event::Pause, None, |_| {})?;
+                // The turn re-runs from disk on resume.
+                self.abort_turn_of(id);
+                Ok((instance, None))
+            }
+            Op::Resume => Ok((self.transition(id, Event::Resume, None, |_| {})?, None)),
+            Op::Cancel => {
+                let reason = "cancelled".to_string();
+                let instance = self.transition(id, Event::Cancel, Some(reason.clone()), |i| {
+                    i.failure_reason = Some(reason);
+                })?;
+                self.abort_turn_of(id);
+                Ok((instance, None))
+            }
+            Op::Answer { text } => self.answer(id, text).map(|instance| (instance, None)),
+            Op::Send { .. } => unreachable!("handled by start_manual_send"),
+        }
+    }
+
+    /// `relay answer`: the agent's pending question gets the operator's
+    /// answer, and the agent takes a turn with it. Nothing goes to the
+    /// contact. With no question pending there is nothing to answer: the
+    /// operator resumes the agent or writes to the contact instead.
+    fn answer(&mut self, id: Uuid, text: String) -> Result<ConversationInstance, EngineError> {
+        let current = &self.convs[self.index(id)?];
+        if current.state == State::NeedsHumanIntervention && current.pending_question.is_none() {
+            let reason = current.intervention_reason.clone().unwrap_or_else(|| "no reason was recorded".into());
+            return Err(EngineError::NoQuestion { id, reason });
+        }
+        let now = Utc::now();
+        let mut answered = None;
+        let instance = self.transition(id, Event::OperatorAnswers, None, |i| {
+            let Some(mut question) = i.pending_question.take() else { return };
+            question.answer = Some(text.clone());
+            question.answered_at = Some(now);
+            answered = Some(question.id.clone());
+            i.earlier_questions.push(question);
+        })?;
+        let question_id = answered.expect("set by the transition");
+        let note = format!("The operator answered the agent ({question_id}): {text}");
+        if let Err(error) = self.record(id, Role::System, note) {
+            tracing::warn!(instance = %id, %error, "cannot note the answer in the transcript");
+        }
+        self.shared.emit(id, EventData::Answer { question_id, answer: text });
+        Ok(instance)
+    }
+
+    /// `relay send`: checked against the table now, delivered in the
+    /// background, then recorded and applied (see [`Actor::sent`]).
+    pub(super) fn start_manual_send(&mut self, message: TranscriptMessage, reply: OperatorReply) {
+        let id = message.instance_id;
+        let allowed = self.index(id).and_then(|index| {
+            let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
+            allowed(id, state, Event::ManualSend, previous)
+        });
+        match allowed {
+            Ok(_) => self.start_send(message, SendWaiter::Operator { reply }),
+            Err(error) => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
+
+    /// After `relay send` went out: the conversation waits for the reply
+    /// (from NEEDS_HUMAN_INTERVENTION: ACTIVE, then WAITING_FOR_REPLY with
+    /// its heartbeat armed; from WAITING_FOR_REPLY: the heartbeat restarts).
+    /// A PAUSED conversation stays paused (the operator took over); if it
+    /// was waiting for a reply, the wait it resumes to starts afresh.
+    pub(super) fn after_manual_send(&mut self, id: Uuid) -> Result<(), EngineError> {
+        let index = self.index(id)?;
+        match self.convs[index].state {
+            State::NeedsHumanIntervention => {
+                // The operator has answered whatever the contact said meanwhile.
+                self.transition(id, Event::ManualSend, None, |i| i.unanswered_contact_messages = 0)?;
+                self.transition(id, Event::MessageSent, None, |_| {}).map(drop)
+            }
+            State::WaitingForReply => self.update(id, |i| heartbeat::rearm(i, Utc::now())),
+            State::Paused if self.convs[index].previous_state == Some(State::WaitingForReply) => {
+                self.update(id, |i| i.paused_heartbeat_remaining_ms = Some(i.heartbeat_config.interval_ms))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Op {
+    /// The table's event for this command.
+    pub(in crate::engine) fn event(&self) -> Event {
+        match self {
+            Op::Pause => Event::Pause,
+            Op::Resume => Event::Resume,
+            Op::Cancel => Event::Cancel,
+            Op::Send { .. } => Event::ManualSend,
+            Op::Answer { .. } => Event::OperatorAnswers,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Which conversation holds the contact, and the FIFO queue behind it.
+//!
+//! A contact has at most one live conversation (see
+//! `ConversationInstance::holds_contact`); the others wait, oldest first.
+//! Here: creating a conversation (queued if the contact is taken),
+//! [`Actor::drive`] (promote the next queued conversation, start the turn
+//! the live one needs) and a contact's message (recorded on the live
+//! conversation, else kept as unrouted).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::Actor;
+use super::transitions::entry;
+use crate::agent::TurnKind;
+use crate::api::{
+    ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage,
+};
+use crate::channel::{Delivery, InboundMessage};
+use crate::engine::{EngineError, report};
+use crate::fsm::{self, Event};
+
+/// What `drive` does next.
+enum Step {
+    Promote(Uuid),
+    Transition(Uuid, Event),
+    RunTurn(Uuid, TurnKind),
+    Abandon(Uuid),
+    /// The channel cannot send: say why on the conversation, and wait.
+    Block(Uuid, String),
+}
+
+impl Actor {
+    /// The conversation that holds the contact now, if any: the one a
+    /// contact's message goes to. The rest are queued behind it.
+    fn holder(&self) -> Option<&Arc<ConversationInstance>> {
+        self.convs.iter().find(|c| c.holds_contact())
+    }
+
+    pub(super) fn create(&mut self, mut instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
+        if self.holder().is_some() {
+            let event = Event::ContactHasActiveInstance;
+            let target = fsm::next(instance.state, event, None)
+                .map_err(|source| EngineError::Transition { id: instance.id, source })?;
+            let to = fsm::resolve(instance.state, target, None);
+            instance.history.push(entry(instance.state, to, event, None, instance.created_at));
+            instance.state = to;
+        }
+        self.shared.store.save_instance(&instance)?;
+        let instance = Arc::new(instance);
+        self.shared.publish(&instance);
+        tracing::info!(instance = %instance.id, state = %instance.state, "conversation created");
+        let created = EventData::Created { state: instance.state, target_contact: instance.target_contact.clone() };
+        self.shared.emit(instance.id, created);
+        let response = CreateInstanceResponse { id: instance.id, state: instance.state };
+        self.convs.push(instance);
+        Ok(response)
+    }
+
+    /// Moves the conversations as far as they go on their own. Idempotent.
+    pub(super) fn drive(&mut self) {
+        if self.shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return; // nothing new starts during shutdown; the next start drives
+        }
+        while let Some(step) = self.next_step() {
+            let done = match step {
+                Step::Promote(id) => self.transition(id, Event::PriorInstanceTerminal, None, |_| {}).map(drop),
+                Step::Transition(id, event) => {
+                    self.transition(id, event, None, |i| i.unanswered_contact_messages = 0).map(drop)
+                }
+                Step::Abandon(id) => {
+                    let reason = self.index(id).map(|index| report::no_response(&self.convs[index]));
+                    reason
+                        .and_then(|reason| self.transition(id, Event::MaxFollowupsExceeded, Some(reason), |_| {}))
+                        .map(drop)
+                }
+                Step::RunTurn(id, kind) => self.start_turn(id, kind),
+                Step::Block(id, reason) => {
+                    tracing::info!(instance = %id, %reason, "waiting for the channel");
+                    self.update(id, |i| i.channel_blocked = Some(reason))
+                }
+            };
+            if let Err(error) = done {
+                tracing::error!(contact = %self.contact, %error, "cannot move the conversation on");
+                break;
+            }
+        }
+    }
+
+    fn next_step(&self) -> Option<Step> {
+        if self.turn.is_some() {
+            return None;
+        }
+        let Some(live) = self.holder() else {
+            // FIFO: the oldest conversation still waiting in the queue.
+            return self.convs.iter().find(|c| c.state == State::Queued).map(|c| Step::Promote(c.id));
+        };
+        let id = live.id;
+        match live.state {
+            State::Created => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
+            State::WaitingForAgent if self.reply_due.is_some_and(|due| due > Instant::now()) => None,
+            State::WaitingForAgent => Some(Step::Transition(id, Event::AgentProcessesReply)),
+            State::WaitingForReply if live.unanswered_contact_messages > 0 => {
+                Some(Step::Transition(id, Event::ContactReplies))
+            }
+            // `follow_up_count` counts the follow-ups sent: the last one allowed is out.
+            State::HeartbeatScheduled if live.follow_up_count >= live.heartbeat_config.max_followups => {
+                Some(Step::Abandon(id))
+            }
+            // A turn cut short while it was sending waits for the outcome, and
+            // sees it in the transcript: it never sends the same thing blindly.
+            State::Active | State::HeartbeatScheduled if self.sending.contains(&id) => None,
+            State::Active | State::HeartbeatScheduled => self.turn_or_block(live),
+            _ => None,
+        }
+    }
+
+    /// A turn, unless the channel cannot send (then the conversation waits,
+    /// saying why). Without a model the turn runs anyway: it hands over to
+    /// the operator at once, and that needs no channel.
+    fn turn_or_block(&self, live: &ConversationInstance) -> Option<Step> {
+        if let (Err(reason), Ok(())) = (self.shared.channel.ready(), self.shared.agent.ready()) {
+            return (live.channel_blocked.as_ref() != Some(&reason)).then_some(Step::Block(live.id, reason));
+        }
+        let kind = match live.state {
+            State::HeartbeatScheduled => {
+                TurnKind::FollowUp { number: live.follow_up_count + 1, max: live.heartbeat_config.max_followups }
+            }
+            _ => self.turn_kind(live),
+        };
+        Some(Step::RunTurn(live.id, kind))
+    }
+
+    /// Why an ACTIVE conversation needs a turn, from its last transition.
+    fn turn_kind(&self, instance: &ConversationInstance) -> TurnKind {
+        match instance.history.last().map(|t| t.trigger.as_str()) {
+            Some("agent_sends_first_message") => TurnKind::FirstMessage,
+            Some("agent_processes_reply") => TurnKind::Reply,
+            Some("operator_answers") => TurnKind::Answered,
+            _ => TurnKind::Resume,
+        }
+    }
+
+    pub(super) fn inbound(&mut self, message: InboundMessage) -> Delivery {
+        let Some(live) = self.holder() else {
+            self.shared.keep_unrouted(message.from, message.text);
+            return Delivery::NoConversation;
+        };
+        let (id, state) = (live.id, live.state);
+        let reference = message.reference.clone();
+        let recorded = TranscriptMessage {
+            channel_message_id: message.reference.map(|r| r.id),
+            ..TranscriptMessage::new(id, Role::Contact, message.text)
+        };
+        // Recorded first: whatever happens next, the message is not lost.
+        if let Err(error) = self.shared.store.append_message(&recorded) {
+            tracing::error!(instance = %id, %error, "cannot record a contact message");
+            return Delivery::NotRecorded(error.to_string());
+        }
+        self.unread.extend(reference);
+        tracing::info!(instance = %id, state = %state, "contact message received");
+        let event = EventData::MessageIn { message_id: recorded.id, untrusted_contact_text: recorded.content.clone() };
+        self.shared.emit(id, event);
+        let last = ContactText {
+            message_id: recorded.id,
+            at: recorded.timestamp,
+            untrusted_contact_text: recorded.content.clone(),
+        };
+        let count = |i: &mut ConversationInstance| {
+            i.unanswered_contact_messages += 1;
+            i.follow_up_count = 0;
+            i.last_contact_message = Some(last);
+        };
+        let saved = match state {
+            State::WaitingForReply => self.transition(id, Event::ContactReplies, None, count).map(drop),
+            _ => self.update(id, count),
+        };
+        if matches!(state, State::WaitingForReply | State::WaitingForAgent) {
+            // Several messages in quick succession get one answer.
+            self.reply_due = Some(Instant::now() + self.shared.settings.reply_window);
+        }
+        if let Err(error) = saved {
+            tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
+        }
+        Delivery::Delivered(id)
+    }
+}

@@ -1,0 +1,211 @@
+//! Sending to the contact: a message is recorded as pending, handed to the
+//! channel in a task of its own, and settled (sent, or failed with why)
+//! when the outcome comes back, for the agent's `send_message` and for
+//! `relay send` alike.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::{Actor, Msg, SendWaiter, ToolReply};
+use crate::agent::ToolError;
+use crate::api::limits;
+use crate::api::{EventData, Role, SendStatus, TranscriptMessage};
+use crate::channel::{ChannelError, Sent};
+use crate::engine::{EngineError, bounded_text};
+use crate::fsm::Event;
+
+/// How long shutdown waits for sends already under way to report back.
+const SEND_DRAIN: Duration = Duration::from_secs(10);
+
+impl Actor {
+    /// Records `message` as pending, then hands it to the channel in a task
+    /// of its own, so a slow send (pacing, a reconnecting link) holds up none
+    /// of this contact's other events. The outcome comes back as
+    /// [`Msg::Sent`]. If the pending record cannot be written, nothing is sent.
+    pub(super) fn start_send(&mut self, message: TranscriptMessage, waiter: SendWaiter) {
+        // A channel that would not even try (not linked, banned) gets no record.
+        if let Err(reason) = self.shared.channel.ready() {
+            let error = ChannelError::Unavailable { channel: self.shared.channel.name(), reason };
+            match waiter {
+                SendWaiter::Tool { turn, reply } => {
+                    let _ = reply.send(Err(self.agent_send_failed(message.instance_id, turn, error)));
+                }
+                operator => operator.refuse(EngineError::Channel(error)),
+            }
+            return;
+        }
+        if let Err(error) = self.shared.store.append_message(&message) {
+            tracing::error!(instance = %message.instance_id, %error, "cannot record a message before sending it; not sent");
+            waiter.refuse(EngineError::Store(error));
+            return;
+        }
+        let (channel, contact, me) = (self.shared.channel.clone(), self.contact.clone(), self.me.clone());
+        self.sending.push(message.instance_id);
+        tokio::spawn(async move {
+            let result = channel.send(&contact, &message.content).await;
+            let _ = me.send(Msg::Sent { message, result, waiter });
+        });
+    }
+
+    pub(super) fn start_agent_send(
+        &mut self,
+        id: Uuid,
+        turn: u64,
+        text: String,
+        reply: ToolReply,
+    ) -> Result<(), ToolError> {
+        let checked = self.check_turn(id, turn).and_then(|()| {
+            if self.turn.as_ref().is_some_and(|t| t.attempted >= limits::MAX_MESSAGES_PER_TURN) {
+                return Err(ToolError(format!(
+                    "not sent: at most {} messages per turn; wait for the contact to answer",
+                    limits::MAX_MESSAGES_PER_TURN
+                )));
+            }
+            bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))
+        });
+        match checked {
+            Ok(text) => {
+                if let Some(running) = self.turn.as_mut() {
+                    running.attempted += 1;
+                }
+                let message = TranscriptMessage::outgoing(id, Role::Agent, text);
+                self.start_send(message, SendWaiter::Tool { turn, reply });
+                Ok(())
+            }
+            Err(error) => {
+                let _ = reply.send(Err(error.clone()));
+                Err(error)
+            }
+        }
+    }
+
+    /// A send finished: its record is settled (sent, or failed with why),
+    /// even if its turn or its conversation has ended meanwhile.
+    pub(super) fn sent(&mut self, message: TranscriptMessage, result: Result<Sent, ChannelError>, waiter: SendWaiter) {
+        let id = message.instance_id;
+        if let Some(at) = self.sending.iter().position(|s| *s == id) {
+            self.sending.remove(at);
+        }
+        let settled = match &result {
+            Ok(sent) => TranscriptMessage {
+                send_status: Some(SendStatus::Sent),
+                channel_message_id: sent.message_id.clone(),
+                ..message
+            },
+            Err(error) => TranscriptMessage {
+                send_status: Some(SendStatus::Failed),
+                delivery_error: Some(error.to_string()),
+                ..message
+            },
+        };
+        match self.record_message(&settled) {
+            Ok(()) => self.shared.emit(id, message_out(&settled)),
+            // The contact has it (or not) all the same; on disk it stays
+            // pending, and reads as unconfirmed after a restart.
+            Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
+        }
+        match (waiter, result) {
+            (SendWaiter::Tool { turn, reply }, Ok(_)) => {
+                if let Some(running) = self.turn.as_mut().filter(|t| t.number == turn) {
+                    running.sent += 1;
+                }
+                let _ = reply.send(Ok("sent".to_string()));
+            }
+            (SendWaiter::Tool { turn, reply }, Err(error)) => {
+                let _ = reply.send(Err(self.agent_send_failed(id, turn, error)));
+            }
+            (SendWaiter::Operator { reply }, Ok(_)) => {
+                if let Some(running) = self.turn.as_mut().filter(|t| t.instance == id) {
+                    running.already_spoke = true;
+                }
+                // It went out: that is the answer, whatever else fails now
+                // (the conversation may even have been cancelled meanwhile).
+                if let Err(error) = self.after_manual_send(id) {
+                    tracing::warn!(instance = %id, %error, "sent, but the conversation could not move on");
+                }
+                self.drive();
+                let result = match self.shared.snapshot(id) {
+                    Some(instance) => Ok(((*instance).clone(), Some(settled))),
+                    None => Err(EngineError::NotFound(id.to_string())),
+                };
+                let _ = reply.send(result);
+            }
+            (SendWaiter::Operator { reply }, Err(error)) => {
+                self.drive();
+                let _ = reply.send(Err(EngineError::Channel(error)));
+            }
+        }
+    }
+
+    /// What a failed `send_message` does to the conversation, and what the
+    /// model is told.
+    fn agent_send_failed(&mut self, id: Uuid, turn: u64, error: ChannelError) -> ToolError {
+        let mine = self.is_running(id, turn);
+        match &error {
+            // Nothing is wrong with the conversation: it waits for the channel
+            // and its turn runs again from the transcript.
+            ChannelError::Unavailable { reason, .. } => {
+                let reason = reason.clone();
+                if let Err(e) = self.update(id, |i| i.channel_blocked = Some(reason)) {
+                    tracing::error!(instance = %id, error = %e, "cannot record why the conversation waits");
+                }
+                if mine {
+                    self.abort_turn();
+                }
+            }
+            // The design's error table: a send that fails after its retries fails the conversation.
+            ChannelError::Failed { .. } => {
+                let reason = error.to_string();
+                let failed = self.transition(id, Event::UnrecoverableError, Some(reason.clone()), |i| {
+                    i.failure_reason = Some(reason);
+                });
+                if let Err(e) = failed {
+                    tracing::error!(instance = %id, error = %e, "cannot record a failed send");
+                }
+                if mine {
+                    self.detach_turn();
+                }
+            }
+            ChannelError::Rejected { .. } => {}
+        }
+        tracing::warn!(instance = %id, %error, "message not sent");
+        ToolError(format!("not sent: {error}"))
+    }
+
+    /// WhatsApp refused a message after taking it: the transcript says so.
+    pub(super) fn delivery_failed(&mut self, instance: Uuid, message: Uuid, error: String) {
+        if let Err(e) = self.shared.mark_undelivered(instance, message, error) {
+            tracing::error!(%instance, error = %e, "cannot record a refused message");
+        }
+    }
+
+    /// On shutdown: let sends already under way report back (bounded), so
+    /// what went out is recorded.
+    pub(super) async fn drain_sends(&mut self, rx: &mut mpsc::UnboundedReceiver<Msg>) {
+        let deadline = Instant::now() + SEND_DRAIN;
+        while !self.sending.is_empty() {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(Msg::Sent { message, result, waiter })) => self.sent(message, result, waiter),
+                Ok(Some(Msg::DeliveryFailed { instance, message, error })) => {
+                    self.delivery_failed(instance, message, error)
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+}
+
+/// The event of a message relay sent (or failed to).
+fn message_out(message: &TranscriptMessage) -> EventData {
+    EventData::MessageOut {
+        message_id: message.id,
+        role: message.role,
+        text: message.content.clone(),
+        send_status: message.send_status.unwrap_or(SendStatus::Sent),
+        delivery_error: message.delivery_error.clone(),
+    }
+}

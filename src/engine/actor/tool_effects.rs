@@ -1,0 +1,127 @@
+//! What the agent's six tools do to the conversation (`send_message` is a
+//! send: see [`super::sends`]). A tool acts only for the turn running now.
+
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::Actor;
+use crate::agent::{ToolCall, ToolError};
+use crate::api::limits;
+use crate::api::{EventData, Question, Role};
+use crate::engine::{EngineError, bounded_text, heartbeat, report};
+use crate::fsm::Event;
+
+impl Actor {
+    /// Tools may only act for the turn that is running now.
+    pub(super) fn check_turn(&self, id: Uuid, turn: u64) -> Result<(), ToolError> {
+        let mine = self.is_running(id, turn);
+        if !mine || self.index(id).is_err() {
+            return Err(ToolError(
+                "this turn is over (the conversation was paused, cancelled or ended): do nothing more".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every tool but `send_message` (see [`Actor::start_agent_send`]).
+    pub(super) fn tool(&mut self, id: Uuid, turn: u64, call: ToolCall) -> Result<String, ToolError> {
+        self.check_turn(id, turn)?;
+        let refused = |e: EngineError| ToolError(e.to_string());
+        tracing::debug!(instance = %id, tool = call.name(), "tool call");
+        match call {
+            ToolCall::SendMessage { .. } => unreachable!("handled by start_agent_send"),
+            ToolCall::MarkTodoItem { todo_id, status, answer } => {
+                let instance = &self.convs[self.index(id).map_err(refused)?];
+                if !instance.todos.iter().any(|t| t.id == todo_id) {
+                    let ids: Vec<&str> = instance.todos.iter().map(|t| t.id.as_str()).collect();
+                    return Err(ToolError(format!(
+                        "there is no todo '{todo_id}'; the todo ids are {}",
+                        ids.join(", ")
+                    )));
+                }
+                let answer =
+                    answer.map(|a| bounded_text("answer", a, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
+                // What the answer rests on: the messages this turn answers,
+                // else the contact's latest.
+                let mut rests_on = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
+                if rests_on.is_empty() {
+                    rests_on.extend(instance.last_contact_message.as_ref().map(|m| m.message_id));
+                }
+                let recorded = answer.clone();
+                self.update(id, |i| {
+                    let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
+                    todo.status = status;
+                    if answer.is_some() {
+                        todo.answer = answer;
+                        todo.answer_message_ids = rests_on;
+                    }
+                })
+                .map_err(refused)?;
+                self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: recorded });
+                Ok(format!("todo {todo_id} is now {}", status.as_str()))
+            }
+            ToolCall::EndConversation { reason, outcome, summary } => {
+                let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
+                let summary = summary
+                    .map(|s| bounded_text("summary", s, limits::MAX_REASON_CHARS))
+                    .transpose()
+                    .map_err(refused)?
+                    .unwrap_or_else(|| reason.clone());
+                let judged = report::judged_outcome(&self.convs[self.index(id).map_err(refused)?].todos);
+                let outcome = outcome.unwrap_or(judged);
+                self.transition(id, Event::EndConversation, Some(reason), |i| {
+                    i.outcome = Some(outcome);
+                    i.ended_by = Some(crate::api::EndedBy::Agent);
+                    i.summary = Some(summary);
+                })
+                .map_err(refused)?;
+                self.detach_turn();
+                Ok("the conversation is ended; stop here".into())
+            }
+            ToolCall::ScheduleNextHeartbeat { delay } => {
+                let delay = heartbeat::clamp(delay, self.shared.settings.scheduled_heartbeat_bounds);
+                self.update(id, |i| i.scheduled_heartbeat_ms = Some(delay.as_millis() as u64)).map_err(refused)?;
+                if let Some(running) = self.turn.as_mut() {
+                    running.scheduled = true;
+                }
+                Ok(format!(
+                    "if the contact stays silent, the next follow-up is due {} after this turn",
+                    crate::duration::format(delay)
+                ))
+            }
+            ToolCall::PlaceCall => {
+                tracing::info!(instance = %id, "the agent asked to place a call; calls are not available");
+                let note = "The agent tried to place a call; calls are not available yet.".to_string();
+                self.record(id, Role::System, note).map_err(refused)?;
+                Ok("Calls are not available yet: no call was placed. Continue by message.".into())
+            }
+            ToolCall::RequestHumanIntervention { reason, question } => {
+                let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
+                let question = question
+                    .map(|q| bounded_text("question", q, limits::MAX_REASON_CHARS))
+                    .transpose()
+                    .map_err(refused)?;
+                let asked = self
+                    .transition(id, Event::RequestIntervention, Some(reason.clone()), |i| {
+                        i.intervention_reason = Some(reason.clone());
+                        i.pending_question = Some(Question {
+                            id: format!("q{}", i.earlier_questions.len() + 1),
+                            reason,
+                            question,
+                            asked_at: Utc::now(),
+                            answer: None,
+                            answered_at: None,
+                        });
+                    })
+                    .map_err(refused)?;
+                if let Some(question) = asked.pending_question {
+                    self.shared.emit(id, EventData::Question { question });
+                }
+                self.detach_turn();
+                Ok("a human operator has been asked to step in; stop here. Their answer, if they give one, \
+                    comes in your next turn."
+                    .into())
+            }
+        }
+    }
+}

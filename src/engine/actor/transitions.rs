@@ -1,0 +1,140 @@
+//! Every change to a conversation goes through here: a transition checked
+//! against the state machine table ([`crate::fsm`]), or a plain update, each
+//! written to disk and published to the engine's view before it returns.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::Actor;
+use crate::api::{ConversationInstance, EventData, Role, State, StateTransition, TranscriptMessage};
+use crate::engine::{EngineError, heartbeat, report};
+use crate::fsm::{self, Event, Target};
+
+impl Actor {
+    /// Applies `event` to conversation `id` if the table allows it: the new
+    /// state, `previous_state`, heartbeat fields, `change`, and a history
+    /// entry, all written to disk before this returns.
+    pub(in crate::engine) fn transition(
+        &mut self,
+        id: Uuid,
+        event: Event,
+        reason: Option<String>,
+        change: impl FnOnce(&mut ConversationInstance),
+    ) -> Result<ConversationInstance, EngineError> {
+        let index = self.index(id)?;
+        let current = &self.convs[index];
+        let (from, previous) = (current.state, current.previous_state);
+        let target = allowed(id, from, event, previous)?;
+        let to = fsm::resolve(from, target, previous);
+        let now = Utc::now();
+        let mut next = (**current).clone();
+        next.state = to;
+        if to == State::Paused {
+            next.previous_state = Some(from);
+        } else if from == State::Paused {
+            next.previous_state = None;
+        }
+        heartbeat::on_transition(&mut next, from, to, now);
+        if !matches!(to, State::NeedsHumanIntervention | State::Paused) {
+            // Why a person was needed holds only while one is (and while
+            // paused from there); the history keeps it.
+            next.intervention_reason = None;
+        }
+        change(&mut next);
+        if from == State::NeedsHumanIntervention && to != State::Paused {
+            // Not answered (the operator resumed or wrote to the contact).
+            set_question_aside(&mut next);
+        }
+        if to.is_terminal() {
+            report::on_end(&mut next, event, reason.as_deref());
+        }
+        if target != Target::Stay {
+            next.history.push(entry(from, to, event, reason.clone(), now));
+            tracing::info!(instance = %id, from = %from, to = %to, trigger = %event, "transition");
+        }
+        next.updated_at = now;
+        let committed = self.commit(index, next)?;
+        if target != Target::Stay {
+            let trigger = event.as_str().to_string();
+            self.shared.emit(id, EventData::Transition { from, to, trigger, reason });
+        }
+        Ok(committed)
+    }
+
+    /// Changes conversation `id` without a transition (todos, counters).
+    pub(super) fn update(
+        &mut self,
+        id: Uuid,
+        change: impl FnOnce(&mut ConversationInstance),
+    ) -> Result<(), EngineError> {
+        let index = self.index(id)?;
+        let mut next = (*self.convs[index]).clone();
+        change(&mut next);
+        next.updated_at = Utc::now();
+        self.commit(index, next).map(drop)
+    }
+
+    fn commit(&mut self, index: usize, next: ConversationInstance) -> Result<ConversationInstance, EngineError> {
+        self.shared.store.save_instance(&next)?;
+        let next = Arc::new(next);
+        self.shared.publish(&next);
+        if next.state.is_terminal() {
+            self.convs.remove(index);
+        } else {
+            self.convs[index] = next.clone();
+        }
+        Ok(Arc::unwrap_or_clone(next))
+    }
+
+    pub(super) fn index(&self, id: Uuid) -> Result<usize, EngineError> {
+        self.convs.iter().position(|c| c.id == id).ok_or_else(|| EngineError::NotFound(id.to_string()))
+    }
+
+    /// The latest persisted form of `instance` (it may have moved on).
+    pub(super) fn current(&self, instance: ConversationInstance) -> ConversationInstance {
+        self.shared.snapshot(instance.id).map(|i| (*i).clone()).unwrap_or(instance)
+    }
+
+    pub(super) fn record(&self, id: Uuid, role: Role, content: String) -> Result<TranscriptMessage, EngineError> {
+        let message = TranscriptMessage::new(id, role, content);
+        self.record_message(&message)?;
+        Ok(message)
+    }
+
+    pub(super) fn record_message(&self, message: &TranscriptMessage) -> Result<(), EngineError> {
+        self.shared.store.append_message(message)?;
+        if let Some(channel_id) = &message.channel_message_id {
+            self.shared.remember_sent(channel_id, message.instance_id, message.id);
+        }
+        Ok(())
+    }
+}
+
+/// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer (resume, send):
+/// the question stays on record, unanswered.
+fn set_question_aside(instance: &mut ConversationInstance) {
+    if let Some(question) = instance.pending_question.take() {
+        instance.earlier_questions.push(question);
+    }
+}
+
+/// What the table says `event` does to conversation `id` in `state`; a
+/// refusal is logged.
+pub(super) fn allowed(id: Uuid, state: State, event: Event, previous: Option<State>) -> Result<Target, EngineError> {
+    fsm::next(state, event, previous).map_err(|source| {
+        tracing::warn!(instance = %id, state = %state, event = %event, "invalid transition refused");
+        EngineError::Transition { id, source }
+    })
+}
+
+pub(super) fn entry(
+    from: State,
+    to: State,
+    event: Event,
+    reason: Option<String>,
+    at: DateTime<Utc>,
+) -> StateTransition {
+    StateTransition { from_state: Some(from), to_state: to, trigger: event.as_str().into(), timestamp: at, reason }
+}

@@ -1,0 +1,63 @@
+//! What a caller may ask for: a create request checked and turned into a
+//! conversation, and the bounds every text the engine takes must keep.
+
+use super::EngineError;
+use crate::api::limits;
+use crate::api::{ConversationInstance, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
+use crate::contact::Contact;
+
+/// Validates a create request and builds the instance it describes (CREATED;
+/// the contact's actor may queue it).
+pub(super) fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, EngineError> {
+    let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
+    let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
+    if request.todos.is_empty() {
+        return Err(EngineError::Invalid("give at least one todo".into()));
+    }
+    if request.todos.len() > limits::MAX_TODOS {
+        return Err(EngineError::Invalid(format!("at most {} todos per conversation", limits::MAX_TODOS)));
+    }
+    let mut todos = Vec::with_capacity(request.todos.len());
+    for (n, todo) in request.todos.into_iter().enumerate() {
+        let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
+        todos.push(TodoItem {
+            id: (n + 1).to_string(),
+            text,
+            status: TodoStatus::Pending,
+            answer: None,
+            answer_message_ids: Vec::new(),
+        });
+    }
+    let overrides = request.heartbeat_config.unwrap_or_default();
+    let defaults = HeartbeatConfig::default();
+    let heartbeat_config = HeartbeatConfig {
+        interval_ms: overrides.interval_ms.unwrap_or(defaults.interval_ms),
+        max_followups: overrides.max_followups.unwrap_or(defaults.max_followups),
+    };
+    let (min, max) = (limits::MIN_HEARTBEAT.as_millis() as u64, limits::MAX_HEARTBEAT.as_millis() as u64);
+    if !(min..=max).contains(&heartbeat_config.interval_ms) {
+        return Err(EngineError::Invalid(format!(
+            "the heartbeat interval must be between {} and {} (got {} ms)",
+            crate::duration::format(limits::MIN_HEARTBEAT),
+            crate::duration::format(limits::MAX_HEARTBEAT),
+            heartbeat_config.interval_ms
+        )));
+    }
+    if heartbeat_config.max_followups > limits::MAX_FOLLOWUPS {
+        return Err(EngineError::Invalid(format!("max_followups must be at most {}", limits::MAX_FOLLOWUPS)));
+    }
+    Ok(ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config))
+}
+
+/// Trims `text` and checks it is neither empty nor longer than `max` characters.
+pub(crate) fn bounded_text(what: &str, text: String, max: usize) -> Result<String, EngineError> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(EngineError::Invalid(format!("the {what} is empty")));
+    }
+    let chars = trimmed.chars().count();
+    if chars > max {
+        return Err(EngineError::Invalid(format!("the {what} is too long ({chars} characters; at most {max})")));
+    }
+    Ok(trimmed.to_string())
+}

@@ -4,7 +4,7 @@
 //! Rows marked `addition` are not in the seeds' table; `docs/state-machine.md`
 //! explains each one. Everything else about a transition (persisting it,
 //! timers, the agent, the queue) lives in the conversation actor
-//! (`engine/actor.rs`); this module only answers "is this allowed, and
+//! (`engine/actor/`); this module only answers "is this allowed, and
 //! where does it lead?".
 
 use std::fmt;

@@ -15,7 +15,7 @@
 //!
 //! Time: the engine stores heartbeat deadlines in wall-clock time and turns
 //! one into a tokio deadline once, when it arms the timer (`sync_timer` in
-//! `engine/actor.rs`). On a paused clock the wall clock stands almost still,
+//! `engine/heartbeat.rs`). On a paused clock the wall clock stands almost still,
 //! so a heartbeat fires one interval of tokio time after it was armed, and a
 //! pause or a restart re-arms it with nearly the whole interval again. The
 //! invariants never depend on when exactly a heartbeat fires, so intervals

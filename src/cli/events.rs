@@ -48,7 +48,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         .await?;
     match (end, args.follow) {
         (StreamEnd::Reader, _) | (StreamEnd::Daemon, false) => Ok(()),
-        (StreamEnd::Cut(e), false) => Err(CliError::failure(format!("the daemon's answer was cut: {e}"))),
+        (StreamEnd::Cut(e), false) => {
+            Err(CliError::failure(format!("the daemon's answer was cut: {}", crate::client::chain(&e))))
+        }
         // Followed, the stream has no end of its own: the daemon went away
         // (it ends the stream when it stops; a killed one cuts it). Silence
         // and exit 0 would read as "all done".

@@ -29,6 +29,10 @@ pub mod limits {
     pub const MAX_FOLLOWUPS: u32 = 100;
     /// Shortest id prefix accepted in place of a full id.
     pub const MIN_ID_PREFIX: usize = 4;
+    /// How long `GET /instances/{id}/wait` (and `relay wait`, MCP's `wait`)
+    /// waits when not told, and at most.
+    pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
+    pub const MAX_WAIT: Duration = Duration::from_secs(3600);
 }
 
 /// Defaults of `relay create`.
@@ -562,20 +566,133 @@ pub struct ShutdownResponse {
     pub pid: u32,
 }
 
+/// A stable code for a program, one per kind of error. The daemon sends the
+/// API's codes; the CLI adds its own (marked "CLI only") for what goes wrong
+/// before or around a request, and maps every code to its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidRequest,
+    NotFound,
+    AmbiguousId,
+    InvalidTransition,
+    /// A wait for a state the conversation, having ended, will never reach.
+    Ended,
+    Unauthorized,
+    Forbidden,
+    UnsupportedMediaType,
+    PayloadTooLarge,
+    MethodNotAllowed,
+    ChannelUnavailable,
+    NotSent,
+    ShuttingDown,
+    NotSandbox,
+    NotWhatsapp,
+    IdempotencyKeyReused,
+    IdempotencyKeyInUse,
+    /// A full disk or read-only home: nothing was changed.
+    StorageUnavailable,
+    Internal,
+    /// CLI only: anything else that failed (I/O, an unreadable answer).
+    Failure,
+    /// CLI only: the command line itself is wrong.
+    InvalidArguments,
+    /// CLI only: no daemon answers.
+    DaemonNotRunning,
+    /// CLI only: the daemon stopped while followed.
+    DaemonStopped,
+    /// CLI only: no config.json (run `relay init`).
+    NotInitialised,
+    /// CLI only: config.json cannot be read.
+    InvalidConfig,
+    /// CLI only: `relay wait` timed out.
+    TimedOut,
+    /// CLI only: stdout's reader went away.
+    ReaderGone,
+}
+
+impl ErrorCode {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            InvalidRequest => "invalid_request",
+            NotFound => "not_found",
+            AmbiguousId => "ambiguous_id",
+            InvalidTransition => "invalid_transition",
+            Ended => "ended",
+            Unauthorized => "unauthorized",
+            Forbidden => "forbidden",
+            UnsupportedMediaType => "unsupported_media_type",
+            PayloadTooLarge => "payload_too_large",
+            MethodNotAllowed => "method_not_allowed",
+            ChannelUnavailable => "channel_unavailable",
+            NotSent => "not_sent",
+            ShuttingDown => "shutting_down",
+            NotSandbox => "not_sandbox",
+            NotWhatsapp => "not_whatsapp",
+            IdempotencyKeyReused => "idempotency_key_reused",
+            IdempotencyKeyInUse => "idempotency_key_in_use",
+            StorageUnavailable => "storage_unavailable",
+            Internal => "internal",
+            Failure => "failure",
+            InvalidArguments => "invalid_arguments",
+            DaemonNotRunning => "daemon_not_running",
+            DaemonStopped => "daemon_stopped",
+            NotInitialised => "not_initialised",
+            InvalidConfig => "invalid_config",
+            TimedOut => "timed_out",
+            ReaderGone => "reader_gone",
+        }
+    }
+
+    pub const ALL: [ErrorCode; 27] = {
+        use ErrorCode::*;
+        [
+            InvalidRequest,
+            NotFound,
+            AmbiguousId,
+            InvalidTransition,
+            Ended,
+            Unauthorized,
+            Forbidden,
+            UnsupportedMediaType,
+            PayloadTooLarge,
+            MethodNotAllowed,
+            ChannelUnavailable,
+            NotSent,
+            ShuttingDown,
+            NotSandbox,
+            NotWhatsapp,
+            IdempotencyKeyReused,
+            IdempotencyKeyInUse,
+            StorageUnavailable,
+            Internal,
+            Failure,
+            InvalidArguments,
+            DaemonNotRunning,
+            DaemonStopped,
+            NotInitialised,
+            InvalidConfig,
+            TimedOut,
+            ReaderGone,
+        ]
+    };
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Every error the API returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ApiErrorResponse {
     /// One sentence for a person.
     pub error: String,
-    /// A stable code for a program: `invalid_request`, `not_found`,
-    /// `ambiguous_id`, `invalid_transition`, `ended` (a wait for a state
-    /// the conversation, having ended, will never reach), `unauthorized`, `forbidden`,
-    /// `unsupported_media_type`, `payload_too_large`, `method_not_allowed`,
-    /// `channel_unavailable`, `not_sent`, `shutting_down`, `not_sandbox`,
-    /// `not_whatsapp`, `idempotency_key_reused`, `idempotency_key_in_use`,
-    /// `storage_unavailable` (a full disk or read-only home: nothing was
-    /// changed), `internal`.
-    pub code: String,
+    /// A stable code for a program.
+    pub code: ErrorCode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
     /// For `invalid_transition` and `ended`: the instance's state.
@@ -584,6 +701,12 @@ pub struct ApiErrorResponse {
     /// For `invalid_transition`: the refused event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<Event>,
+}
+
+impl ApiErrorResponse {
+    pub fn new(code: ErrorCode, error: impl Into<String>) -> ApiErrorResponse {
+        ApiErrorResponse { error: error.into(), code, details: None, current_state: None, event: None }
+    }
 }
 
 /// `relay sandbox say`: a message from a simulated contact.
@@ -782,4 +905,17 @@ pub struct WebhookCreated {
     /// this is that webhook, unchanged, and its secret is the one shown
     /// when it was added.
     pub created: bool,
+}
+
+#[cfg(test)]
+mod error_code_tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn every_code_is_on_the_wire_as_its_name() {
+        for code in ErrorCode::ALL {
+            assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
+            assert_eq!(serde_json::from_value::<ErrorCode>(serde_json::json!(code.as_str())).unwrap(), code);
+        }
+    }
 }

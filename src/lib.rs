@@ -22,12 +22,14 @@
 //! | [`engine`] | conversations: one actor per contact (events one at a time, the FIFO queue), heartbeats, the tools' effects |
 //! | [`webhooks`], [`scripted_model`] | events POSTed, signed, in order; a scripted Chat Completions server for tests and the demo |
 //! | [`daemon`] | the HTTP server, its guards and routes |
+//! | [`client`] | the one client of the daemon's API: one typed method per route, for every front end |
 //! | [`cli`], [`mcp`] | the front ends: one file per subcommand; relay's commands as MCP tools |
 
 pub mod agent;
 pub mod api;
 pub mod channel;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod contact;
 pub mod daemon;

@@ -2,10 +2,10 @@
 //! The answer goes to the agent, which carries on; the contact never sees it
 //! (to speak to the contact, use `relay send`).
 
-use super::client::Client;
 use super::output::say;
-use super::{CliError, Context, instance_path, output};
-use crate::api::{AnswerRequest, ConversationInstance};
+use super::{CliError, Context, output};
+use crate::api::AnswerRequest;
+use crate::client::InstanceId;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,9 +16,8 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
-    let path = format!("{}/answer", instance_path(&args.id)?);
-    let instance: ConversationInstance =
-        Client::new(ctx)?.post(&path, Some(&AnswerRequest { answer: args.answer })).await?;
+    let id = InstanceId::parse(&args.id)?;
+    let instance = ctx.client()?.answer(&id, &AnswerRequest { answer: args.answer }).await?;
     if ctx.json {
         output::json(&instance);
         return Ok(());

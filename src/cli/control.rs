@@ -1,9 +1,8 @@
 //! `relay cancel`, `relay pause`, `relay resume`.
 
-use super::client::Client;
 use super::output::say;
-use super::{CliError, Context, instance_path, output};
-use crate::api::ConversationInstance;
+use super::{CliError, Context, output};
+use crate::client::InstanceId;
 
 #[derive(Debug, Clone, Copy)]
 pub enum Action {
@@ -18,8 +17,13 @@ pub async fn run(ctx: &Context, id: &str, action: Action) -> Result<(), CliError
         Action::Pause => "pause",
         Action::Resume => "resume",
     };
-    let path = format!("{}/{verb}", instance_path(id)?);
-    let instance: ConversationInstance = Client::new(ctx)?.post(&path, None::<&()>).await?;
+    let id = InstanceId::parse(id)?;
+    let client = ctx.client()?;
+    let instance = match action {
+        Action::Cancel => client.cancel(&id).await?,
+        Action::Pause => client.pause(&id).await?,
+        Action::Resume => client.resume(&id).await?,
+    };
     if ctx.json {
         output::json(&instance);
         return Ok(());

@@ -2,10 +2,9 @@
 //! (`--template NAME --var key=value`). Plain output is the id alone, so
 //! `ID=$(relay create ...)` works.
 
-use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{CreateInstanceRequest, CreateInstanceResponse, HeartbeatOverrides, NewTodo};
+use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo};
 use crate::template::Templates;
 
 #[derive(Debug, clap::Args)]
@@ -71,8 +70,8 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         todos: todos.into_iter().map(|text| NewTodo { text }).collect(),
         heartbeat_config: Some(HeartbeatOverrides { interval_ms, max_followups }),
     };
-    let client = Client::new(ctx)?.with_idempotency_key(args.idempotency_key);
-    let created: CreateInstanceResponse = client.post("/instances", Some(&request)).await?;
+    let client = ctx.client()?.with_idempotency_key(args.idempotency_key);
+    let created = client.create(&request).await?;
     if ctx.json {
         output::json(&created);
     } else {

@@ -12,12 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::client::Client;
 use super::{CliError, Context, output};
-use crate::api::{
-    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, NewTodo, OutboxEntry, SandboxSayRequest,
-    SandboxSayResponse, TranscriptMessage,
-};
+use crate::api::{CreateInstanceRequest, ErrorCode, NewTodo, OutboxQuery, SandboxSayRequest};
+use crate::client::{Client, InstanceId};
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 use crate::home::Home;
 use crate::scripted_model::{Reply, Responder, ScriptedModel};
@@ -42,7 +39,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let mut daemon = None;
     let ended = tokio::select! {
         result = demo(ctx, &home, &mut daemon) => match result {
-            Err(error) if error.error.code == READER_GONE => Ended::Signal(libc::SIGPIPE),
+            Err(error) if error.error.code == ErrorCode::ReaderGone => Ended::Signal(libc::SIGPIPE),
             result => Ended::Finished(result),
         },
         signal = signals.next() => Ended::Signal(signal),
@@ -72,15 +69,12 @@ enum Ended {
     Signal(libc::c_int),
 }
 
-/// The code of the error a failed write to stdout becomes.
-const READER_GONE: &str = "reader_gone";
-
 /// Lines for a person, made visible like `say!`'s; a closed stdout stops the demo.
 fn show(line: &str) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", output::visible(line))
         .and_then(|()| out.flush())
-        .map_err(|e| CliError::new(1, READER_GONE, format!("demo: cannot write to stdout: {e}")))
+        .map_err(|e| CliError::new(ErrorCode::ReaderGone, format!("demo: cannot write to stdout: {e}")))
 }
 
 /// SIGINT, SIGTERM and SIGHUP, caught for the demo's whole life.
@@ -122,10 +116,8 @@ impl Daemon {
     /// stop, or cannot be asked), so that its home can go.
     async fn stop(mut self) {
         let ctx = Context { home: self.home.clone(), json: true, port: Some(self.port) };
-        let asked = match Client::new(&ctx) {
-            Ok(client) => {
-                client.with_timeout(Duration::from_secs(5)).post::<Value>("/shutdown", None::<&()>).await.is_ok()
-            }
+        let asked = match ctx.client() {
+            Ok(client) => client.with_timeout(Duration::from_secs(5)).shutdown().await.is_ok(),
             Err(_) => false,
         };
         if !asked || tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
@@ -174,14 +166,14 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
         .map_err(|e| fail("start the daemon", &e))?;
     let daemon = daemon_slot.insert(Daemon { child, home: home.clone(), port });
     let started = Instant::now();
-    while super::start::health(port).await.is_none() {
+    while Client::on_port(port).health().await.is_err() {
         if started.elapsed() > Duration::from_secs(15) || daemon.child.try_wait().ok().flatten().is_some() {
             return Err(CliError::failure("demo: the daemon did not start"));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let demo_ctx = Context { home: home.clone(), json: ctx.json, port: Some(port) };
-    let client = Client::new(&demo_ctx)?;
+    let client = demo_ctx.client()?;
 
     let request = CreateInstanceRequest {
         objective: "Arrange the delivery of order 1042".into(),
@@ -196,14 +188,14 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
         "$ relay create --objective \"{}\" --contact {CONTACT} --todo \"{}\" --todo \"{}\"",
         request.objective, request.todos[0].text, request.todos[1].text
     ))?;
-    let created: CreateInstanceResponse = client.post("/instances", Some(&request)).await?;
+    let created = client.create(&request).await?;
     say(format!("{}\n", created.id))?;
 
-    let path = format!("/instances/{}", created.id);
+    let id = InstanceId::parse(&created.id.to_string())?;
     let (mut seen_history, mut seen_messages, mut answered) = (0, 0, 0);
     let final_state = loop {
-        let instance: ConversationInstance = client.get(&path).await?;
-        let transcript: Vec<TranscriptMessage> = client.get(&format!("{path}/transcript")).await?;
+        let instance = client.get(&id).await?;
+        let transcript = client.transcript(&id).await?;
         let mut lines: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
         for t in instance.history.iter().skip(seen_history) {
             let from = t.from_state.map(|s| format!("{s} -> ")).unwrap_or_default();
@@ -221,11 +213,11 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
             break instance;
         }
         // The simulated contact answers each message relay sent, after a moment.
-        let sent: Vec<OutboxEntry> = client.get("/sandbox/outbox").await?;
+        let sent = client.sandbox_outbox(&OutboxQuery::default()).await?;
         if sent.len() > answered && answered < CONTACT_SAYS.len() {
             tokio::time::sleep(Duration::from_millis(700)).await;
             let say_request = SandboxSayRequest { contact: CONTACT.into(), text: CONTACT_SAYS[answered].into() };
-            let _: SandboxSayResponse = client.post("/sandbox/messages", Some(&say_request)).await?;
+            client.sandbox_say(&say_request).await?;
             answered += 1;
             continue;
         }
@@ -243,7 +235,7 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
         let mut out = std::io::stdout().lock();
         writeln!(out, "{document}")
             .and_then(|()| out.flush())
-            .map_err(|e| CliError::new(1, READER_GONE, format!("demo: cannot write to stdout: {e}")))?;
+            .map_err(|e| CliError::new(ErrorCode::ReaderGone, format!("demo: cannot write to stdout: {e}")))?;
     } else {
         show(&format!("\n$ relay get {}", final_state.id))?;
         super::get::print(&final_state);

@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use super::client::{Client, StreamEnd};
 use super::{CliError, Context, output};
-use crate::api::{ConversationEvent, EventData};
+use crate::api::{ConversationEvent, ErrorCode, EventData, EventsQuery};
+use crate::client::{InstanceId, StreamEnd};
 use crate::home::daemon_files;
 
 #[derive(Debug, clap::Args)]
@@ -25,17 +25,15 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
-    let mut path = format!("/events?after={}&follow={}", args.after, args.follow);
-    if let Some(id) = &args.id {
-        // Same check as every other id argument.
-        super::instance_path(id)?;
-        path.push_str(&format!("&instance={}", id.trim()));
-    }
+    // Same check as every other id argument.
+    let instance = args.id.as_deref().map(InstanceId::parse).transpose()?.map(|id| id.as_str().to_string());
+    let query = EventsQuery { after: Some(args.after), instance, follow: Some(args.follow) };
     let json = ctx.json;
     let mut last_seq = args.after;
     // A client waiting for more events is not a slow daemon: no timeout on the stream.
-    let end = Client::new(ctx)?
-        .get_lines(&path, |event: ConversationEvent| {
+    let end = ctx
+        .client()?
+        .events(&query, |event: ConversationEvent| {
             last_seq = event.seq;
             let mut stdout = std::io::stdout().lock();
             // Flushed per event: `relay events -f | ...` sees each at once.
@@ -50,7 +48,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         .await?;
     match (end, args.follow) {
         (StreamEnd::Reader, _) | (StreamEnd::Daemon, false) => Ok(()),
-        (StreamEnd::Cut(e), false) => Err(CliError::failure(format!("the daemon's answer was cut: {e}"))),
+        (StreamEnd::Cut(e), false) => {
+            Err(CliError::failure(format!("the daemon's answer was cut: {}", crate::client::chain(&e))))
+        }
         // Followed, the stream has no end of its own: the daemon went away
         // (it ends the stream when it stops; a killed one cuts it). Silence
         // and exit 0 would read as "all done".
@@ -74,8 +74,7 @@ async fn stream_lost(ctx: &Context, args: &Args, last_seq: u64) -> CliError {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     CliError::new(
-        3,
-        "daemon_stopped",
+        ErrorCode::DaemonStopped,
         format!("the daemon stopped; once it runs again (`relay start`), go on with `{again}`"),
     )
 }

@@ -1,12 +1,13 @@
 //! `relay get`: one conversation in full.
 
-use super::client::Client;
 use super::output::say;
-use super::{CliError, Context, instance_path, output};
+use super::{CliError, Context, output};
 use crate::api::{ConversationInstance, State, TodoStatus};
+use crate::client::InstanceId;
 
 pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
-    let instance: ConversationInstance = Client::new(ctx)?.get(&instance_path(id)?).await?;
+    let id = InstanceId::parse(id)?;
+    let instance = ctx.client()?.get(&id).await?;
     if ctx.json {
         output::json(&instance);
     } else {

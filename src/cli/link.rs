@@ -9,7 +9,6 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
-use super::client::Client;
 use super::output::{self, say};
 use super::{CliError, Context};
 use crate::api::{PairRequest, PairingEvent};
@@ -29,10 +28,10 @@ pub async fn run(ctx: &Context, phone: Option<Contact>, force: bool, timeout: Du
     let phone = phone.map(|p| p.to_string());
     let outcome = if daemon_files::is_locked(&ctx.home) {
         screen.note("The daemon is running: it links, and this shows its codes.");
-        let client = Client::new(ctx)?;
+        let client = ctx.client()?;
         let (tx, events) = mpsc::unbounded_channel();
         let request = PairRequest { phone, force };
-        let streaming = client.post_lines("/whatsapp/pair", &request, move |event| tx.send(event).is_ok());
+        let streaming = client.pair(&request, move |event| tx.send(event).is_ok());
         let watching = watch(&mut screen, events, None, timeout, || 0);
         // Giving up ends the stream too (the daemon stops pairing when nobody reads).
         tokio::select! {

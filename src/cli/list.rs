@@ -2,10 +2,9 @@
 
 use comfy_table::{Table, presets::NOTHING};
 
-use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{ConversationInstance, State, TodoStatus};
+use crate::api::{ListQuery, State, TodoStatus};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,16 +17,14 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
-    let mut query = Vec::new();
-    if let Some(state) = args.state {
-        query.push(format!("state={state}"));
-    }
-    if let Some(contact) = &args.contact {
-        let contact = crate::contact::Contact::parse(contact).map_err(|e| CliError::usage(e.to_string()))?;
-        query.push(format!("contact=%2B{}", &contact.as_str()[1..]));
-    }
-    let path = if query.is_empty() { "/instances".to_string() } else { format!("/instances?{}", query.join("&")) };
-    let instances: Vec<ConversationInstance> = Client::new(ctx)?.get(&path).await?;
+    let contact = match &args.contact {
+        Some(contact) => {
+            Some(crate::contact::Contact::parse(contact).map_err(|e| CliError::usage(e.to_string()))?.to_string())
+        }
+        None => None,
+    };
+    let query = ListQuery { state: args.state.map(|s| s.to_string()), contact };
+    let instances = ctx.client()?.list(&query).await?;
     if ctx.json {
         output::json(&instances);
         return Ok(());

@@ -3,7 +3,6 @@
 //! thin client of the daemon's API (`mcp` too: one request per tool call).
 
 mod answer;
-pub(crate) mod client;
 mod control;
 mod create;
 mod daemon;
@@ -29,7 +28,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::api::ApiErrorResponse;
+use crate::api::{ApiErrorResponse, ErrorCode};
+use crate::client::Client;
 use crate::config::{Config, ConfigError};
 use crate::home::Home;
 use output::complain;
@@ -138,66 +138,66 @@ impl Context {
 
     /// `--port`/`RELAY_PORT`, else the running daemon's, else the config's.
     pub fn port(&self, config: &Config) -> u16 {
-        self.port.or_else(|| crate::home::daemon_files::read_port(&self.home)).unwrap_or(config.daemon_port)
+        crate::client::port(&self.home, self.port, config)
+    }
+
+    /// A client for this home's daemon (see `Client::new`).
+    pub fn client(&self) -> Result<Client, CliError> {
+        Ok(Client::new(&self.home, self.port)?)
     }
 }
 
-/// A failed command: its exit code and message (and the API's error, if any).
+/// A failed command: the API's error (or the CLI's own, in the same shape);
+/// its code says the exit code.
 #[derive(Debug)]
 pub struct CliError {
-    pub exit: u8,
     pub error: ApiErrorResponse,
 }
 
 impl CliError {
-    pub fn new(exit: u8, code: &str, message: impl Into<String>) -> CliError {
-        CliError {
-            exit,
-            error: ApiErrorResponse {
-                error: message.into(),
-                code: code.into(),
-                details: None,
-                current_state: None,
-                event: None,
-            },
-        }
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> CliError {
+        CliError { error: ApiErrorResponse::new(code, message) }
     }
 
     pub fn failure(message: impl Into<String>) -> CliError {
-        CliError::new(1, "failure", message)
+        CliError::new(ErrorCode::Failure, message)
     }
 
     pub fn usage(message: impl Into<String>) -> CliError {
-        CliError::new(2, "invalid_arguments", message)
+        CliError::new(ErrorCode::InvalidArguments, message)
     }
 
-    pub fn not_running() -> CliError {
-        CliError::new(3, "daemon_not_running", "the relay daemon is not running: run `relay start` first")
-    }
-
-    /// Maps the API's error codes onto the documented exit codes.
     pub fn api(error: ApiErrorResponse) -> CliError {
-        let exit = match error.code.as_str() {
-            "invalid_request"
-            | "ambiguous_id"
-            | "payload_too_large"
-            | "unsupported_media_type"
-            | "idempotency_key_reused" => 2,
-            "not_found" => 4,
-            "invalid_transition" | "ended" | "not_sandbox" | "not_whatsapp" => 5,
-            "unauthorized" | "forbidden" => 7,
-            _ => 1,
-        };
-        CliError { exit, error }
+        CliError { error }
+    }
+
+    /// The documented exit code (`EXIT_CODES`) of each error code.
+    pub fn exit(&self) -> u8 {
+        use ErrorCode::*;
+        match self.error.code {
+            InvalidArguments | InvalidRequest | AmbiguousId | PayloadTooLarge | UnsupportedMediaType
+            | IdempotencyKeyReused => 2,
+            DaemonNotRunning | DaemonStopped => 3,
+            NotFound => 4,
+            InvalidTransition | Ended | NotSandbox | NotWhatsapp => 5,
+            NotInitialised => 6,
+            Unauthorized | Forbidden => 7,
+            TimedOut => 8,
+            Failure | InvalidConfig | ReaderGone | MethodNotAllowed | ChannelUnavailable | NotSent | ShuttingDown
+            | IdempotencyKeyInUse | StorageUnavailable | Internal => 1,
+        }
     }
 }
 
 impl From<ConfigError> for CliError {
     fn from(error: ConfigError) -> CliError {
-        match error {
-            ConfigError::Missing(_) => CliError::new(6, "not_initialised", error.to_string()),
-            _ => CliError::new(1, "invalid_config", error.to_string()),
-        }
+        CliError::api(crate::client::config_error(error))
+    }
+}
+
+impl From<ApiErrorResponse> for CliError {
+    fn from(error: ApiErrorResponse) -> CliError {
+        CliError::api(error)
     }
 }
 
@@ -259,15 +259,5 @@ fn report(json: bool, error: CliError) -> ExitCode {
     } else {
         complain!("relay: {}", error.error.error);
     }
-    ExitCode::from(error.exit)
-}
-
-/// `/instances/<id>`: ids and prefixes are hex and dashes, so anything else
-/// is refused here rather than put into a URL.
-pub(crate) fn instance_path(id: &str) -> Result<String, CliError> {
-    let id = id.trim();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-        return Err(CliError::usage(format!("'{id}' is not a conversation id (ids look like 3f2a9c1e-...)")));
-    }
-    Ok(format!("/instances/{id}"))
+    ExitCode::from(error.exit())
 }

@@ -2,10 +2,9 @@
 //! read what relay sent. For trying relay and for tests; on the WhatsApp
 //! channel the daemon refuses them.
 
-use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{OutboxEntry, SandboxSayRequest, SandboxSayResponse};
+use crate::api::{OutboxQuery, SandboxSayRequest};
 use crate::contact::Contact;
 
 #[derive(Debug, clap::Subcommand)]
@@ -25,11 +24,11 @@ pub enum Command {
 }
 
 pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
-    let client = Client::new(ctx)?;
+    let client = ctx.client()?;
     match command {
         Command::Say { contact, text } => {
             let request = SandboxSayRequest { contact, text };
-            let said: SandboxSayResponse = client.post("/sandbox/messages", Some(&request)).await?;
+            let said = client.sandbox_say(&request).await?;
             if ctx.json {
                 output::json(&said);
             } else {
@@ -43,14 +42,11 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             }
         }
         Command::Outbox { contact } => {
-            let path = match contact {
-                Some(c) => {
-                    let c = Contact::parse(&c).map_err(|e| CliError::usage(e.to_string()))?;
-                    format!("/sandbox/outbox?contact=%2B{}", &c.as_str()[1..])
-                }
-                None => "/sandbox/outbox".to_string(),
+            let contact = match contact {
+                Some(c) => Some(Contact::parse(&c).map_err(|e| CliError::usage(e.to_string()))?.to_string()),
+                None => None,
             };
-            let sent: Vec<OutboxEntry> = client.get(&path).await?;
+            let sent = client.sandbox_outbox(&OutboxQuery { contact }).await?;
             if ctx.json {
                 output::json(&sent);
             } else if sent.is_empty() {

@@ -1,9 +1,9 @@
 //! `relay send`: the operator writes to the contact (recorded as "manual").
 
-use super::client::Client;
 use super::output::say;
-use super::{CliError, Context, instance_path, output};
-use crate::api::{SendMessageRequest, TranscriptMessage};
+use super::{CliError, Context, output};
+use crate::api::SendMessageRequest;
+use crate::client::InstanceId;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,10 +18,10 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
-    let path = format!("{}/send", instance_path(&args.id)?);
+    let id = InstanceId::parse(&args.id)?;
     let request = SendMessageRequest { message: args.message };
-    let client = Client::new(ctx)?.with_timeout(super::client::SEND_TIMEOUT).with_idempotency_key(args.idempotency_key);
-    let sent: TranscriptMessage = client.post(&path, Some(&request)).await?;
+    let client = ctx.client()?.with_idempotency_key(args.idempotency_key);
+    let sent = client.send(&id, &request).await?;
     if ctx.json {
         output::json(&sent);
     } else {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::output::{complain, say};
 use super::{CliError, Context, output};
 use crate::api::HealthResponse;
+use crate::client::Client;
 use crate::home::daemon_files::{self, LockState};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -103,7 +104,7 @@ async fn running_daemon(home: &crate::home::Home) -> Result<Option<Started>, Cli
         // Both files are written before the daemon serves; an answer from
         // another pid is some other program on a port the files still name.
         if let (Some(port), Some(pid)) = (daemon_files::read_port(home), daemon_files::read_pid(home))
-            && let Some(health) = health(port).await
+            && let Some(health) = Client::on_port(port).health().await.ok()
             && health.pid == pid
         {
             return Ok(Some(Started { pid, port, already_running: true }));
@@ -148,7 +149,7 @@ async fn wait_ready(
         {
             return Err(CliError::failure(format!("the daemon exited while starting ({status})")));
         }
-        if let Some(health) = health(port).await
+        if let Some(health) = Client::on_port(port).health().await.ok()
             && pid.is_none_or(|p| p == health.pid)
         {
             return Ok(health);
@@ -161,19 +162,6 @@ async fn wait_ready(
         }
         tokio::time::sleep(POLL).await;
     }
-}
-
-/// `GET /health` with a bare connection; None if nothing (or not relay) answers.
-pub async fn health(port: u16) -> Option<HealthResponse> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-    let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut response)).await.ok()?.ok()?;
-    let text = String::from_utf8_lossy(&response);
-    let body = text.split_once("\r\n\r\n")?.1;
-    serde_json::from_str(body).ok()
 }
 
 fn report(ctx: &Context, started: Started) -> Result<(), CliError> {

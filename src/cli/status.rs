@@ -1,12 +1,10 @@
 //! `relay status`: the daemon, its channel and its conversations.
 
-use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::DaemonStatusResponse;
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
-    let status: DaemonStatusResponse = Client::new(ctx)?.get("/status").await?;
+    let status = ctx.client()?.status().await?;
     if ctx.json {
         output::json(&status);
         return Ok(());

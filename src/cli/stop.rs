@@ -5,10 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::ShutdownResponse;
 use crate::home::daemon_files::{self, LockState};
 
 const GRACE: Duration = Duration::from_secs(20);
@@ -35,8 +33,8 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
             )));
         }
     }
-    let asked = match Client::new(ctx) {
-        Ok(client) => client.post::<ShutdownResponse>("/shutdown", None::<&()>).await.map(|r| r.pid),
+    let asked = match ctx.client() {
+        Ok(client) => client.shutdown().await.map(|r| r.pid).map_err(CliError::api),
         Err(e) => Err(e),
     };
     let pid = match asked {

@@ -6,6 +6,7 @@ use comfy_table::Table;
 
 use super::output::say;
 use super::{CliError, Context, output};
+use crate::api::ErrorCode;
 use crate::template::{Template, TemplateError, Templates};
 
 #[derive(Debug, clap::Subcommand)]
@@ -120,7 +121,7 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
 /// 2 for bad input, 1 for trouble with the files.
 pub fn error(e: TemplateError) -> CliError {
     match e {
-        TemplateError::NotFound(_) => CliError::new(4, "not_found", e.to_string()),
+        TemplateError::NotFound(_) => CliError::new(ErrorCode::NotFound, e.to_string()),
         TemplateError::BadName(_) | TemplateError::Exists(_) | TemplateError::Invalid(_) => {
             CliError::usage(e.to_string())
         }

@@ -1,13 +1,13 @@
 //! `relay transcript`: a conversation's messages, oldest first.
 
-use super::client::Client;
 use super::output::say;
-use super::{CliError, Context, instance_path, output};
-use crate::api::{Role, SendStatus, TranscriptMessage};
+use super::{CliError, Context, output};
+use crate::api::{Role, SendStatus};
+use crate::client::InstanceId;
 
 pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
-    let path = format!("{}/transcript", instance_path(id)?);
-    let messages: Vec<TranscriptMessage> = Client::new(ctx)?.get(&path).await?;
+    let id = InstanceId::parse(id)?;
+    let messages = ctx.client()?.transcript(&id).await?;
     if ctx.json {
         output::json(&messages);
         return Ok(());

@@ -5,12 +5,10 @@
 
 use std::time::Duration;
 
-use super::client::Client;
-use super::{CliError, Context, get, instance_path, output};
-use crate::api::WaitResponse;
-
-/// Exit code when the wait timed out first.
-pub const EXIT_TIMED_OUT: u8 = 8;
+use super::{CliError, Context, get, output};
+use crate::api::limits::MAX_WAIT;
+use crate::api::{ErrorCode, WaitQuery};
+use crate::client::InstanceId;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,7 +25,7 @@ pub struct Args {
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     let timeout = crate::duration::parse(s).map_err(|e| e.to_string())?;
-    if timeout > Duration::from_secs(3600) {
+    if timeout > MAX_WAIT {
         return Err("at most 1h; wait again after it".into());
     }
     Ok(timeout)
@@ -38,12 +36,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     if let Some(until) = &args.until {
         crate::engine::wait::Until::parse(until).map_err(|e| CliError::usage(format!("--until: {e}")))?;
     }
-    let mut path = format!("{}/wait?timeout_ms={}", instance_path(&args.id)?, args.timeout.as_millis());
-    if let Some(until) = &args.until {
-        path.push_str(&format!("&until={}", query_escape(until)));
-    }
-    let client = Client::new(ctx)?.with_timeout(args.timeout + Duration::from_secs(30));
-    let waited: WaitResponse = client.get(&path).await?;
+    let id = InstanceId::parse(&args.id)?;
+    let query = WaitQuery { until: args.until.clone(), timeout_ms: Some(args.timeout.as_millis() as u64) };
+    let waited = ctx.client()?.wait(&id, &query).await?;
     if ctx.json {
         output::json(&waited.instance);
     } else {
@@ -53,23 +48,11 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         return Ok(());
     }
     Err(CliError::new(
-        EXIT_TIMED_OUT,
-        "timed_out",
+        ErrorCode::TimedOut,
         format!(
             "timed out after {}: the conversation is {}",
             crate::duration::format(args.timeout),
             waited.instance.state
         ),
     ))
-}
-
-/// State names, commas and words: only letters, `_`, `-` and `,` reach the
-/// query as they are; anything else is percent-encoded.
-fn query_escape(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b',' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -3,10 +3,9 @@
 
 use comfy_table::Table;
 
-use super::client::Client;
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{Webhook, WebhookCreated, WebhookRequest};
+use crate::api::WebhookRequest;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -33,11 +32,11 @@ pub struct AddArgs {
 }
 
 pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
-    let client = Client::new(ctx)?;
+    let client = ctx.client()?;
     match command {
         Command::Add(args) => {
             let request = WebhookRequest { url: args.url, events: args.events };
-            let created: WebhookCreated = client.post("/webhooks", Some(&request)).await?;
+            let created = client.add_webhook(&request).await?;
             if ctx.json {
                 output::json(&created);
             } else if let (true, Some(secret)) = (created.created, &created.secret) {
@@ -52,7 +51,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             }
         }
         Command::List => {
-            let all: Vec<Webhook> = client.get("/webhooks").await?;
+            let all = client.webhooks().await?;
             if ctx.json {
                 output::json(&all);
             } else if all.is_empty() {
@@ -85,8 +84,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             }
         }
         Command::Remove { id } => {
-            let path = format!("/webhooks/{}", webhook_id(&id)?);
-            let removed: Webhook = client.delete(&path).await?;
+            let removed = client.remove_webhook(&id).await?;
             if ctx.json {
                 output::json(&removed);
             } else {
@@ -95,12 +93,4 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
         }
     }
     Ok(())
-}
-
-fn webhook_id(id: &str) -> Result<&str, CliError> {
-    let id = id.trim();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(CliError::usage(format!("'{id}' is not a webhook id (they look like wh_3f2a9c1e4b5d)")));
-    }
-    Ok(id)
 }

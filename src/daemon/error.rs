@@ -5,7 +5,7 @@ use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::api::ApiErrorResponse;
+use crate::api::{ApiErrorResponse, ErrorCode};
 use crate::channel::ChannelError;
 use crate::engine::EngineError;
 use crate::store::StoreError;
@@ -18,11 +18,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &str, error: String) -> ApiError {
-        ApiError {
-            status,
-            body: ApiErrorResponse { error, code: code.into(), details: None, current_state: None, event: None },
-        }
+    pub fn new(status: StatusCode, code: ErrorCode, error: String) -> ApiError {
+        ApiError { status, body: ApiErrorResponse::new(code, error) }
     }
 }
 
@@ -36,40 +33,42 @@ impl From<EngineError> for ApiError {
     fn from(error: EngineError) -> ApiError {
         let message = error.to_string();
         match error {
-            EngineError::Invalid(_) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message),
-            EngineError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", message),
-            EngineError::Ambiguous { .. } => ApiError::new(StatusCode::BAD_REQUEST, "ambiguous_id", message),
+            EngineError::Invalid(_) => ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message),
+            EngineError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message),
+            EngineError::Ambiguous { .. } => ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::AmbiguousId, message),
             EngineError::Transition { source, .. } => {
-                let mut e = ApiError::new(StatusCode::CONFLICT, "invalid_transition", message);
+                let mut e = ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidTransition, message);
                 e.body.current_state = Some(source.state);
                 e.body.event = Some(source.event);
                 e
             }
             EngineError::NoQuestion { .. } => {
-                let mut e = ApiError::new(StatusCode::CONFLICT, "invalid_transition", message);
+                let mut e = ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidTransition, message);
                 e.body.current_state = Some(crate::api::State::NeedsHumanIntervention);
                 e.body.event = Some(crate::fsm::Event::OperatorAnswers);
                 e
             }
             EngineError::Channel(ChannelError::Unavailable { .. }) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "channel_unavailable", message)
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::ChannelUnavailable, message)
             }
             EngineError::Channel(ChannelError::Rejected { .. } | ChannelError::Failed { .. }) => {
-                ApiError::new(StatusCode::BAD_GATEWAY, "not_sent", message)
+                ApiError::new(StatusCode::BAD_GATEWAY, ErrorCode::NotSent, message)
             }
             // A full disk or read-only home: nothing was changed, and the
             // caller may retry once there is room.
             EngineError::Store(StoreError::Write { .. }) => ApiError::new(
                 StatusCode::INSUFFICIENT_STORAGE,
-                "storage_unavailable",
+                ErrorCode::StorageUnavailable,
                 format!("{message}; nothing was changed: free space in (or make writable) the relay home, then retry"),
             ),
-            EngineError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message),
-            EngineError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", message),
-            EngineError::KeyReused(_) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused", message)
+            EngineError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal, message),
+            EngineError::ShuttingDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::ShuttingDown, message)
             }
-            EngineError::KeyInUse(_) => ApiError::new(StatusCode::CONFLICT, "idempotency_key_in_use", message),
+            EngineError::KeyReused(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::IdempotencyKeyReused, message)
+            }
+            EngineError::KeyInUse(_) => ApiError::new(StatusCode::CONFLICT, ErrorCode::IdempotencyKeyInUse, message),
         }
     }
 }
@@ -77,9 +76,13 @@ impl From<EngineError> for ApiError {
 impl From<WebhookError> for ApiError {
     fn from(error: WebhookError) -> ApiError {
         match error {
-            WebhookError::Invalid(message) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message),
-            WebhookError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", error.to_string()),
-            WebhookError::Ambiguous { .. } => ApiError::new(StatusCode::BAD_REQUEST, "ambiguous_id", error.to_string()),
+            WebhookError::Invalid(message) => {
+                ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message)
+            }
+            WebhookError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, error.to_string()),
+            WebhookError::Ambiguous { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::AmbiguousId, error.to_string())
+            }
             WebhookError::Store(e) => EngineError::Store(e).into(),
         }
     }
@@ -90,7 +93,7 @@ impl From<JsonRejection> for ApiError {
         match rejection {
             JsonRejection::MissingJsonContentType(_) => ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                ErrorCode::UnsupportedMediaType,
                 "request bodies must be JSON (Content-Type: application/json)".into(),
             ),
             JsonRejection::BytesRejection(ref r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -98,7 +101,7 @@ impl From<JsonRejection> for ApiError {
             }
             other => ApiError::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_request",
+                ErrorCode::InvalidRequest,
                 format!("invalid JSON body: {}", other.body_text()),
             ),
         }
@@ -107,12 +110,20 @@ impl From<JsonRejection> for ApiError {
 
 impl From<PathRejection> for ApiError {
     fn from(rejection: PathRejection) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid path: {}", rejection.body_text()))
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidRequest,
+            format!("invalid path: {}", rejection.body_text()),
+        )
     }
 }
 
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", format!("invalid query: {}", rejection.body_text()))
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidRequest,
+            format!("invalid query: {}", rejection.body_text()),
+        )
     }
 }

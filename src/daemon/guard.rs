@@ -10,6 +10,8 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::api::ErrorCode;
+
 use super::error::ApiError;
 use super::routes::App;
 
@@ -28,14 +30,14 @@ fn check(app: &App, request: &Request) -> Result<(), ApiError> {
     if !is_loopback_host(host) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "forbidden",
+            ErrorCode::Forbidden,
             format!("requests must be addressed to 127.0.0.1, [::1] or localhost (Host was '{host}')"),
         ));
     }
     if headers.contains_key(header::ORIGIN) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "forbidden",
+            ErrorCode::Forbidden,
             "requests from web pages (with an Origin header) are refused".to_string(),
         ));
     }
@@ -48,7 +50,7 @@ fn check(app: &App, request: &Request) -> Result<(), ApiError> {
         if !constant_time_eq(presented.as_bytes(), app.token.as_bytes()) {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                ErrorCode::Unauthorized,
                 "missing or wrong API token: send 'Authorization: Bearer <token>' with the token from <RELAY_HOME>/api-token".to_string(),
             ));
         }
@@ -61,7 +63,7 @@ fn check(app: &App, request: &Request) -> Result<(), ApiError> {
     if request.method() == Method::POST && has_body && !is_json(headers.get(header::CONTENT_TYPE)) {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
+            ErrorCode::UnsupportedMediaType,
             "request bodies must be JSON (Content-Type: application/json)".to_string(),
         ));
     }
@@ -71,7 +73,7 @@ fn check(app: &App, request: &Request) -> Result<(), ApiError> {
 pub fn too_large() -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
+        ErrorCode::PayloadTooLarge,
         format!("request bodies are limited to {} KiB", MAX_BODY_BYTES / 1024),
     )
 }

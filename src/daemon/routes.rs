@@ -285,9 +285,10 @@ async fn wait_instance(
         None => Until::settled(),
         Some(text) => Until::parse(text).map_err(invalid)?,
     };
-    let timeout_ms = query.timeout_ms.unwrap_or(DEFAULT_WAIT_MS);
-    if timeout_ms > MAX_WAIT_MS {
-        return Err(invalid(format!("timeout_ms is at most {MAX_WAIT_MS} (an hour); wait again after it")));
+    let timeout_ms = query.timeout_ms.unwrap_or(limits::DEFAULT_WAIT.as_millis() as u64);
+    let max_ms = limits::MAX_WAIT.as_millis() as u64;
+    if timeout_ms > max_ms {
+        return Err(invalid(format!("timeout_ms is at most {max_ms} (an hour); wait again after it")));
     }
     let mut stopping = app.stop.subscribe();
     let stop = async move {
@@ -297,7 +298,7 @@ async fn wait_instance(
         |e| match e {
             crate::engine::EngineError::ShuttingDown => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
+                ErrorCode::ShuttingDown,
                 "the daemon is stopping; wait again once it is back (`relay start`)".into(),
             ),
             other => other.into(),
@@ -316,7 +317,7 @@ async fn wait_instance(
             };
             let mut error = ApiError::new(
                 StatusCode::CONFLICT,
-                "ended",
+                ErrorCode::Ended,
                 format!(
                     "conversation {} has ended in {}: it will never {}{wanted}",
                     instance.id,
@@ -329,9 +330,6 @@ async fn wait_instance(
         }
     }
 }
-
-const DEFAULT_WAIT_MS: u64 = 50_000;
-const MAX_WAIT_MS: u64 = 3_600_000;
 
 /// The operator answers the agent's pending question (or the reason it
 /// stopped). The answer goes to the agent, never to the contact; the
@@ -500,7 +498,7 @@ async fn sandbox_say(
         Delivery::NotRecorded(error) => {
             return Err(ApiError::new(
                 StatusCode::INSUFFICIENT_STORAGE,
-                "storage_unavailable",
+                ErrorCode::StorageUnavailable,
                 format!("the message could not be recorded: {error}"),
             ));
         }
@@ -534,7 +532,7 @@ async fn whatsapp_pair(
     let whatsapp = app.engine.channel().as_whatsapp().ok_or_else(|| {
         ApiError::new(
             StatusCode::CONFLICT,
-            "not_whatsapp",
+            ErrorCode::NotWhatsapp,
             format!(
                 "linking needs the whatsapp channel; this daemon runs the {} channel (`relay init --channel whatsapp`, then restart it)",
                 app.engine.channel().status().kind
@@ -566,7 +564,7 @@ fn sandbox(app: &App) -> ApiResult<&SandboxChannel> {
     app.engine.channel().as_sandbox().ok_or_else(|| {
         ApiError::new(
             StatusCode::CONFLICT,
-            "not_sandbox",
+            ErrorCode::NotSandbox,
             format!(
                 "the sandbox commands need the sandbox channel; this daemon runs the {} channel",
                 app.engine.channel().status().kind
@@ -576,17 +574,21 @@ fn sandbox(app: &App) -> ApiResult<&SandboxChannel> {
 }
 
 fn invalid(message: String) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message)
 }
 
 async fn not_found(request: Request) -> impl IntoResponse {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route {} {}", request.method(), request.uri().path()))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::NotFound,
+        format!("no route {} {}", request.method(), request.uri().path()),
+    )
 }
 
 async fn method_not_allowed(request: Request) -> impl IntoResponse {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ErrorCode::MethodNotAllowed,
         format!("{} is not allowed on {}", request.method(), request.uri().path()),
     )
 }

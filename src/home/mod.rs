@@ -19,7 +19,7 @@ impl Home {
         if let Some(dir) = std::env::var_os("RELAY_HOME").filter(|v| !v.is_empty()) {
             return Ok(Home::at(PathBuf::from(dir)));
         }
-        let home = std::env::home_dir().ok_or_else(|| {
+        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()).ok_or_else(|| {
             io::Error::new(io::ErrorKind::NotFound, "cannot find your home directory: set RELAY_HOME")
         })?;
         Ok(Home::at(home.join(".relay-agent")))

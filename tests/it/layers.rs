@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Lowest first. Modules in one layer may not use each other, but for the
-/// front ends (`cli` runs `mcp`'s server, `mcp` uses the CLI's client).
+/// front ends (`cli` runs `mcp`'s server, `mcp` uses the CLI's `Context` and errors).
 const LAYERS: &[&[&str]] = &[
     &["util", "duration", "contact", "fsm", "home"],
     &["api"],
@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["engine"],
     &["webhooks", "scripted_model"],
     &["daemon"],
+    &["client"],
     &["cli", "mcp"],
 ];
 

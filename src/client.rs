@@ -1,0 +1,484 @@
+//! The one client of the daemon's API, for every front end: `relay`'s
+//! subcommands, `relay mcp`'s tools and `relay start`'s health probe. One
+//! method per route, typed requests and answers; paths and query strings
+//! (from the API's own query types) are built here and nowhere else. Errors
+//! are `ApiErrorResponse`s: the daemon's, or the client's own in the same
+//! shape (an `api::ErrorCode` for a daemon not running, an id that cannot be
+//! one, a broken connection).
+//!
+//! HTTP/1.1 over loopback with reqwest, built for it: no proxy, and an
+//! empty set of trusted roots (so no system certificates are loaded: the
+//! client never speaks TLS, and a command starts as fast as with a bare
+//! connection).
+
+use std::io;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode, header};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::limits::DEFAULT_WAIT;
+use crate::api::{
+    AnswerRequest, ApiErrorResponse, ConversationEvent, ConversationInstance, CreateInstanceRequest,
+    CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OutboxEntry,
+    OutboxQuery, PairRequest, PairingEvent, SandboxSayRequest, SandboxSayResponse, SendMessageRequest,
+    ShutdownResponse, TranscriptMessage, WaitQuery, WaitResponse, Webhook, WebhookCreated, WebhookRequest,
+};
+use crate::config::{Config, ConfigError};
+use crate::home::{Home, daemon_files};
+
+/// What every call of this client fails with.
+pub type Error = ApiErrorResponse;
+
+/// Longer than any request the daemon serves should take...
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// ...but a send answers once the message is out, which on WhatsApp can mean
+/// pacing, waiting for a lost connection (`connect_wait_secs`) and retries.
+const SEND_TIMEOUT: Duration = Duration::from_secs(600);
+/// How much longer than a wait itself the client waits for the daemon's answer.
+const WAIT_MARGIN: Duration = Duration::from_secs(30);
+/// `relay start`'s probe: a daemon that is up answers `/health` at once.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Who ended a stream of lines.
+#[derive(Debug)]
+pub enum StreamEnd {
+    /// The caller's `each` said stop.
+    Reader,
+    /// The daemon ended it (it does when it stops).
+    Daemon,
+    /// The connection broke mid-stream (a daemon killed, for one).
+    Cut(reqwest::Error),
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    port: u16,
+    token: Option<String>,
+    timeout: Duration,
+    idempotency_key: Option<String>,
+}
+
+impl Client {
+    /// A client for the daemon of `home` (on port `asked`, if the user gave
+    /// one). Fails early, with the right advice, when relay is not
+    /// initialised or its daemon is not running.
+    ///
+    /// A running daemon is found by its port and token files, without
+    /// config.json (which may be mid-edit, or broken: that matters only to
+    /// the next start).
+    pub fn new(home: &Home, asked: Option<u16>) -> Result<Client, Error> {
+        let locked = daemon_files::is_locked(home);
+        // While the lock is held the port file is the running daemon's (it
+        // removes a killed one's first); without it, it is still starting, or
+        // `relay init` is linking.
+        if locked && let Some(running) = daemon_files::read_port(home) {
+            if let Some(asked) = asked
+                && asked != running
+            {
+                return Err(Error::new(
+                    ErrorCode::InvalidArguments,
+                    format!(
+                        "relay is running on port {running}, not {asked} ({}): leave it out, or give {running}",
+                        port_source()
+                    ),
+                ));
+            }
+            let token = daemon_files::read_token(home);
+            return Ok(Client::at(running, token));
+        }
+        let config = Config::load(home).map_err(config_error)?;
+        let token = daemon_files::read_token(home);
+        if token.is_none() && !locked {
+            return Err(not_running());
+        }
+        Ok(Client::at(port(home, asked, &config), token))
+    }
+
+    /// A client for whatever answers on `port` (no token: `/health` needs none).
+    pub fn on_port(port: u16) -> Client {
+        Client::at(port, None)
+    }
+
+    fn at(port: u16, token: Option<String>) -> Client {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .tls_certs_only([])
+            .build()
+            .expect("a loopback client without TLS roots builds");
+        Client { http, port, token, timeout: REQUEST_TIMEOUT, idempotency_key: None }
+    }
+
+    /// The same client, waiting up to `timeout` for answers.
+    pub fn with_timeout(self, timeout: Duration) -> Client {
+        Client { timeout, ..self }
+    }
+
+    /// The same client, sending `Idempotency-Key: key` (if any) with
+    /// `create` and `send`.
+    pub fn with_idempotency_key(self, key: Option<String>) -> Client {
+        Client { idempotency_key: key, ..self }
+    }
+
+    // ---- the daemon ----
+
+    /// `GET /health`, within a couple of seconds.
+    pub async fn health(&self) -> Result<HealthResponse, Error> {
+        self.with(HEALTH_TIMEOUT).request(Method::GET, "/health", None::<&()>).await
+    }
+
+    /// `GET /status`.
+    pub async fn status(&self) -> Result<DaemonStatusResponse, Error> {
+        self.request(Method::GET, "/status", None::<&()>).await
+    }
+
+    /// `POST /shutdown`.
+    pub async fn shutdown(&self) -> Result<ShutdownResponse, Error> {
+        self.request(Method::POST, "/shutdown", None::<&()>).await
+    }
+
+    // ---- conversations ----
+
+    /// `POST /instances`.
+    pub async fn create(&self, request: &CreateInstanceRequest) -> Result<CreateInstanceResponse, Error> {
+        self.request(Method::POST, "/instances", Some(request)).await
+    }
+
+    /// `GET /instances?...`.
+    pub async fn list(&self, query: &ListQuery) -> Result<Vec<ConversationInstance>, Error> {
+        self.request(Method::GET, &with_query("/instances", query), None::<&()>).await
+    }
+
+    /// `GET /instances/{id}`.
+    pub async fn get(&self, id: &InstanceId) -> Result<ConversationInstance, Error> {
+        self.request(Method::GET, &id.path(), None::<&()>).await
+    }
+
+    /// `GET /instances/{id}/transcript`.
+    pub async fn transcript(&self, id: &InstanceId) -> Result<Vec<TranscriptMessage>, Error> {
+        let path = format!("{}/transcript", id.path());
+        self.request(Method::GET, &path, None::<&()>).await
+    }
+
+    /// `GET /instances/{id}/wait?...`, waiting for the answer as long as the
+    /// wait itself may take, and a margin.
+    pub async fn wait(&self, id: &InstanceId, query: &WaitQuery) -> Result<WaitResponse, Error> {
+        let path = with_query(&format!("{}/wait", id.path()), query);
+        let waits = query.timeout_ms.map(Duration::from_millis).unwrap_or(DEFAULT_WAIT);
+        self.with(waits + WAIT_MARGIN).request(Method::GET, &path, None::<&()>).await
+    }
+
+    /// `POST /instances/{id}/send`, waiting as long as a send may take.
+    pub async fn send(&self, id: &InstanceId, request: &SendMessageRequest) -> Result<TranscriptMessage, Error> {
+        let path = format!("{}/send", id.path());
+        self.with(SEND_TIMEOUT).request(Method::POST, &path, Some(request)).await
+    }
+
+    /// `POST /instances/{id}/answer`.
+    pub async fn answer(&self, id: &InstanceId, request: &AnswerRequest) -> Result<ConversationInstance, Error> {
+        let path = format!("{}/answer", id.path());
+        self.request(Method::POST, &path, Some(request)).await
+    }
+
+    /// `POST /instances/{id}/pause`.
+    pub async fn pause(&self, id: &InstanceId) -> Result<ConversationInstance, Error> {
+        self.control(id, "pause").await
+    }
+
+    /// `POST /instances/{id}/resume`.
+    pub async fn resume(&self, id: &InstanceId) -> Result<ConversationInstance, Error> {
+        self.control(id, "resume").await
+    }
+
+    /// `POST /instances/{id}/cancel`.
+    pub async fn cancel(&self, id: &InstanceId) -> Result<ConversationInstance, Error> {
+        self.control(id, "cancel").await
+    }
+
+    async fn control(&self, id: &InstanceId, verb: &str) -> Result<ConversationInstance, Error> {
+        let path = format!("{}/{verb}", id.path());
+        self.request(Method::POST, &path, None::<&()>).await
+    }
+
+    /// `GET /events?...` as NDJSON (`query.instance` as an `InstanceId`'s
+    /// `as_str`): each event to `each` until the daemon
+    /// ends the stream or `each` says stop (returns false); says who ended
+    /// it, since a caller following an endless stream must tell a daemon
+    /// that went away from its own reader stopping.
+    pub async fn events(
+        &self,
+        query: &EventsQuery,
+        each: impl FnMut(ConversationEvent) -> bool,
+    ) -> Result<StreamEnd, Error> {
+        self.lines(Method::GET, &with_query("/events", query), None::<&()>, each).await
+    }
+
+    // ---- webhooks ----
+
+    /// `POST /webhooks`.
+    pub async fn add_webhook(&self, request: &WebhookRequest) -> Result<WebhookCreated, Error> {
+        self.request(Method::POST, "/webhooks", Some(request)).await
+    }
+
+    /// `GET /webhooks`.
+    pub async fn webhooks(&self) -> Result<Vec<Webhook>, Error> {
+        self.request(Method::GET, "/webhooks", None::<&()>).await
+    }
+
+    /// `DELETE /webhooks/{id}`.
+    pub async fn remove_webhook(&self, id: &str) -> Result<Webhook, Error> {
+        let path = format!("/webhooks/{}", webhook_id(id)?);
+        self.request(Method::DELETE, &path, None::<&()>).await
+    }
+
+    // ---- channels ----
+
+    /// `POST /sandbox/messages`.
+    pub async fn sandbox_say(&self, request: &SandboxSayRequest) -> Result<SandboxSayResponse, Error> {
+        self.request(Method::POST, "/sandbox/messages", Some(request)).await
+    }
+
+    /// `GET /sandbox/outbox?...`.
+    pub async fn sandbox_outbox(&self, query: &OutboxQuery) -> Result<Vec<OutboxEntry>, Error> {
+        self.request(Method::GET, &with_query("/sandbox/outbox", query), None::<&()>).await
+    }
+
+    /// `POST /whatsapp/pair`: each pairing event to `each`, until the daemon
+    /// ends the stream or `each` says stop.
+    pub async fn pair(&self, request: &PairRequest, each: impl FnMut(PairingEvent) -> bool) -> Result<(), Error> {
+        match self.lines(Method::POST, "/whatsapp/pair", Some(request), each).await? {
+            StreamEnd::Cut(e) => Err(cut(e)),
+            StreamEnd::Reader | StreamEnd::Daemon => Ok(()),
+        }
+    }
+
+    // ---- HTTP ----
+
+    /// This client with another timeout, for one call.
+    fn with(&self, timeout: Duration) -> Client {
+        Client {
+            http: self.http.clone(),
+            port: self.port,
+            token: self.token.clone(),
+            timeout,
+            idempotency_key: self.idempotency_key.clone(),
+        }
+    }
+
+    async fn lines<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+        mut each: impl FnMut(T) -> bool,
+    ) -> Result<StreamEnd, Error> {
+        let mut response = self.send_request(method, path, body, "application/x-ndjson").await?;
+        let status = response.status();
+        if !status.is_success() {
+            let bytes = response.bytes().await.map_err(cut)?;
+            return Err(error_of(status, &bytes));
+        }
+        let mut pending = Vec::new();
+        loop {
+            let data = match response.chunk().await {
+                Ok(Some(data)) => data,
+                Ok(None) => return Ok(StreamEnd::Daemon),
+                Err(e) => return Ok(StreamEnd::Cut(e)),
+            };
+            pending.extend_from_slice(&data);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let item = serde_json::from_slice(&line).map_err(unexpected)?;
+                if !each(item) {
+                    return Ok(StreamEnd::Reader);
+                }
+            }
+        }
+    }
+
+    async fn request<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<T, Error> {
+        let response = self.send_request(method, path, body, "application/json").await?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(cut)?;
+        if status.is_success() {
+            return serde_json::from_slice(&body).map_err(unexpected);
+        }
+        Err(error_of(status, &body))
+    }
+
+    /// Sends one request; returns once the answer's head has arrived (the
+    /// timeout bounds that, not a stream that follows).
+    async fn send_request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+        accept: &str,
+    ) -> Result<reqwest::Response, Error> {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let mut request = self.http.request(method, url).header(header::ACCEPT, accept);
+        if let Some(token) = &self.token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        if let Some(key) = &self.idempotency_key {
+            request = request.header("idempotency-key", key.as_str());
+        }
+        if let Some(body) = body {
+            let bytes = serde_json::to_vec(body).expect("requests serialise");
+            request = request.header(header::CONTENT_TYPE, "application/json").body(bytes);
+        }
+        tokio::time::timeout(self.timeout, request.send())
+            .await
+            .map_err(|_| {
+                failure(format!(
+                    "the daemon did not answer within {}s; see relay.log in the relay home",
+                    self.timeout.as_secs()
+                ))
+            })?
+            .map_err(|e| self.unreachable(e))
+    }
+
+    /// Why a request got no answer: no daemon (connection refused), or the
+    /// error itself.
+    fn unreachable(&self, e: reqwest::Error) -> Error {
+        if !e.is_connect() {
+            return failure(format!("the daemon did not answer: {}", chain(&e)));
+        }
+        let mut source: Option<&dyn std::error::Error> = Some(&e);
+        while let Some(error) = source {
+            if let Some(io) = error.downcast_ref::<io::Error>()
+                && io.kind() == io::ErrorKind::ConnectionRefused
+            {
+                return not_running();
+            }
+            source = error.source();
+        }
+        failure(format!("cannot reach the daemon on 127.0.0.1:{}: {}", self.port, chain(&e)))
+    }
+}
+
+/// `--port`/`RELAY_PORT` (`asked`), else the running daemon's, else the config's.
+pub fn port(home: &Home, asked: Option<u16>, config: &Config) -> u16 {
+    asked.or_else(|| daemon_files::read_port(home)).unwrap_or(config.daemon_port)
+}
+
+/// A config.json that cannot be used, as an error with its code.
+pub fn config_error(error: ConfigError) -> Error {
+    match error {
+        ConfigError::Missing(_) => Error::new(ErrorCode::NotInitialised, error.to_string()),
+        _ => Error::new(ErrorCode::InvalidConfig, error.to_string()),
+    }
+}
+
+/// No daemon answers.
+pub fn not_running() -> Error {
+    Error::new(ErrorCode::DaemonNotRunning, "the relay daemon is not running: run `relay start` first")
+}
+
+/// A conversation id, or a prefix of one, checked: ids and prefixes are hex
+/// and dashes, so anything else is refused before it is put into a URL (and
+/// before the daemon is looked for: a wrong id is the caller's to fix first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceId(String);
+
+impl InstanceId {
+    pub fn parse(id: &str) -> Result<InstanceId, Error> {
+        let id = id.trim();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(Error::new(
+                ErrorCode::InvalidArguments,
+                format!("'{id}' is not a conversation id (ids look like 3f2a9c1e-...)"),
+            ));
+        }
+        Ok(InstanceId(id.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `/instances/<id>`.
+    fn path(&self) -> String {
+        format!("/instances/{}", self.0)
+    }
+}
+
+/// Webhook ids are letters, digits and `_`.
+fn webhook_id(id: &str) -> Result<&str, Error> {
+    let id = id.trim();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(Error::new(
+            ErrorCode::InvalidArguments,
+            format!("'{id}' is not a webhook id (they look like wh_3f2a9c1e4b5d)"),
+        ));
+    }
+    Ok(id)
+}
+
+/// `path?query`, the query percent-encoded from the API's own query type
+/// (fields that are `None` left out); just `path` when nothing is set.
+fn with_query(path: &str, query: &impl Serialize) -> String {
+    let query = serde_urlencoded::to_string(query).expect("query types serialise");
+    if query.is_empty() { path.to_string() } else { format!("{path}?{query}") }
+}
+
+/// Where the port the user gave came from, in their words.
+fn port_source() -> &'static str {
+    let flag = std::env::args_os().any(|a| a == "--port" || a.to_string_lossy().starts_with("--port="));
+    if flag { "--port" } else { "RELAY_PORT" }
+}
+
+fn failure(message: String) -> Error {
+    Error::new(ErrorCode::Failure, message)
+}
+
+fn cut(e: reqwest::Error) -> Error {
+    failure(format!("the daemon's answer was cut: {}", chain(&e)))
+}
+
+/// An error and its causes, `: `-separated (reqwest's own says little).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+fn unexpected(e: serde_json::Error) -> Error {
+    failure(format!("the daemon's answer is not what this relay expects: {e}"))
+}
+
+fn error_of(status: StatusCode, body: &[u8]) -> Error {
+    serde_json::from_slice::<ApiErrorResponse>(body)
+        .unwrap_or_else(|_| failure(format!("the daemon answered {status}: {}", String::from_utf8_lossy(body).trim())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        let query = WaitQuery { until: Some("terminal,PAUSED".into()), timeout_ms: Some(50_000) };
+        assert_eq!(with_query("/w", &query), "/w?until=terminal%2CPAUSED&timeout_ms=50000");
+        let query = ListQuery { state: Some("WAITING_FOR_REPLY".into()), contact: Some("+56 912".into()) };
+        assert_eq!(with_query("/instances", &query), "/instances?state=WAITING_FOR_REPLY&contact=%2B56+912");
+        assert_eq!(with_query("/instances", &ListQuery::default()), "/instances");
+    }
+
+    #[test]
+    fn ids_that_cannot_be_ids_never_reach_a_url() {
+        assert_eq!(InstanceId::parse(" 3f2a ").unwrap().path(), "/instances/3f2a");
+        assert_eq!(InstanceId::parse("../status").unwrap_err().code, ErrorCode::InvalidArguments);
+        assert_eq!(webhook_id("wh/1").unwrap_err().code, ErrorCode::InvalidArguments);
+    }
+}

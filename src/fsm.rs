@@ -6,6 +6,9 @@
 //! timers, the agent, the queue) lives in the conversation actor
 //! (`engine/actor/`); this module only answers "is this allowed, and
 //! where does it lead?".
+//!
+//! Longer than most files, on purpose: the table is data a reader checks row
+//! by row against the seeds, and its unit tests sit beside it.
 
 use std::fmt;
 use std::str::FromStr;

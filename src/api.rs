@@ -14,6 +14,25 @@ pub use crate::fsm::{Event, State};
 pub mod limits {
     use std::time::Duration;
 
+    /// The longest idempotency key.
+    pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
+
+    /// The rule for idempotency keys, in the words every refusal uses.
+    pub fn idempotency_key_rule() -> String {
+        format!(
+            "an idempotency key is 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters without spaces \
+             (a UUID is a good one)"
+        )
+    }
+
+    /// What is wrong with an idempotency key, if anything: the one rule the
+    /// CLI, MCP and the daemon apply, so a bad key is refused in the same
+    /// words before it is put into a header as after.
+    pub fn idempotency_key_problem(key: &str) -> Option<String> {
+        let printable = key.chars().all(|c| c.is_ascii_graphic());
+        (key.is_empty() || key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS || !printable).then(idempotency_key_rule)
+    }
+
     pub const MAX_OBJECTIVE_CHARS: usize = 4_000;
     pub const MAX_TODOS: usize = 50;
     pub const MAX_TODO_CHARS: usize = 500;

@@ -117,8 +117,13 @@ impl Client {
 
     /// The same client, sending `Idempotency-Key: key` (if any) with
     /// `create` and `send`.
-    pub fn with_idempotency_key(self, key: Option<String>) -> Client {
-        Client { idempotency_key: key, ..self }
+    /// A key that breaks the rule is refused here, in the daemon's words,
+    /// before it could be put into a header.
+    pub fn with_idempotency_key(self, key: Option<String>) -> Result<Client, Error> {
+        if let Some(problem) = key.as_deref().and_then(crate::api::limits::idempotency_key_problem) {
+            return Err(Error::new(ErrorCode::InvalidArguments, problem));
+        }
+        Ok(Client { idempotency_key: key, ..self })
     }
 
     // ---- the daemon ----

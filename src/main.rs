@@ -1,5 +1,8 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    relay::cli::main(relay::cli::Cli::parse())
+    match relay::cli::Cli::try_parse() {
+        Ok(cli) => relay::cli::main(cli),
+        Err(error) => relay::cli::argument_error(error),
+    }
 }

@@ -207,7 +207,7 @@ idempotency_key if you might retry: the same key returns the first message and s
         tool_result(
             async {
                 let id = InstanceId::parse(&args.id)?;
-                let client = self.client()?.with_idempotency_key(args.idempotency_key);
+                let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
                 Ok(client.send(&id, &SendMessageRequest { message: args.message }).await?)
             }
             .await,
@@ -286,7 +286,7 @@ impl RelayTools {
             todos: args.todos.into_iter().map(|text| NewTodo { text }).collect(),
             heartbeat_config,
         };
-        let client = self.client()?.with_idempotency_key(args.idempotency_key);
+        let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
         Ok(client.create(&request).await?)
     }
 

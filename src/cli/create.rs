@@ -70,7 +70,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         todos: todos.into_iter().map(|text| NewTodo { text }).collect(),
         heartbeat_config: Some(HeartbeatOverrides { interval_ms, max_followups }),
     };
-    let client = ctx.client()?.with_idempotency_key(args.idempotency_key);
+    let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
     let created = client.create(&request).await?;
     if ctx.json {
         output::json(&created);

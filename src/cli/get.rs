@@ -24,7 +24,7 @@ pub fn print(i: &ConversationInstance) {
     say!("id          {}", i.id);
     say!("state       {state}");
     say!("contact     {}", i.target_contact);
-    say!("objective   {}", i.objective);
+    say!("objective   {}", output::hang(&i.objective, 12));
     let hb = &i.heartbeat_config;
     let interval = crate::duration::format(std::time::Duration::from_millis(hb.interval_ms));
     say!(
@@ -42,24 +42,24 @@ pub fn print(i: &ConversationInstance) {
     if i.state == State::NeedsHumanIntervention
         && let Some(reason) = &i.intervention_reason
     {
-        say!("needs       {reason}");
+        say!("needs       {}", output::hang(reason, 12));
     }
     if let Some(q) = &i.pending_question {
         let asked = q.question.as_deref().unwrap_or(&q.reason);
-        say!("question    {} asks: {asked}", q.id);
+        say!("question    {} asks: {}", q.id, output::hang(asked, 12));
         say!("            answer it with `relay answer {} \"...\"`", output::short_id(&i.id));
     }
     if let Some(reason) = &i.channel_blocked {
-        say!("waiting     {reason}");
+        say!("waiting     {}", output::hang(reason, 12));
     }
     if let (Some(outcome), Some(by)) = (i.outcome, i.ended_by) {
         say!("outcome     {} (ended by {})", outcome.as_str(), by.as_str());
     }
     if let Some(summary) = &i.summary {
-        say!("summary     {summary}");
+        say!("summary     {}", output::hang(summary, 12));
     }
     if let Some(reason) = i.failure_reason.as_ref().filter(|_| i.outcome.is_none()) {
-        say!("failed      {reason}");
+        say!("failed      {}", output::hang(reason, 12));
     }
     if i.usage.model_calls > 0 {
         say!(
@@ -79,8 +79,8 @@ pub fn print(i: &ConversationInstance) {
             TodoStatus::Skipped => "[-]",
         };
         match &todo.answer {
-            Some(note) => say!("  {mark} {}. {}: {note}", todo.id, todo.text),
-            None => say!("  {mark} {}. {}", todo.id, todo.text),
+            Some(note) => say!("  {mark} {}. {}: {}", todo.id, output::hang(&todo.text, 6), output::hang(note, 6)),
+            None => say!("  {mark} {}. {}", todo.id, output::hang(&todo.text, 6)),
         }
     }
     if let Some(last) = &i.last_contact_message {
@@ -93,7 +93,7 @@ pub fn print(i: &ConversationInstance) {
     say!("history");
     for t in &i.history {
         let from = t.from_state.map(|s| format!("{s} -> ")).unwrap_or_default();
-        let reason = t.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        let reason = t.reason.as_deref().map(|r| format!(": {}", output::hang(r, 4))).unwrap_or_default();
         say!("  {}  {from}{} ({}){reason}", output::time(t.timestamp), t.to_state, t.trigger);
     }
 }

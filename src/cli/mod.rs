@@ -253,6 +253,25 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
     }
 }
 
+/// clap's own errors (an unknown flag, a value that does not parse) echo
+/// what was typed: like every other error they reach the terminal through
+/// `visible`, and as one JSON object with `--json`. Help and version are
+/// relay's own text and go out as clap writes them.
+pub fn argument_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = error.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = error.render().to_string();
+    if std::env::args_os().any(|arg| arg == "--json") {
+        let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+        return report(true, CliError::usage(first));
+    }
+    complain!("{}", text.trim_end());
+    ExitCode::from(2)
+}
+
 fn report(json: bool, error: CliError) -> ExitCode {
     if json {
         eprintln!("{}", serde_json::to_string(&error.error).expect("errors serialise"));

@@ -59,6 +59,14 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
+/// `text` with its lines after the first indented by `indent` spaces, so a
+/// newline in someone else's text continues the field it is in and cannot
+/// start a line of its own ("needs       nothing, all done" written into
+/// an objective must not read as relay's own line).
+pub fn hang(text: &str, indent: usize) -> String {
+    text.replace('\n', &format!("\n{:indent$}", ""))
+}
+
 /// Whether a terminal would act on `c` instead of showing it.
 fn is_hidden(c: char) -> bool {
     match c {

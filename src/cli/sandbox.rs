@@ -53,7 +53,8 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 say!("relay has sent nothing yet.");
             } else {
                 for e in &sent {
-                    say!("{}  to {}  {}", output::time(e.timestamp), e.contact, e.text);
+                    let head = format!("{}  to {}  ", output::time(e.timestamp), e.contact);
+                    say!("{head}{}", output::hang(&e.text, head.chars().count()));
                 }
             }
         }

@@ -20,7 +20,7 @@ pub struct Args {
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let id = InstanceId::parse(&args.id)?;
     let request = SendMessageRequest { message: args.message };
-    let client = ctx.client()?.with_idempotency_key(args.idempotency_key);
+    let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
     let sent = client.send(&id, &request).await?;
     if ctx.json {
         output::json(&sent);

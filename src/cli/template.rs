@@ -90,7 +90,7 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 output::json(&t);
             } else {
                 say!("name        {}", t.name);
-                say!("objective   {}", t.objective);
+                say!("objective   {}", output::hang(&t.objective, 12));
                 let variables = t.variables().into_iter().collect::<Vec<_>>().join(", ");
                 say!("variables   {}", if variables.is_empty() { "none" } else { &variables });
                 if let Some(ms) = t.heartbeat_interval_ms {
@@ -101,7 +101,7 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 }
                 say!("todos");
                 for (n, todo) in t.todos.iter().enumerate() {
-                    say!("  {}. {todo}", n + 1);
+                    say!("  {}. {}", n + 1, output::hang(todo, 5));
                 }
             }
         }

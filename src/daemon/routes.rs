@@ -470,10 +470,7 @@ struct IdempotencyHeader {
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<&str>> {
     match headers.get("idempotency-key") {
         None => Ok(None),
-        Some(value) => value
-            .to_str()
-            .map(Some)
-            .map_err(|_| invalid("the Idempotency-Key header must be printable ASCII".to_string())),
+        Some(value) => value.to_str().map(Some).map_err(|_| invalid(crate::api::limits::idempotency_key_rule())),
     }
 }
 

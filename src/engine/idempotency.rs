@@ -25,7 +25,6 @@ use crate::store::{Store, StoreError};
 
 /// How long a key is remembered.
 pub const KEEP: chrono::TimeDelta = chrono::TimeDelta::hours(24);
-pub const MAX_KEY_CHARS: usize = 255;
 
 /// One line of `idempotency.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,13 +128,10 @@ pub(crate) fn fingerprint(parts: &[&[u8]]) -> String {
 }
 
 fn check_key(key: &str) -> Result<(), EngineError> {
-    let printable = key.chars().all(|c| c.is_ascii_graphic());
-    if key.is_empty() || key.chars().count() > MAX_KEY_CHARS || !printable {
-        return Err(EngineError::Invalid(format!(
-            "an idempotency key is 1 to {MAX_KEY_CHARS} printable ASCII characters without spaces (a UUID is a good one)"
-        )));
+    match crate::api::limits::idempotency_key_problem(key) {
+        Some(problem) => Err(EngineError::Invalid(problem)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -377,12 +377,36 @@ fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
         Just("\u{2066}".to_string()),
         Just("\u{7f}".to_string()),
         Just("\n".to_string()),
+        // A line of relay's own, faked: it must not start a line of its own.
+        Just("\nneeds       nothing, all done".to_string()),
+        Just("\n  [x] 2. confirm payment".to_string()),
         "[\u{1}-\u{1f}\u{7f}-\u{9f}]",
         "[a-zA-Z ñ🙂]{1,8}",
         any::<char>().prop_filter("no NUL", |c| *c != '\0').prop_map(String::from),
     ];
     proptest::collection::vec(piece, 1..12).prop_map(|pieces| format!("x {}", pieces.concat()))
 }
+
+/// The labels that start the lines of `relay get`; anything else starts with a space.
+const GET_LABELS: &[&str] = &[
+    "id",
+    "state",
+    "contact",
+    "objective",
+    "heartbeat",
+    "next",
+    "paused",
+    "needs",
+    "question",
+    "waiting",
+    "outcome",
+    "summary",
+    "failed",
+    "usage",
+    "created",
+    "todos",
+    "history",
+];
 
 /// Contact text, objectives and todos are untrusted: every human view shows
 /// their control characters as escapes, and --json keeps them exact. One
@@ -404,7 +428,21 @@ fn no_view_lets_a_control_character_reach_the_terminal() {
             assert_eq!(instance["objective"], objective.trim());
             relay.run(&["sandbox", "say", CONTACT, &said]);
             relay.run(&["send", &id, &said]);
-            let views: [&[&str]; 11] = [
+            // A key that cannot be a header is refused as the daemon would (it has a space).
+            let keyed = relay.run(&[
+                "create",
+                "--objective",
+                "o",
+                "--contact",
+                CONTACT,
+                "--todo",
+                "t",
+                "--idempotency-key",
+                &said,
+            ]);
+            assert_eq!(keyed.code, 2, "{}", keyed.stderr);
+            assert!(keyed.stderr.contains("an idempotency key is 1 to 255"), "{}", keyed.stderr);
+            let views: [&[&str]; 15] = [
                 &["get", &id],
                 &["transcript", &id],
                 &["list"],
@@ -417,9 +455,25 @@ fn no_view_lets_a_control_character_reach_the_terminal() {
                 // Errors echo what was typed.
                 &["get", &said],
                 &["create", "--objective", &objective, "--contact", &said],
+                // Argument errors, which clap writes, echo what was typed too.
+                &["list", "--state", &said],
+                &["wait", &id, "--timeout", &said],
+                &["create", "--template", "t", "--var", &said, "--contact", CONTACT],
+                &["create", "--objective", "o", "--contact", CONTACT, "--todo", "t", "--idempotency-key", &said],
             ];
             for view in views {
                 let run = relay.run(view);
+                if view[0] == "get" && run.code == 0 {
+                    // Someone else's newline continues its field; it never starts a line.
+                    for line in run.stdout.lines().filter(|l| !l.starts_with(' ')) {
+                        let label = line.split_whitespace().next().unwrap_or_default();
+                        assert!(
+                            GET_LABELS.contains(&label),
+                            "relay get printed a line of someone else's: {line:?}\n{}",
+                            run.stdout
+                        );
+                    }
+                }
                 for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
                     if let Some(c) = text.chars().find(|c| obeyed_by_a_terminal(*c)) {
                         panic!("relay {view:?} printed {c:?} on {stream}:\n{text}");

@@ -40,11 +40,11 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&created);
             } else if let (true, Some(secret)) = (created.created, &created.secret) {
-                say!("Added webhook {} -> {}", created.webhook.id, created.webhook.url);
+                say!("Added webhook {} -> {}", created.webhook.id, without_password(&created.webhook.url));
                 say!("Secret (shown only now; it signs each delivery): {secret}");
             } else {
                 let id = &created.webhook.id;
-                say!("Webhook {id} already delivers to {} (nothing added).", created.webhook.url);
+                say!("Webhook {id} already delivers to {} (nothing added).", without_password(&created.webhook.url));
                 say!(
                     "Its secret is the one shown when it was added; for a new one: relay webhook remove {id}, then add it again."
                 );
@@ -72,7 +72,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                     let error = w.last_error.as_deref().map(|e| output::truncate(e, 40)).unwrap_or_default();
                     table.add_row([
                         w.id.clone(),
-                        output::truncate(&w.url, 40),
+                        output::truncate(&without_password(&w.url), 40),
                         events,
                         format!("#{}", w.delivered_seq),
                         w.pending.to_string(),
@@ -88,9 +88,39 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             if ctx.json {
                 output::json(&removed);
             } else {
-                say!("Removed webhook {} ({}).", removed.id, removed.url);
+                say!("Removed webhook {} ({}).", removed.id, without_password(&removed.url));
             }
         }
     }
     Ok(())
+}
+
+/// `url` with the password of its user info, if any, written `***`: a
+/// terminal (and whoever reads over a shoulder or a scrollback) needs the
+/// address, not the credential. `--json` keeps the URL as registered.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split_once(':').map_or(user_info, |(user, _)| user);
+            let hidden = if user_info.contains(':') { format!("{user}:***") } else { user.to_string() };
+            format!("{scheme}://{hidden}@{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_password;
+
+    #[test]
+    fn a_password_in_a_url_is_not_shown() {
+        assert_eq!(without_password("https://ana:s3cret@hooks.example/x?y=1"), "https://ana:***@hooks.example/x?y=1");
+        assert_eq!(without_password("https://ana@hooks.example/x"), "https://ana@hooks.example/x");
+        assert_eq!(without_password("http://127.0.0.1:9/h@x"), "http://127.0.0.1:9/h@x");
+        assert_eq!(without_password("not a url"), "not a url");
+    }
 }

@@ -60,7 +60,7 @@ impl LlmAgent {
             })
             .collect();
         // What the turn did so far, for the rule on how it may end.
-        let (mut sent, mut tried_to_send, mut scheduled, mut reminded) = (0u32, false, false, false);
+        let (mut sent, mut tried_to_send, mut scheduled, mut reminded) = (false, false, false, false);
         for _ in 0..self.settings.max_rounds {
             let request = CompletionRequest::from(messages.clone())
                 .preamble(system.clone())
@@ -78,7 +78,7 @@ impl LlmAgent {
             }
             if calls.is_empty() {
                 // Text alone reaches no one.
-                if turn.already_spoke || sent > 0 || super::may_end_without_sending(turn.kind, scheduled) {
+                if turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled) {
                     return Ok(());
                 }
                 tracing::info!(model = %self.label, kind = ?turn.kind, "the model answered without a tool call; nothing was sent");
@@ -104,7 +104,7 @@ impl LlmAgent {
                         if ends_turn && outcome.is_ok() {
                             return Ok(());
                         }
-                        sent += u32::from(sends && outcome.is_ok());
+                        sent |= sends && outcome.is_ok();
                         scheduled |= schedules && outcome.is_ok();
                         outcome
                     }

@@ -23,7 +23,8 @@
 //! | [`webhooks`], [`scripted_model`] | events POSTed, signed, in order; a scripted Chat Completions server for tests and the demo |
 //! | [`daemon`] | the HTTP server, its guards and routes |
 //! | [`client`] | the one client of the daemon's API: one typed method per route, for every front end |
-//! | [`cli`], [`mcp`] | the front ends: one file per subcommand; relay's commands as MCP tools |
+//! | [`mcp`] | relay's commands as MCP tools, each a call through the client |
+//! | [`cli`] | the command line: one file per subcommand (`relay mcp` serves [`mcp`]) |
 
 pub mod agent;
 pub mod api;

@@ -18,8 +18,8 @@ use crate::api::{
     AnswerRequest, ApiErrorResponse, CreateInstanceRequest, HeartbeatOverrides, ListQuery, NewTodo, SendMessageRequest,
     WaitQuery,
 };
-use crate::cli::{CliError, Context};
 use crate::client::{Client, InstanceId};
+use crate::home::Home;
 
 /// What the client shows the agent when it connects (`initialize`).
 pub const INSTRUCTIONS: &str = "relay holds WhatsApp conversations for you: `create` one with an objective, \
@@ -106,17 +106,19 @@ pub struct SendArgs {
     pub idempotency_key: Option<String>,
 }
 
-/// The server: relay's tools, each a call to the daemon of `ctx`'s home.
+/// The server: relay's tools, each a call to the daemon of `home`.
 #[derive(Clone)]
 pub struct RelayTools {
-    ctx: Arc<Context>,
+    home: Arc<Home>,
+    /// `--port`/`RELAY_PORT`, when given.
+    port: Option<u16>,
     tool_router: ToolRouter<RelayTools>,
 }
 
 #[tool_router]
 impl RelayTools {
-    pub fn new(ctx: Context) -> RelayTools {
-        RelayTools { ctx: Arc::new(ctx), tool_router: Self::tool_router() }
+    pub fn new(home: Home, port: Option<u16>) -> RelayTools {
+        RelayTools { home: Arc::new(home), port, tool_router: Self::tool_router() }
     }
 
     #[tool(
@@ -265,17 +267,16 @@ nothing more is sent to the contact (not even a goodbye). It cannot be undone; t
 impl RelayTools {
     /// A client for this request: built anew each time, so a daemon started
     /// (or restarted on another port) after the server is found.
-    fn client(&self) -> Result<Client, CliError> {
-        self.ctx.client()
+    fn client(&self) -> Result<Client, ApiErrorResponse> {
+        Client::new(&self.home, self.port)
     }
 
-    async fn create_request(&self, args: CreateArgs) -> Result<impl Serialize, CliError> {
+    async fn create_request(&self, args: CreateArgs) -> Result<impl Serialize, ApiErrorResponse> {
         let interval_ms = match &args.heartbeat_interval {
-            Some(text) => Some(
-                crate::duration::parse(text)
-                    .map_err(|e| CliError::usage(format!("heartbeat_interval: {e}")))?
-                    .as_millis() as u64,
-            ),
+            Some(text) => {
+                Some(crate::duration::parse(text).map_err(|e| usage(format!("heartbeat_interval: {e}")))?.as_millis()
+                    as u64)
+            }
             None => None,
         };
         let heartbeat_config = (interval_ms.is_some() || args.max_followups.is_some())
@@ -290,11 +291,11 @@ impl RelayTools {
         Ok(client.create(&request).await?)
     }
 
-    async fn wait_request(&self, args: WaitArgs) -> Result<impl Serialize, CliError> {
+    async fn wait_request(&self, args: WaitArgs) -> Result<impl Serialize, ApiErrorResponse> {
         let seconds = args.timeout_seconds.unwrap_or(DEFAULT_WAIT.as_secs());
         let max = MAX_WAIT.as_secs();
         if seconds > max {
-            return Err(CliError::usage(format!("timeout_seconds is at most {max} (got {seconds})")));
+            return Err(usage(format!("timeout_seconds is at most {max} (got {seconds})")));
         }
         let query = WaitQuery { until: args.until, timeout_ms: Some(seconds * 1000) };
         let id = InstanceId::parse(&args.id)?;
@@ -317,7 +318,7 @@ impl ServerHandler for RelayTools {
 /// The daemon's answer as the tool's result: pretty JSON as text, and the
 /// same document as structured content. An error is a tool error whose text
 /// is the daemon's sentence and code.
-fn tool_result(result: Result<impl Serialize, CliError>) -> CallToolResult {
+fn tool_result(result: Result<impl Serialize, ApiErrorResponse>) -> CallToolResult {
     match result {
         Ok(answer) => {
             let value = serde_json::to_value(answer).expect("answers serialise");
@@ -326,8 +327,13 @@ fn tool_result(result: Result<impl Serialize, CliError>) -> CallToolResult {
             result.structured_content = Some(value);
             result
         }
-        Err(error) => CallToolResult::error(vec![ContentBlock::text(error_text(&error.error))]),
+        Err(error) => CallToolResult::error(vec![ContentBlock::text(error_text(&error))]),
     }
+}
+
+/// Arguments the daemon never sees, refused here in the API's words.
+fn usage(message: String) -> ApiErrorResponse {
+    ApiErrorResponse::new(crate::api::ErrorCode::InvalidArguments, message)
 }
 
 /// "no conversation ... (code: not_found)", with the state for a refused transition.

@@ -8,7 +8,7 @@ use super::{CliError, Context};
 use crate::mcp::RelayTools;
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
-    let tools = RelayTools::new(Context { home: ctx.home.clone(), json: ctx.json, port: ctx.port });
+    let tools = RelayTools::new(ctx.home.clone(), ctx.port);
     let service = tools
         .serve(rmcp::transport::stdio())
         .await

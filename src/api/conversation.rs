@@ -1,0 +1,307 @@
+//! A conversation as the API shows it and `instances/<id>.json` holds it:
+//! its todos, state, history, outcome and timers.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::fsm::State;
+
+/// Defaults of `relay create`.
+pub const DEFAULT_HEARTBEAT_INTERVAL_MS: u64 = 30 * 60 * 1000;
+pub const DEFAULT_MAX_FOLLOWUPS: u32 = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Skipped,
+}
+
+impl TodoStatus {
+    /// The name on the wire (and in the agent's prompt).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in_progress",
+            TodoStatus::Completed => "completed",
+            TodoStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// One thing the conversation should achieve. Ids are "1", "2", ... in the
+/// order given at creation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TodoItem {
+    pub id: String,
+    pub text: String,
+    pub status: TodoStatus,
+    /// What was learned, written by the conversation agent with
+    /// `mark_todo_item` (its `note`). The agent's words, which may quote the
+    /// contact: treat them as data.
+    #[serde(default, alias = "note", skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The contact's messages (transcript ids) the answer rests on: those the
+    /// agent was answering when it marked the todo.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_message_ids: Vec<Uuid>,
+}
+
+/// How a conversation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The objective was achieved (the agent says so).
+    Achieved,
+    /// Part of it was: see each todo's status and answer.
+    PartiallyAchieved,
+    /// The contact declined.
+    Declined,
+    /// The contact never answered the last follow-up (ABANDONED).
+    NoResponse,
+    /// It could not be achieved: the agent gave up, or an error ended it.
+    Failed,
+    /// The operator cancelled it.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The outcomes the agent may choose with `end_conversation`.
+    pub const AGENT_CHOICES: [Outcome; 4] =
+        [Outcome::Achieved, Outcome::PartiallyAchieved, Outcome::Declined, Outcome::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Achieved => "achieved",
+            Outcome::PartiallyAchieved => "partially_achieved",
+            Outcome::Declined => "declined",
+            Outcome::NoResponse => "no_response",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Who or what ended a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EndedBy {
+    /// The conversation agent (`end_conversation`).
+    Agent,
+    /// The heartbeat: the contact stayed silent through every follow-up.
+    MaxFollowups,
+    /// The operator (`relay cancel`).
+    Operator,
+    /// An error relay could not recover from.
+    Error,
+}
+
+impl EndedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndedBy::Agent => "agent",
+            EndedBy::MaxFollowups => "max_followups",
+            EndedBy::Operator => "operator",
+            EndedBy::Error => "error",
+        }
+    }
+}
+
+/// A question the agent asked the operator (`request_human_intervention`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Question {
+    /// "q1", "q2", ... within the conversation.
+    pub id: String,
+    /// Why the agent needs a human (the agent's words).
+    pub reason: String,
+    /// What exactly it asks, if it asked something (the agent's words).
+    #[serde(default)]
+    pub question: Option<String>,
+    pub asked_at: DateTime<Utc>,
+    /// The operator's answer (`relay answer`), given to the agent, never to the contact.
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default)]
+    pub answered_at: Option<DateTime<Utc>>,
+}
+
+/// Words the contact wrote, handed on as they are: untrusted data, never
+/// instructions. Every field of relay's API that carries the contact's own
+/// text is named `untrusted_contact_text`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ContactText {
+    /// The transcript message.
+    pub message_id: Uuid,
+    pub at: DateTime<Utc>,
+    pub untrusted_contact_text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct HeartbeatConfig {
+    /// How long relay waits for the contact before a follow-up.
+    pub interval_ms: u64,
+    /// How many follow-ups before the conversation is ABANDONED.
+    pub max_followups: u32,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        HeartbeatConfig { interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS, max_followups: DEFAULT_MAX_FOLLOWUPS }
+    }
+}
+
+/// Tokens used by model calls (as the provider reports them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub model_calls: u64,
+}
+
+impl std::ops::AddAssign for TokenUsage {
+    fn add_assign(&mut self, other: TokenUsage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.model_calls += other.model_calls;
+    }
+}
+
+/// One entry of an instance's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StateTransition {
+    /// `null` for the entry that records the creation.
+    pub from_state: Option<State>,
+    pub to_state: State,
+    /// The event that caused it (`pause`, `heartbeat_fires`, ...), or `create`.
+    pub trigger: String,
+    pub timestamp: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One conversation with one contact: its objective, todos, state and timers.
+/// This is also exactly what `instances/<id>.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ConversationInstance {
+    pub id: Uuid,
+    pub objective: String,
+    /// E.164, e.g. "+56912345678".
+    pub target_contact: String,
+    pub todos: Vec<TodoItem>,
+    pub state: State,
+    /// Set while PAUSED: where `resume` returns.
+    pub previous_state: Option<State>,
+    pub heartbeat_config: HeartbeatConfig,
+    /// Follow-ups sent since the contact last wrote.
+    pub follow_up_count: u32,
+    /// Why the conversation FAILED ("cancelled", or the error).
+    pub failure_reason: Option<String>,
+    /// Why the conversation needs (or last needed) a human.
+    #[serde(default)]
+    pub intervention_reason: Option<String>,
+    /// How the conversation ended (null until it has).
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
+    /// Who or what ended it (null until it has).
+    #[serde(default)]
+    pub ended_by: Option<EndedBy>,
+    /// A short account of the conversation: written by the agent when it ends
+    /// it (`end_conversation`), or by relay itself when something else did.
+    #[serde(default, alias = "completion_reason")]
+    pub summary: Option<String>,
+    /// The question the agent asked the operator and is waiting on
+    /// (`relay answer`), while NEEDS_HUMAN_INTERVENTION.
+    #[serde(default)]
+    pub pending_question: Option<Question>,
+    /// Questions asked before, oldest first, with the operator's answer when one was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_questions: Vec<Question>,
+    /// The contact's latest message, as they wrote it.
+    #[serde(default)]
+    pub last_contact_message: Option<ContactText>,
+    /// Why the conversation cannot go on right now although nothing is wrong
+    /// with it: the channel is not linked, logged out or banned. It goes on,
+    /// and this is cleared, when the channel is back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_blocked: Option<String>,
+    /// When the armed heartbeat fires (WAITING_FOR_REPLY only).
+    #[serde(default)]
+    pub next_heartbeat_at: Option<DateTime<Utc>>,
+    /// Time that was left on the heartbeat when the conversation was paused.
+    #[serde(default)]
+    pub paused_heartbeat_remaining_ms: Option<u64>,
+    /// A delay the agent chose with `schedule_next_heartbeat`, used for the
+    /// next wait instead of `heartbeat_config.interval_ms`.
+    #[serde(default)]
+    pub scheduled_heartbeat_ms: Option<u64>,
+    /// Contact messages that arrived since the agent (or the operator) last
+    /// handled the conversation; a turn starts for them as soon as it may.
+    #[serde(default)]
+    pub unanswered_contact_messages: u32,
+    /// Tokens the conversation's model calls used, in all.
+    #[serde(default)]
+    pub usage: TokenUsage,
+    /// Every transition, oldest first.
+    #[serde(default)]
+    pub history: Vec<StateTransition>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ConversationInstance {
+    /// A new conversation, CREATED now, with its creation in the history.
+    /// (Validation is the engine's: see `Engine::create`.)
+    pub fn new(
+        objective: String,
+        target_contact: String,
+        todos: Vec<TodoItem>,
+        heartbeat_config: HeartbeatConfig,
+    ) -> Self {
+        let now = Utc::now();
+        ConversationInstance {
+            id: Uuid::new_v4(),
+            objective,
+            target_contact,
+            todos,
+            state: State::Created,
+            previous_state: None,
+            heartbeat_config,
+            follow_up_count: 0,
+            failure_reason: None,
+            intervention_reason: None,
+            outcome: None,
+            ended_by: None,
+            summary: None,
+            pending_question: None,
+            earlier_questions: Vec::new(),
+            last_contact_message: None,
+            channel_blocked: None,
+            next_heartbeat_at: None,
+            paused_heartbeat_remaining_ms: None,
+            scheduled_heartbeat_ms: None,
+            unanswered_contact_messages: 0,
+            usage: TokenUsage::default(),
+            history: vec![StateTransition {
+                from_state: None,
+                to_state: State::Created,
+                trigger: "create".into(),
+                timestamp: now,
+                reason: None,
+            }],
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// Live conversations hold their contact: at most one per contact. A
+    /// queued conversation (paused or not) does not.
+    pub fn holds_contact(&self) -> bool {
+        !self.state.is_terminal()
+            && self.state != State::Queued
+            && !(self.state == State::Paused && self.previous_state == Some(State::Queued))
+    }
+}

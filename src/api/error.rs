@@ -1,0 +1,114 @@
+//! Errors: one stable code per kind, and the one shape every error takes.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::fsm::{Event, State};
+
+/// Declares [`ErrorCode`] from one list, so each code's variant and wire
+/// name are written once: the enum, its serde names, `as_str` and `ALL`.
+macro_rules! error_codes {
+    ($($(#[doc = $doc:literal])* $variant:ident => $wire:literal,)+) => {
+        /// A stable code for a program, one per kind of error. The daemon sends the
+        /// API's codes; the CLI adds its own (marked "CLI only") for what goes wrong
+        /// before or around a request, and maps every code to its exit code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+        pub enum ErrorCode {
+            $($(#[doc = $doc])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order declared.
+            pub const ALL: &[ErrorCode] = &[$(ErrorCode::$variant),+];
+
+            /// The name on the wire.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InvalidRequest => "invalid_request",
+    NotFound => "not_found",
+    AmbiguousId => "ambiguous_id",
+    InvalidTransition => "invalid_transition",
+    /// A wait for a state the conversation, having ended, will never reach.
+    Ended => "ended",
+    Unauthorized => "unauthorized",
+    Forbidden => "forbidden",
+    UnsupportedMediaType => "unsupported_media_type",
+    PayloadTooLarge => "payload_too_large",
+    MethodNotAllowed => "method_not_allowed",
+    ChannelUnavailable => "channel_unavailable",
+    NotSent => "not_sent",
+    ShuttingDown => "shutting_down",
+    NotSandbox => "not_sandbox",
+    NotWhatsapp => "not_whatsapp",
+    IdempotencyKeyReused => "idempotency_key_reused",
+    IdempotencyKeyInUse => "idempotency_key_in_use",
+    /// A full disk or read-only home: nothing was changed.
+    StorageUnavailable => "storage_unavailable",
+    Internal => "internal",
+    /// CLI only: anything else that failed (I/O, an unreadable answer).
+    Failure => "failure",
+    /// CLI only: the command line itself is wrong.
+    InvalidArguments => "invalid_arguments",
+    /// CLI only: no daemon answers.
+    DaemonNotRunning => "daemon_not_running",
+    /// CLI only: the daemon stopped while followed.
+    DaemonStopped => "daemon_stopped",
+    /// CLI only: no config.json (run `relay init`).
+    NotInitialised => "not_initialised",
+    /// CLI only: config.json cannot be read.
+    InvalidConfig => "invalid_config",
+    /// CLI only: `relay wait` timed out.
+    TimedOut => "timed_out",
+    /// CLI only: stdout's reader went away.
+    ReaderGone => "reader_gone",
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Every error the API returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ApiErrorResponse {
+    /// One sentence for a person.
+    pub error: String,
+    /// A stable code for a program.
+    pub code: ErrorCode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
+    /// For `invalid_transition` and `ended`: the instance's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_state: Option<State>,
+    /// For `invalid_transition`: the refused event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
+}
+
+impl ApiErrorResponse {
+    pub fn new(code: ErrorCode, error: impl Into<String>) -> ApiErrorResponse {
+        ApiErrorResponse { error: error.into(), code, details: None, current_state: None, event: None }
+    }
+}
+
+#[cfg(test)]
+mod error_code_tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn every_code_is_on_the_wire_as_its_name() {
+        for &code in ErrorCode::ALL {
+            assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
+            assert_eq!(serde_json::from_value::<ErrorCode>(serde_json::json!(code.as_str())).unwrap(), code);
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Limits on what callers may ask for: part of the contract, enforced by
+//! the engine, stated in the tool schemas and the docs.
+
+use std::time::Duration;
+
+/// The longest idempotency key.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
+
+/// The rule for idempotency keys, in the words every refusal uses.
+pub fn idempotency_key_rule() -> String {
+    format!(
+        "an idempotency key is 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters without spaces \
+         (a UUID is a good one)"
+    )
+}
+
+/// What is wrong with an idempotency key, if anything: the one rule the
+/// CLI, MCP and the daemon apply, so a bad key is refused in the same
+/// words before it is put into a header as after.
+pub fn idempotency_key_problem(key: &str) -> Option<String> {
+    let printable = key.chars().all(|c| c.is_ascii_graphic());
+    (key.is_empty() || key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS || !printable).then(idempotency_key_rule)
+}
+
+pub const MAX_OBJECTIVE_CHARS: usize = 4_000;
+pub const MAX_TODOS: usize = 50;
+pub const MAX_TODO_CHARS: usize = 500;
+/// WhatsApp's own limit is 65,536; a person should never get more than this.
+pub const MAX_MESSAGE_CHARS: usize = 4_096;
+pub const MAX_NOTE_CHARS: usize = 1_000;
+pub const MAX_REASON_CHARS: usize = 1_000;
+/// Messages one agent turn may send: a person gets a few messages, not a
+/// flood from a model that calls `send_message` fifty times in one answer.
+pub const MAX_MESSAGES_PER_TURN: u32 = 5;
+pub const MIN_HEARTBEAT: Duration = Duration::from_secs(1);
+pub const MAX_HEARTBEAT: Duration = Duration::from_secs(30 * 24 * 3600);
+pub const MAX_FOLLOWUPS: u32 = 100;
+/// Shortest id prefix accepted in place of a full id.
+pub const MIN_ID_PREFIX: usize = 4;
+/// How long `GET /instances/{id}/wait` (and `relay wait`, MCP's `wait`)
+/// waits when not told, and at most.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
+pub const MAX_WAIT: Duration = Duration::from_secs(3600);

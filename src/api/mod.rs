@@ -1,0 +1,27 @@
+//! The contract: every type that crosses the daemon's HTTP API, shared by the
+//! daemon (which serves it), the CLI (which reads it) and the OpenAPI document
+//! (generated from these same types). Field names follow the design document.
+//!
+//! One file per resource; everything is re-exported here, so callers name
+//! `api::ConversationInstance`, never the file it lives in.
+
+mod conversation;
+mod daemon;
+mod error;
+mod events;
+pub mod limits;
+mod requests;
+mod sandbox;
+mod transcript;
+mod webhooks;
+
+pub use conversation::*;
+pub use daemon::*;
+pub use error::*;
+pub use events::*;
+pub use requests::*;
+pub use sandbox::*;
+pub use transcript::*;
+pub use webhooks::*;
+
+pub use crate::fsm::{Event, State};

@@ -1,0 +1,86 @@
+//! What callers send to act on conversations (create, send, answer, list,
+//! wait), and the answers that are not a conversation itself.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::ConversationInstance;
+use crate::fsm::State;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NewTodo {
+    pub text: String,
+}
+
+/// Optional overrides of the heartbeat defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatOverrides {
+    pub interval_ms: Option<u64>,
+    pub max_followups: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateInstanceRequest {
+    pub objective: String,
+    /// A phone number in international format; normalised to E.164.
+    pub target_contact: String,
+    pub todos: Vec<NewTodo>,
+    #[serde(default)]
+    pub heartbeat_config: Option<HeartbeatOverrides>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CreateInstanceResponse {
+    pub id: Uuid,
+    /// CREATED, or QUEUED when the contact already has a live conversation.
+    pub state: State,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessageRequest {
+    pub message: String,
+}
+
+/// Query of `GET /instances`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only instances in this state (e.g. WAITING_FOR_REPLY).
+    pub state: Option<String>,
+    /// Only instances for this contact (any format; compared as E.164).
+    pub contact: Option<String>,
+}
+
+/// Query of `GET /instances/{id}/wait`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct WaitQuery {
+    /// What to wait for, comma-separated: state names (`COMPLETED,PAUSED`),
+    /// `terminal` (any of COMPLETED, ABANDONED, FAILED) or `change` (any
+    /// change after the request arrives). Default: `terminal,NEEDS_HUMAN_INTERVENTION`,
+    /// i.e. until the conversation ends or needs you.
+    pub until: Option<String>,
+    /// How long to wait at most, in milliseconds (default 50,000; at most 3,600,000).
+    pub timeout_ms: Option<u64>,
+}
+
+/// `GET /instances/{id}/wait`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WaitResponse {
+    /// True when the conversation reached what was waited for; false when
+    /// the wait timed out first.
+    pub reached: bool,
+    /// The conversation as it is now.
+    pub instance: ConversationInstance,
+}
+
+/// `POST /instances/{id}/answer`: the operator answers the agent's question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    pub answer: String,
+}

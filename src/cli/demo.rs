@@ -151,7 +151,7 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
     say("Nothing is sent over WhatsApp and no API key is used.".into())?;
     say(format!("  home   {} (removed at the end)", home.root().display()))?;
     say(format!("  model  scripted model server at {} (OpenAI Chat Completions)", model.base_url()))?;
-    say(format!("  times  local, UTC{}\n", chrono::Local::now().format("%:z")))?;
+    say(format!("  times  {}\n", output::zone()))?;
 
     let exe = std::env::current_exe().map_err(|e| fail("find the relay binary", &e))?;
     let child = tokio::process::Command::new(exe)
@@ -240,8 +240,8 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
         show(&format!("\n$ relay get {}", final_state.id))?;
         super::get::print(&final_state);
         show(&format!(
-            "\n{} model calls, {} requests seen by the scripted model server.",
-            final_state.usage.model_calls,
+            "\n{}, {} requests seen by the scripted model server.",
+            output::count(final_state.usage.model_calls, "model call"),
             model.requests().len()
         ))?;
         show("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).")?;

@@ -63,8 +63,8 @@ pub fn print(i: &ConversationInstance) {
     }
     if i.usage.model_calls > 0 {
         say!(
-            "usage       {} model calls, {} input + {} output tokens",
-            i.usage.model_calls,
+            "usage       {}, {} input + {} output tokens",
+            output::count(i.usage.model_calls, "model call"),
             i.usage.input_tokens,
             i.usage.output_tokens
         );

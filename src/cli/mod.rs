@@ -62,7 +62,7 @@ pub struct Cli {
     pub json: bool,
 
     /// The daemon's port [default: the running daemon's, else config.json's, else 3214].
-    #[arg(long, global = true, env = "RELAY_PORT")]
+    #[arg(long, global = true, env = "RELAY_PORT", value_parser = port_number)]
     pub port: Option<u16>,
 
     #[command(subcommand)]
@@ -257,6 +257,15 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
 /// what was typed: like every other error they reach the terminal through
 /// `visible`, and as one JSON object with `--json`. Help and version are
 /// relay's own text and go out as clap writes them.
+/// `--port`: clap's own parser says "not in 0..=65535", as if 0 were a
+/// port relay could use (`relay init` refuses it in its own words).
+fn port_number(text: &str) -> Result<u16, String> {
+    match text.parse::<u64>() {
+        Ok(n) if n <= u64::from(u16::MAX) => Ok(n as u16),
+        _ => Err("a port is a number from 1 to 65535 (the default is 3214)".into()),
+    }
+}
+
 pub fn argument_error(error: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
@@ -279,4 +288,21 @@ fn report(json: bool, error: CliError) -> ExitCode {
         complain!("relay: {}", error.error.error);
     }
     ExitCode::from(error.exit())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    #[test]
+    fn a_port_out_of_range_is_refused_without_offering_zero() {
+        for wrong in ["70000", "99999999999", "http"] {
+            let error = Cli::try_parse_from(["relay", "--port", wrong, "status"]).unwrap_err().to_string();
+            assert!(error.contains("a port is a number from 1 to 65535"), "{wrong}: {error}");
+            assert!(!error.contains("0.."), "{wrong}: {error}");
+        }
+        assert_eq!(Cli::try_parse_from(["relay", "--port", "65535", "status"]).unwrap().port, Some(65535));
+    }
 }

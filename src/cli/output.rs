@@ -79,6 +79,21 @@ fn is_hidden(c: char) -> bool {
     }
 }
 
+/// "1 model call", "2 model calls": a count and its noun, in agreement.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+/// How [`time`] shows times here: "UTC", or "local, UTC-03:00".
+pub fn zone() -> String {
+    use chrono::Offset;
+    let offset = Local::now().offset().fix();
+    if offset.local_minus_utc() == 0 { "UTC".into() } else { format!("local, UTC{offset}") }
+}
+
 /// A time for a person: local, with its offset from UTC, so it cannot be
 /// misread ("2026-11-23 20:45:10 -03:00"); "UTC" when local time is UTC.
 pub fn time(at: DateTime<Utc>) -> String {
@@ -139,6 +154,13 @@ mod tests {
         assert_eq!(visible("one\ntwo\tthree\r"), "one\ntwo\\tthree\\r");
         assert_eq!(visible("\u{9b}31m"), "\\x9b31m");
         assert!(matches!(visible("plain, ñandú 🙂"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_count_agrees_with_its_noun() {
+        assert_eq!(count(1u64, "model call"), "1 model call");
+        assert_eq!(count(0u64, "model call"), "0 model calls");
+        assert_eq!(count(6u32, "model call"), "6 model calls");
     }
 
     #[test]

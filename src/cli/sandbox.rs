@@ -46,11 +46,14 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 Some(c) => Some(Contact::parse(&c).map_err(|e| CliError::usage(e.to_string()))?.to_string()),
                 None => None,
             };
-            let sent = client.sandbox_outbox(&OutboxQuery { contact }).await?;
+            let sent = client.sandbox_outbox(&OutboxQuery { contact: contact.clone() }).await?;
             if ctx.json {
                 output::json(&sent);
             } else if sent.is_empty() {
-                say!("relay has sent nothing yet.");
+                match contact {
+                    Some(contact) => say!("relay has sent nothing to {contact} yet."),
+                    None => say!("relay has sent nothing yet."),
+                }
             } else {
                 for e in &sent {
                     let head = format!("{}  to {}  ", output::time(e.timestamp), e.contact);

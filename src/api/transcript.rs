@@ -22,19 +22,52 @@ pub enum Role {
 /// Where a message relay sends stands. It is written `pending` before the
 /// channel gets the message and rewritten (same id, a later line) once the
 /// channel answers, so a crash in between is never mistaken for a send that
-/// did not happen, nor repeated blindly.
+/// did not happen, nor repeated blindly. Receipts from the contact's phone
+/// move it on, forward only: `sent` → `delivered` → `read` → `played`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SendStatus {
     /// Handed to the channel; its answer is not in yet.
     Pending,
-    /// The channel took it.
+    /// The channel took it (WhatsApp's server has it); no device of the
+    /// contact has said it arrived.
     Sent,
+    /// A device of the contact received it.
+    Delivered,
+    /// The contact opened it.
+    Read,
+    /// The contact played it (a voice note).
+    Played,
     /// relay stopped (a crash, a kill) while the channel had it: it may or
     /// may not have reached the contact. Never sent again by relay itself.
     Unconfirmed,
     /// Not sent, or refused by the channel later; `delivery_error` says why.
     Failed,
+}
+
+impl SendStatus {
+    /// What a receipt saying `receipt` (`delivered`, `read` or `played`)
+    /// makes of a message in this status, if it moves it at all. Receipts
+    /// come per device, repeated and out of order (read before delivered):
+    /// only a step forward counts. A receipt proves an `unconfirmed` or
+    /// `pending` message arrived; nothing revives a `failed` one.
+    pub fn after_receipt(self, receipt: SendStatus) -> Option<SendStatus> {
+        use SendStatus::*;
+        let rank = |status: SendStatus| match status {
+            Pending | Unconfirmed | Sent => 0,
+            Delivered => 1,
+            Read => 2,
+            Played => 3,
+            Failed => u8::MAX,
+        };
+        let is_receipt = matches!(receipt, Delivered | Read | Played);
+        (is_receipt && self != Failed && rank(receipt) > rank(self)).then_some(receipt)
+    }
+
+    /// Whether a device of the contact is known to have the message.
+    pub fn is_delivered(self) -> bool {
+        matches!(self, SendStatus::Delivered | SendStatus::Read | SendStatus::Played)
+    }
 }
 
 /// One line of `transcripts/<id>.jsonl`.
@@ -56,6 +89,12 @@ pub struct TranscriptMessage {
     /// error code).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_error: Option<String>,
+    /// When a device of the contact first said it received the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<DateTime<Utc>>,
+    /// When the contact first read (or played) it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<DateTime<Utc>>,
 }
 
 /// A message from a contact with no live conversation: kept, not answered.
@@ -78,6 +117,8 @@ impl TranscriptMessage {
             send_status: None,
             channel_message_id: None,
             delivery_error: None,
+            delivered_at: None,
+            read_at: None,
         }
     }
 
@@ -86,6 +127,40 @@ impl TranscriptMessage {
         TranscriptMessage {
             send_status: Some(SendStatus::Pending),
             ..TranscriptMessage::new(instance_id, role, content)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::SendStatus::{self, *};
+
+    const ALL: [SendStatus; 7] = [Pending, Sent, Delivered, Read, Played, Unconfirmed, Failed];
+
+    proptest! {
+        /// Any sequence of receipts, in any order and repeated, leaves a
+        /// message at the furthest step any of them reached, never behind it,
+        /// and a failed message failed.
+        #[test]
+        fn receipts_only_move_a_message_forward(
+            start in proptest::sample::select(ALL.to_vec()),
+            receipts in proptest::collection::vec(proptest::sample::select(ALL.to_vec()), 0..12),
+        ) {
+            let step = |s: SendStatus| [Delivered, Read, Played].iter().position(|r| *r == s);
+            let mut status = start;
+            for receipt in &receipts {
+                if let Some(next) = status.after_receipt(*receipt) {
+                    prop_assert!(step(next) > step(status));
+                    status = next;
+                }
+            }
+            let furthest = receipts.iter().filter_map(|r| step(*r)).max();
+            match start {
+                Failed => prop_assert_eq!(status, Failed),
+                _ => prop_assert_eq!(step(status), furthest.max(step(start))),
+            }
         }
     }
 }

@@ -22,8 +22,9 @@ use crate::api::limits::DEFAULT_WAIT;
 use crate::api::{
     AnswerRequest, ApiErrorResponse, ConversationEvent, ConversationInstance, CreateInstanceRequest,
     CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OutboxEntry,
-    OutboxQuery, PairRequest, PairingEvent, SandboxSayRequest, SandboxSayResponse, SendMessageRequest,
-    ShutdownResponse, TranscriptMessage, WaitQuery, WaitResponse, Webhook, WebhookCreated, WebhookRequest,
+    OutboxQuery, PairRequest, PairingEvent, PhoneRequest, PhoneResponse, SandboxSayRequest, SandboxSayResponse,
+    SendMessageRequest, ShutdownResponse, TranscriptMessage, WaitQuery, WaitResponse, Webhook, WebhookCreated,
+    WebhookRequest,
 };
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
@@ -247,6 +248,11 @@ impl Client {
     /// `GET /sandbox/outbox?...`.
     pub async fn sandbox_outbox(&self, query: &OutboxQuery) -> Result<Vec<OutboxEntry>, Error> {
         self.request(Method::GET, &with_query("/sandbox/outbox", query), None::<&()>).await
+    }
+
+    /// `POST /sandbox/phone`.
+    pub async fn sandbox_phone(&self, request: &PhoneRequest) -> Result<PhoneResponse, Error> {
+        self.request(Method::POST, "/sandbox/phone", Some(request)).await
     }
 
     /// `POST /whatsapp/pair`: each pairing event to `each`, until the daemon

@@ -44,6 +44,26 @@ pub struct Config {
     pub whatsapp: WhatsappSettings,
     #[serde(default)]
     pub webhooks: WebhookSettings,
+    #[serde(default)]
+    pub delivery: DeliverySettings,
+}
+
+/// How long relay waits for a message to reach the contact's phone (see
+/// docs/whatsapp.md, "Did the person get it?").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliverySettings {
+    /// A message no device of the contact has received this long after the
+    /// channel took it is flagged; if no message of its conversation ever
+    /// arrived, the conversation goes to a person. Follow-ups wait for it.
+    #[serde(with = "crate::duration::text")]
+    pub timeout: Duration,
+}
+
+impl Default for DeliverySettings {
+    fn default() -> Self {
+        DeliverySettings { timeout: Duration::from_secs(10 * 60) }
+    }
 }
 
 /// How relay delivers events to webhooks (see docs/agents.md).
@@ -288,6 +308,7 @@ impl Config {
             agent: AgentSettings::default(),
             whatsapp: WhatsappSettings::default(),
             webhooks: WebhookSettings::default(),
+            delivery: DeliverySettings::default(),
         }
     }
 
@@ -306,6 +327,9 @@ impl Config {
     pub fn check(&self) -> Result<(), String> {
         self.agent.check()?;
         self.whatsapp.check()?;
+        if self.delivery.timeout < Duration::from_secs(1) {
+            return Err("delivery.timeout must be at least 1s (it is a duration such as \"10m\")".into());
+        }
         match &self.model {
             Some(model) => model.check(),
             None => Ok(()),

@@ -129,6 +129,9 @@ pub enum Event {
     AgentProcessesReply,
     /// The heartbeat expired without a reply.
     HeartbeatFires,
+    /// No message of the conversation reached the contact's phone within
+    /// `delivery.timeout`. (addition)
+    NotDelivered,
     /// The agent sent its follow-up.
     FollowupSent,
     /// The heartbeat fired once more than `max_followups` allows.
@@ -146,7 +149,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 19] = [
+    pub const ALL: [Event; 20] = [
         Event::AgentSendsFirstMessage,
         Event::ContactHasActiveInstance,
         Event::PriorInstanceTerminal,
@@ -159,6 +162,7 @@ impl Event {
         Event::ContactReplies,
         Event::AgentProcessesReply,
         Event::HeartbeatFires,
+        Event::NotDelivered,
         Event::FollowupSent,
         Event::MaxFollowupsExceeded,
         Event::Pause,
@@ -182,6 +186,7 @@ impl Event {
             Event::ContactReplies => "contact_replies",
             Event::AgentProcessesReply => "agent_processes_reply",
             Event::HeartbeatFires => "heartbeat_fires",
+            Event::NotDelivered => "not_delivered",
             Event::FollowupSent => "followup_sent",
             Event::MaxFollowupsExceeded => "max_followups_exceeded",
             Event::Pause => "pause",
@@ -208,7 +213,7 @@ impl Event {
             Event::MessageSent | Event::FollowupSent => "record a sent message",
             Event::AgentWaits => "wait for the contact",
             Event::EndConversation => "end the conversation",
-            Event::RequestIntervention | Event::AgentError => "hand the conversation to a person",
+            Event::RequestIntervention | Event::AgentError | Event::NotDelivered => "hand the conversation to a person",
             Event::UnrecoverableError => "fail the conversation",
             Event::ContactReplies | Event::AgentProcessesReply => "answer the contact",
             Event::HeartbeatFires => "follow up",
@@ -267,6 +272,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForReply,        E::EndConversation,          To(S::Completed)),
     (S::WaitingForReply,        E::UnrecoverableError,       To(S::Failed)),                 // addition
     (S::WaitingForReply,        E::ManualSend,               Stay),                          // addition
+    (S::WaitingForReply,        E::NotDelivered,             To(S::NeedsHumanIntervention)), // addition
     (S::WaitingForReply,        E::Pause,                    To(S::Paused)),
     (S::WaitingForReply,        E::Cancel,                   To(S::Failed)),
 
@@ -438,6 +444,7 @@ mod tests {
         (S::HeartbeatScheduled, E::ManualSend, Stay),
         (S::Paused, E::ManualSend, Stay),
         (S::NeedsHumanIntervention, E::OperatorAnswers, To(S::Active)),
+        (S::WaitingForReply, E::NotDelivered, To(S::NeedsHumanIntervention)),
     ];
 
     #[test]

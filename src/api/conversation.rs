@@ -170,6 +170,20 @@ impl std::ops::AddAssign for TokenUsage {
     }
 }
 
+/// relay's latest message to the contact, not delivered yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AwaitingDelivery {
+    /// The transcript message's id.
+    pub message_id: Uuid,
+    /// When the channel took it.
+    pub sent_at: DateTime<Utc>,
+    /// When it counts as not delivered (`delivery.timeout` after `sent_at`).
+    pub due_at: DateTime<Utc>,
+    /// `due_at` has passed: the message is flagged as not delivered.
+    #[serde(default)]
+    pub overdue: bool,
+}
+
 /// One entry of an instance's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StateTransition {
@@ -242,6 +256,17 @@ pub struct ConversationInstance {
     /// handled the conversation; a turn starts for them as soon as it may.
     #[serde(default)]
     pub unanswered_contact_messages: u32,
+    /// When a device of the contact first received a message relay sent
+    /// in this conversation (null: none has, yet).
+    #[serde(default)]
+    pub first_delivered_at: Option<DateTime<Utc>>,
+    /// When the contact last read a message relay sent in this conversation.
+    #[serde(default)]
+    pub last_read_at: Option<DateTime<Utc>>,
+    /// relay's latest message, while no device of the contact has said it
+    /// arrived: follow-ups wait for it, and past `due_at` it is flagged.
+    #[serde(default)]
+    pub awaiting_delivery: Option<AwaitingDelivery>,
     /// Tokens the conversation's model calls used, in all.
     #[serde(default)]
     pub usage: TokenUsage,
@@ -284,6 +309,9 @@ impl ConversationInstance {
             paused_heartbeat_remaining_ms: None,
             scheduled_heartbeat_ms: None,
             unanswered_contact_messages: 0,
+            first_delivered_at: None,
+            last_read_at: None,
+            awaiting_delivery: None,
             usage: TokenUsage::default(),
             history: vec![StateTransition {
                 from_state: None,

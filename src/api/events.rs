@@ -48,6 +48,19 @@ pub enum EventData {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delivery_error: Option<String>,
     },
+    /// What became of a message relay sent, after the channel took it: a
+    /// receipt from the contact's phone (`delivered`, `read`, `played`), a
+    /// late refusal (`failed`), or `overdue`: not delivered within
+    /// `delivery.timeout`.
+    MessageStatus {
+        message_id: Uuid,
+        send_status: SendStatus,
+        at: DateTime<Utc>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        overdue: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delivery_error: Option<String>,
+    },
     /// The agent updated a todo.
     Todo {
         todo_id: String,
@@ -69,14 +82,15 @@ impl EventData {
             EventData::Transition { .. } => "transition",
             EventData::MessageIn { .. } => "message_in",
             EventData::MessageOut { .. } => "message_out",
+            EventData::MessageStatus { .. } => "message_status",
             EventData::Todo { .. } => "todo",
             EventData::Question { .. } => "question",
             EventData::Answer { .. } => "answer",
         }
     }
 
-    pub const KINDS: [&'static str; 7] =
-        ["created", "transition", "message_in", "message_out", "todo", "question", "answer"];
+    pub const KINDS: [&'static str; 8] =
+        ["created", "transition", "message_in", "message_out", "message_status", "todo", "question", "answer"];
 }
 
 /// Query of `GET /events`.

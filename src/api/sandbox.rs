@@ -28,6 +28,43 @@ pub struct OutboxEntry {
     pub contact: String,
     pub text: String,
     pub timestamp: DateTime<Utc>,
+    /// The sandbox's id for the message (as WhatsApp's message id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+}
+
+/// What a simulated phone does: `relay sandbox offline|online|read +NUMBER`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PhoneAction {
+    /// The phone goes offline: messages to it stay `sent`, held.
+    Offline,
+    /// The phone comes back: what it held is delivered.
+    Online,
+    /// The contact reads every message their phone has.
+    Read,
+}
+
+/// `POST /sandbox/phone`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhoneRequest {
+    pub contact: String,
+    pub action: PhoneAction,
+}
+
+/// A simulated phone after an action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PhoneResponse {
+    pub contact: String,
+    /// Whether it receives messages now.
+    pub online: bool,
+    /// Messages this action delivered (`online`).
+    pub delivered: u32,
+    /// Messages this action marked read (`read`, or `online` never).
+    pub read: u32,
+    /// Messages it holds undelivered (offline).
+    pub held: u32,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]

@@ -64,6 +64,19 @@ impl SendStatus {
         (is_receipt && self != Failed && rank(receipt) > rank(self)).then_some(receipt)
     }
 
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SendStatus::Pending => "pending",
+            SendStatus::Sent => "sent",
+            SendStatus::Delivered => "delivered",
+            SendStatus::Read => "read",
+            SendStatus::Played => "played",
+            SendStatus::Unconfirmed => "unconfirmed",
+            SendStatus::Failed => "failed",
+        }
+    }
+
     /// Whether a device of the contact is known to have the message.
     pub fn is_delivered(self) -> bool {
         matches!(self, SendStatus::Delivered | SendStatus::Read | SendStatus::Played)
@@ -138,6 +151,13 @@ mod tests {
     use super::SendStatus::{self, *};
 
     const ALL: [SendStatus; 7] = [Pending, Sent, Delivered, Read, Played, Unconfirmed, Failed];
+
+    #[test]
+    fn every_status_is_on_the_wire_as_its_name() {
+        for status in ALL {
+            assert_eq!(serde_json::to_value(status).unwrap(), serde_json::json!(status.as_str()));
+        }
+    }
 
     proptest! {
         /// Any sequence of receipts, in any order and repeated, leaves a

@@ -7,7 +7,9 @@ pub mod whatsapp;
 
 use std::sync::Arc;
 
-use crate::api::ChannelStatus;
+use chrono::{DateTime, Utc};
+
+use crate::api::{ChannelStatus, SendStatus};
 use crate::contact::Contact;
 use crate::util::BoxFuture;
 
@@ -46,13 +48,24 @@ pub enum Delivery {
     NotRecorded(String),
 }
 
+/// What the channel learned, after the send, of a message relay sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SentUpdate {
+    /// A receipt from the contact's phone: `Delivered`, `Read` or `Played`.
+    Receipt { status: SendStatus, at: DateTime<Utc> },
+    /// The channel refused it after taking it (WhatsApp's server ack
+    /// carried an error): why.
+    Refused(String),
+}
+
 /// Where a channel hands what it learns (the engine).
 pub trait InboundSink: Send + Sync + 'static {
     /// A contact wrote.
     fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery>;
-    /// A message the channel had accepted was refused later (WhatsApp's
-    /// server ack carried an error); `message_id` is the channel's id.
-    fn delivery_failed(&self, message_id: String, error: String) -> BoxFuture<'_, ()>;
+    /// News of a message relay sent; `message_id` is the channel's id for it
+    /// ([`Sent::message_id`]). Unknown ids are ignored: receipts also come
+    /// for messages relay did not send (from the operator's own phone).
+    fn sent_update(&self, message_id: String, update: SentUpdate) -> BoxFuture<'_, ()>;
     /// [`Channel::ready`] may have changed: held conversations may go on.
     fn channel_changed(&self);
 }
@@ -97,6 +110,12 @@ pub trait Channel: Send + Sync + 'static {
     /// Sends `text` to `to`; returns once the channel has taken it. May take
     /// a while (pacing, waiting for a connection): callers do not block on it.
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>>;
+
+    /// Whether the channel reports receipts ([`InboundSink::sent_update`]):
+    /// only then do follow-ups wait for a message to be delivered.
+    fn reports_delivery(&self) -> bool {
+        false
+    }
 
     /// Tells the contact their messages were read (once the agent answered).
     fn mark_read(&self, _messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {

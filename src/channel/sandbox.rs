@@ -2,35 +2,145 @@
 //! relay and for tests. `relay sandbox say` plays a contact writing in;
 //! `relay sandbox outbox` shows what relay sent. Nothing leaves the machine.
 //! The outbox is kept in `sandbox-outbox.jsonl` so it survives restarts.
+//!
+//! Each contact has a simulated phone that sends receipts as WhatsApp's do:
+//! it gets a message at once (`delivered`) and reads what it has when the
+//! contact writes back. `relay sandbox offline +NUMBER` holds what is sent
+//! to it (it stays `sent`), `online` delivers what was held, `read` reads
+//! everything. Which phones are offline and what they hold is kept in
+//! `sandbox-phones.json`; which messages are unread is not (after a restart,
+//! what was delivered before counts as read).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::Utc;
+use serde::{Deserialize, Serialize};
 
-use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent};
-use crate::api::{ChannelStatus, OutboxEntry};
+use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent, SentUpdate};
+use crate::api::{ChannelStatus, OutboxEntry, PhoneAction, PhoneResponse, SendStatus};
 use crate::contact::Contact;
+use crate::home::Home;
 use crate::store::{self, StoreError, atomic};
 use crate::util::BoxFuture;
 
 pub struct SandboxChannel {
     outbox_file: PathBuf,
     outbox: Mutex<Vec<OutboxEntry>>,
+    phones_file: PathBuf,
+    phones: Mutex<Phones>,
     inbound: OnceLock<Arc<dyn InboundSink>>,
 }
 
-impl SandboxChannel {
-    pub fn open(outbox_file: PathBuf) -> Result<SandboxChannel, StoreError> {
-        let outbox = store::read_jsonl(&outbox_file)?;
-        Ok(SandboxChannel { outbox_file, outbox: Mutex::new(outbox), inbound: OnceLock::new() })
+/// The simulated phones, by contact (E.164).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Phones {
+    offline: BTreeSet<String>,
+    /// Messages sent while the phone was offline, by id.
+    held: BTreeMap<String, Vec<String>>,
+    /// Messages delivered and not read yet (not persisted).
+    #[serde(skip)]
+    unread: BTreeMap<String, Vec<String>>,
+}
+
+/// Receipts a phone sends: (message id, what it says).
+type Receipts = Vec<(String, SendStatus)>;
+
+impl Phones {
+    /// A message reaches the phone, unless it is offline.
+    fn sent(&mut self, contact: &str, id: &str) -> Receipts {
+        let list = if self.offline.contains(contact) { &mut self.held } else { &mut self.unread };
+        list.entry(contact.to_string()).or_default().push(id.to_string());
+        if self.offline.contains(contact) { Vec::new() } else { vec![(id.to_string(), SendStatus::Delivered)] }
     }
 
-    /// A simulated contact writes to relay, exactly as a WhatsApp message would arrive.
+    fn act(&mut self, contact: &str, action: PhoneAction) -> (Receipts, PhoneResponse) {
+        let mut receipts = Vec::new();
+        match action {
+            PhoneAction::Offline => {
+                self.offline.insert(contact.to_string());
+            }
+            PhoneAction::Online => {
+                self.offline.remove(contact);
+                let held = self.held.remove(contact).unwrap_or_default();
+                receipts.extend(held.iter().map(|id| (id.clone(), SendStatus::Delivered)));
+                self.unread.entry(contact.to_string()).or_default().extend(held);
+            }
+            PhoneAction::Read => {
+                let unread = self.unread.remove(contact).unwrap_or_default();
+                receipts.extend(unread.into_iter().map(|id| (id, SendStatus::Read)));
+            }
+        }
+        let count = |status| receipts.iter().filter(|(_, s)| *s == status).count() as u32;
+        let response = PhoneResponse {
+            contact: contact.to_string(),
+            online: !self.offline.contains(contact),
+            delivered: count(SendStatus::Delivered),
+            read: count(SendStatus::Read),
+            held: self.held.get(contact).map_or(0, |h| h.len() as u32),
+        };
+        (receipts, response)
+    }
+}
+
+impl SandboxChannel {
+    pub fn open(home: &Home) -> Result<SandboxChannel, StoreError> {
+        let outbox_file = home.sandbox_outbox_file();
+        let outbox = store::read_jsonl(&outbox_file)?;
+        let phones_file = home.sandbox_phones_file();
+        let phones = match std::fs::read(&phones_file) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|source| StoreError::Corrupt { path: phones_file.display().to_string(), source })?,
+            Err(_) => Phones::default(),
+        };
+        Ok(SandboxChannel {
+            outbox_file,
+            outbox: Mutex::new(outbox),
+            phones_file,
+            phones: Mutex::new(phones),
+            inbound: OnceLock::new(),
+        })
+    }
+
+    /// A simulated contact writes to relay, exactly as a WhatsApp message
+    /// would arrive. A phone that writes is online, and its contact has
+    /// read what it holds: its receipts go first.
     pub async fn say(&self, from: Contact, text: String) -> Delivery {
-        match self.inbound.get() {
-            Some(sink) => sink.deliver(InboundMessage::new(from, text)).await,
-            None => Delivery::NoConversation,
+        let Some(sink) = self.inbound.get() else { return Delivery::NoConversation };
+        let was_offline = self.phones.lock().expect("phones lock").offline.contains(from.as_str());
+        if was_offline && let Err(error) = self.phone(&from, PhoneAction::Online).await {
+            tracing::warn!(%error, "cannot bring a sandbox phone online");
+        }
+        let _ = self.phone(&from, PhoneAction::Read).await;
+        sink.deliver(InboundMessage::new(from, text)).await
+    }
+
+    /// `relay sandbox offline|online|read`: the phone acts, and its receipts
+    /// reach relay before this returns.
+    pub async fn phone(&self, contact: &Contact, action: PhoneAction) -> Result<PhoneResponse, StoreError> {
+        let (receipts, response) = {
+            let mut phones = self.phones.lock().expect("phones lock");
+            let result = phones.act(contact.as_str(), action);
+            if action != PhoneAction::Read {
+                self.save(&phones)?;
+            }
+            result
+        };
+        self.receipts(receipts).await;
+        Ok(response)
+    }
+
+    fn save(&self, phones: &Phones) -> Result<(), StoreError> {
+        atomic::replace(&self.phones_file, &store::to_pretty_json(phones))
+            .map_err(|source| StoreError::Write { path: self.phones_file.display().to_string(), source })
+    }
+
+    async fn receipts(&self, receipts: Receipts) {
+        let Some(sink) = self.inbound.get() else { return };
+        let at = Utc::now();
+        for (id, status) in receipts {
+            sink.sent_update(id, SentUpdate::Receipt { status, at }).await;
         }
     }
 
@@ -62,15 +172,43 @@ impl Channel for SandboxChannel {
 
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
         Box::pin(async move {
-            let entry = OutboxEntry { contact: to.to_string(), text: text.to_string(), timestamp: Utc::now() };
+            let id = format!("SANDBOX-{}", uuid::Uuid::new_v4().simple());
+            let entry = OutboxEntry {
+                contact: to.to_string(),
+                text: text.to_string(),
+                timestamp: Utc::now(),
+                message_id: Some(id.clone()),
+            };
             let line = serde_json::to_vec(&entry).expect("outbox entries serialise");
-            // The lock orders file and memory alike.
-            let mut outbox = self.outbox.lock().expect("outbox lock");
-            atomic::append_line(&self.outbox_file, &line)
-                .map_err(|e| ChannelError::Rejected { channel: "sandbox", reason: e.to_string() })?;
-            outbox.push(entry);
-            Ok(Sent::default())
+            let receipts = {
+                // The lock orders file and memory alike.
+                let mut outbox = self.outbox.lock().expect("outbox lock");
+                atomic::append_line(&self.outbox_file, &line)
+                    .map_err(|e| ChannelError::Rejected { channel: "sandbox", reason: e.to_string() })?;
+                outbox.push(entry);
+                let mut phones = self.phones.lock().expect("phones lock");
+                let receipts = phones.sent(to.as_str(), &id);
+                if receipts.is_empty() && self.save(&phones).is_err() {
+                    tracing::warn!("cannot record what an offline sandbox phone holds");
+                }
+                receipts
+            };
+            // The phone answers as a real one does, a moment after the send
+            // (relay holds a receipt that comes before it recorded the send).
+            if let Some(sink) = self.inbound.get().cloned() {
+                let at = Utc::now();
+                tokio::spawn(async move {
+                    for (id, status) in receipts {
+                        sink.sent_update(id, SentUpdate::Receipt { status, at }).await;
+                    }
+                });
+            }
+            Ok(Sent { message_id: Some(id) })
         })
+    }
+
+    fn reports_delivery(&self) -> bool {
+        true
     }
 
     fn as_sandbox(&self) -> Option<&SandboxChannel> {

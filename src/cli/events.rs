@@ -95,7 +95,15 @@ fn readable(event: &ConversationEvent) -> String {
                 crate::api::Role::Manual => "operator",
                 _ => "agent",
             };
-            format!("{who} wrote ({}): \"{}\"", format!("{send_status:?}").to_lowercase(), output::truncate(text, 80))
+            format!("{who} wrote ({}): \"{}\"", send_status.as_str(), output::truncate(text, 80))
+        }
+        EventData::MessageStatus { message_id, send_status, overdue, delivery_error, .. } => {
+            let message = output::short_id(message_id);
+            match (overdue, delivery_error) {
+                (true, _) => format!("message {message} not delivered yet (delivery.timeout passed)"),
+                (false, Some(error)) => format!("message {message} failed: {}", output::truncate(error, 80)),
+                (false, None) => format!("message {message} {}", send_status.as_str()),
+            }
         }
         EventData::Todo { todo_id, status, answer } => {
             let answer = answer.as_deref().map(|a| format!(": {}", output::truncate(a, 80))).unwrap_or_default();

@@ -32,8 +32,29 @@ pub fn print(i: &ConversationInstance) {
         hb.max_followups,
         i.follow_up_count
     );
-    if let Some(at) = i.next_heartbeat_at {
-        say!("next        follow-up {} ({})", output::relative(at), output::time(at));
+    match &i.awaiting_delivery {
+        Some(awaiting) => {
+            let sent = output::time(awaiting.sent_at);
+            if awaiting.overdue {
+                say!(
+                    "delivery    NOT DELIVERED: relay's last message (sent {sent}) has not reached the contact's phone"
+                );
+            } else {
+                say!("delivery    waiting: relay's last message (sent {sent}) has not reached the contact's phone yet");
+            }
+            if i.state == State::WaitingForReply {
+                say!("            the next follow-up waits until it has");
+            }
+        }
+        None => {
+            if let Some(at) = i.next_heartbeat_at {
+                say!("next        follow-up {} ({})", output::relative(at), output::time(at));
+            }
+        }
+    }
+    if let Some(first) = i.first_delivered_at {
+        let read = i.last_read_at.map(|at| format!("; last read {}", output::time(at))).unwrap_or_default();
+        say!("delivered   first {}{read}", output::time(first));
     }
     if let Some(ms) = i.paused_heartbeat_remaining_ms {
         let left = crate::duration::format(std::time::Duration::from_millis(ms));

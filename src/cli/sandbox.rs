@@ -1,10 +1,10 @@
-//! `relay sandbox say|outbox`: play a contact on the sandbox channel, and
-//! read what relay sent. For trying relay and for tests; on the WhatsApp
-//! channel the daemon refuses them.
+//! `relay sandbox say|outbox|offline|online|read`: play a contact (and
+//! their phone) on the sandbox channel, and read what relay sent. For trying
+//! relay and for tests; on the WhatsApp channel the daemon refuses them.
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{OutboxQuery, SandboxSayRequest};
+use crate::api::{OutboxQuery, PhoneAction, PhoneRequest, SandboxSayRequest};
 use crate::contact::Contact;
 
 #[derive(Debug, clap::Subcommand)]
@@ -20,6 +20,21 @@ pub enum Command {
         /// Only messages to this contact.
         #[arg(long)]
         contact: Option<String>,
+    },
+    /// CONTACT's phone goes offline: what relay sends stays `sent` (no ✓✓).
+    Offline {
+        /// The simulated contact, e.g. +56912345678.
+        contact: String,
+    },
+    /// CONTACT's phone comes back: what it held is delivered.
+    Online {
+        /// The simulated contact, e.g. +56912345678.
+        contact: String,
+    },
+    /// CONTACT reads every message their phone has (blue ticks).
+    Read {
+        /// The simulated contact, e.g. +56912345678.
+        contact: String,
     },
 }
 
@@ -41,6 +56,9 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 }
             }
         }
+        Command::Offline { contact } => phone(ctx, &client, contact, PhoneAction::Offline).await?,
+        Command::Online { contact } => phone(ctx, &client, contact, PhoneAction::Online).await?,
+        Command::Read { contact } => phone(ctx, &client, contact, PhoneAction::Read).await?,
         Command::Outbox { contact } => {
             let contact = match contact {
                 Some(c) => Some(Contact::parse(&c).map_err(|e| CliError::usage(e.to_string()))?.to_string()),
@@ -61,6 +79,28 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+async fn phone(
+    ctx: &Context,
+    client: &crate::client::Client,
+    contact: String,
+    action: PhoneAction,
+) -> Result<(), CliError> {
+    let phone = client.sandbox_phone(&PhoneRequest { contact, action }).await?;
+    if ctx.json {
+        output::json(&phone);
+        return Ok(());
+    }
+    let who = &phone.contact;
+    match action {
+        PhoneAction::Offline => say!("{who}'s phone is offline: messages to it stay sent, not delivered."),
+        PhoneAction::Online => {
+            say!("{who}'s phone is online: {} delivered.", output::count(phone.delivered, "held message"))
+        }
+        PhoneAction::Read => say!("{who} read {}.", output::count(phone.read, "message")),
     }
     Ok(())
 }

@@ -22,10 +22,26 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
             Role::System => "system",
             Role::Manual => "operator",
         };
-        let mut lines = m.content.lines();
-        say!("{}  {who:<8}  {}", output::time(m.timestamp), lines.next().unwrap_or(""));
-        for line in lines {
-            say!("{:31}{line}", "");
+        // WhatsApp's ticks, after the message: ✓ the server has it, ✓✓ the
+        // contact's phone has it.
+        let mark = match m.send_status {
+            Some(SendStatus::Sent) => "  ✓",
+            Some(SendStatus::Delivered) => "  ✓✓",
+            Some(SendStatus::Read) => "  ✓✓ read",
+            Some(SendStatus::Played) => "  ✓✓ played",
+            _ => "",
+        };
+        let lines: Vec<&str> = m.content.lines().collect();
+        let last = lines.len().saturating_sub(1);
+        for (n, line) in lines.iter().enumerate() {
+            let mark = if n == last { mark } else { "" };
+            match n {
+                0 => say!("{}  {who:<8}  {line}{mark}", output::time(m.timestamp)),
+                _ => say!("{:31}{line}{mark}", ""),
+            }
+        }
+        if lines.is_empty() {
+            say!("{}  {who:<8}  {}", output::time(m.timestamp), mark.trim_start());
         }
         match (m.send_status, &m.delivery_error) {
             (_, Some(error)) => say!("{:31}(not delivered: {error})", ""),

@@ -82,11 +82,11 @@ async fn serve(
 ) -> Result<(), DaemonError> {
     let store = Store::open(home)?;
     let channel: Arc<dyn Channel> = match config.channel {
-        ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home.sandbox_outbox_file())?),
+        ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home)?),
         ChannelKind::Whatsapp => Arc::new(WhatsappChannel::open(home.whatsapp_auth_dir(), config.whatsapp.clone())),
     };
     let agent = crate::agent::from_config(config);
-    let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(&config.agent))?;
+    let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(config))?;
     let webhooks = crate::webhooks::Webhooks::start(home.webhooks_file(), engine.clone(), config.webhooks.clone())?;
     let (stop, mut stopped) = watch::channel(false);
     let app = routes::App {

@@ -85,6 +85,7 @@ pub fn router(app: App) -> Router {
         .routes(routes!(remove_webhook))
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_outbox))
+        .routes(routes!(sandbox_phone))
         .routes(routes!(whatsapp_pair))
         .split_for_parts();
     let openapi = Arc::new(openapi);
@@ -513,6 +514,16 @@ async fn sandbox_outbox(
     let Query(query) = query?;
     let contact = query.contact.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
     Ok(Json(sandbox(&app)?.outbox(contact.as_ref())))
+}
+
+/// Sandbox only: a simulated phone goes offline, comes back online, or its
+/// contact reads what it holds; its receipts reach relay before the answer.
+#[utoipa::path(post, path = "/sandbox/phone", tag = "sandbox", request_body = PhoneRequest,
+    responses((status = 200, body = PhoneResponse), (status = 409, body = ApiErrorResponse)))]
+async fn sandbox_phone(State(app): State<App>, Body(request): Body<PhoneRequest>) -> ApiResult<Json<PhoneResponse>> {
+    let sandbox = sandbox(&app)?;
+    let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
+    Ok(Json(sandbox.phone(&contact, request.action).await.map_err(crate::engine::EngineError::Store)?))
 }
 
 /// Links WhatsApp: streams the pairing as it happens, one JSON

@@ -5,6 +5,8 @@
 //! Here are the deadline's rules (armed, disarmed, paused, clamped) and the
 //! actor's timer: kept in step with the live conversation's deadline, it
 //! fires `heartbeat_fires` (what follows is in [`super::actor`]'s `drive`).
+//! While relay's latest message has not reached the contact's phone, the
+//! same timer waits for its delivery timeout instead ([`super::delivery`]).
 
 use std::time::Duration;
 
@@ -61,36 +63,68 @@ pub fn clamp(delay: Duration, (min, max): (Duration, Duration)) -> Duration {
     delay.clamp(min, max.max(min))
 }
 
-/// The armed heartbeat: the persisted wall-clock deadline and the monotonic
+/// What the actor's timer waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Due {
+    /// The heartbeat: a follow-up.
+    Heartbeat,
+    /// `delivery.timeout` for relay's latest message (see [`super::delivery`]).
+    Delivery,
+}
+
+/// The armed timer: the persisted wall-clock deadline and the monotonic
 /// instant it maps to (computed once, so other events do not shift it).
 pub(super) struct Timer {
     instance: Uuid,
+    due: Due,
     at: DateTime<Utc>,
     deadline: Instant,
 }
 
+/// What the waiting conversation's timer waits for: while relay's latest
+/// message is not delivered, its timeout, and no follow-up (the heartbeat
+/// is held until it is delivered, then fires if it is past).
+fn due(instance: &ConversationInstance) -> Option<(Due, DateTime<Utc>)> {
+    match &instance.awaiting_delivery {
+        Some(awaiting) if awaiting.overdue => None,
+        Some(awaiting) => Some((Due::Delivery, awaiting.due_at)),
+        None => instance.next_heartbeat_at.map(|at| (Due::Heartbeat, at)),
+    }
+}
+
 impl Actor {
-    /// Keeps the timer in step with the live conversation's persisted deadline.
+    /// Keeps the timer in step with the live conversation's persisted deadlines.
     pub(super) fn sync_timer(&mut self) -> Option<Instant> {
         let armed = self
             .convs
             .iter()
             .find(|c| c.state == State::WaitingForReply)
-            .and_then(|c| c.next_heartbeat_at.map(|at| (c.id, at)));
-        let Some((instance, at)) = armed else {
+            .and_then(|c| due(c).map(|(due, at)| (c.id, due, at)));
+        let Some((instance, due, at)) = armed else {
             self.timer = None;
             return None;
         };
-        if let Some(timer) = self.timer.as_ref().filter(|t| t.instance == instance && t.at == at) {
+        if let Some(timer) = self.timer.as_ref().filter(|t| t.instance == instance && t.due == due && t.at == at) {
             return Some(timer.deadline);
         }
         let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
         let deadline = Instant::now() + wait;
-        self.timer = Some(Timer { instance, at, deadline });
+        self.timer = Some(Timer { instance, due, at, deadline });
         Some(deadline)
     }
 
-    pub(super) fn heartbeat_fired(&mut self) {
+    pub(super) fn timer_fired(&mut self) {
+        match self.timer.as_ref().map(|t| (t.due, t.instance)) {
+            Some((Due::Heartbeat, _)) => self.heartbeat_fired(),
+            Some((Due::Delivery, id)) => {
+                self.timer = None;
+                self.delivery_due(id);
+            }
+            None => {}
+        }
+    }
+
+    fn heartbeat_fired(&mut self) {
         let Some(timer) = self.timer.take() else { return };
         let id = timer.instance;
         let lateness_ms = (Utc::now() - timer.at).num_milliseconds();

@@ -12,7 +12,8 @@
 //! - `registry.rs`: the actors by contact, started on demand and retired.
 //! - `view.rs`: the shared view that reads use.
 //! - `validate.rs`: create requests checked, texts bounded.
-//! - `inbound.rs`: what the channel tells the engine (messages in, refusals).
+//! - `inbound.rs`: what the channel tells the engine (messages in, news of sends).
+//! - `delivery.rs`: did the person get it? Receipts, and the delivery timeout.
 //! - [`tools`]: the agent's six tools, as requests to the actor.
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
 //! - [`events`]: every change as a numbered, persisted event.
@@ -26,6 +27,7 @@
 //! and settings, and [`Shared`], the state every part above uses.
 
 pub mod actor;
+mod delivery;
 pub mod events;
 pub mod heartbeat;
 pub mod idempotency;
@@ -54,7 +56,8 @@ use crate::contact::Contact;
 use crate::fsm::InvalidTransition;
 use crate::store::{Store, StoreError};
 use actor::{Msg, Op};
-use inbound::{Inbound, SentIndex};
+use delivery::SentIndex;
+use inbound::Inbound;
 use registry::{ActorHandle, contact_of};
 pub(crate) use validate::bounded_text;
 use validate::new_instance;
@@ -111,24 +114,29 @@ pub struct Settings {
     /// The shortest and longest delay the agent may choose with
     /// `schedule_next_heartbeat`.
     pub scheduled_heartbeat_bounds: (std::time::Duration, std::time::Duration),
+    /// A message no device of the contact has received this long after the
+    /// channel took it is flagged (`delivery.timeout`).
+    pub delivery_timeout: std::time::Duration,
 }
 
 impl Settings {
-    pub fn from_config(agent: &crate::config::AgentSettings) -> Settings {
+    pub fn from_config(config: &crate::config::Config) -> Settings {
         use std::time::Duration;
+        let agent = &config.agent;
         Settings {
             reply_window: Duration::from_millis(agent.reply_window_ms),
             scheduled_heartbeat_bounds: (
                 Duration::from_secs(agent.min_scheduled_heartbeat_secs),
                 Duration::from_secs(agent.max_scheduled_heartbeat_secs),
             ),
+            delivery_timeout: config.delivery.timeout,
         }
     }
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings::from_config(&crate::config::AgentSettings::default())
+        Settings::from_config(&crate::config::Config::new(crate::config::ChannelKind::Sandbox))
     }
 }
 
@@ -146,8 +154,8 @@ pub(crate) struct Shared {
     changes: watch::Sender<u64>,
     /// Messages kept in the unrouted log.
     unrouted: AtomicU64,
-    /// Recently sent messages by channel id, to find them when the channel
-    /// refuses one later.
+    /// Recently sent messages by channel id, to find the message a receipt
+    /// (or a late refusal) names.
     sent: Mutex<SentIndex>,
     keys: Arc<idempotency::Keys>,
     pub(crate) events: Arc<events::EventLog>,
@@ -179,6 +187,7 @@ impl Engine {
         let unrouted = store.count_unrouted()?;
         let keys = Arc::new(idempotency::Keys::load(store.clone())?);
         let events = events::EventLog::open(store.events_path())?;
+        let sent = SentIndex::load(&store)?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
         let engine = Engine {
             shared: Arc::new(Shared {
@@ -191,7 +200,7 @@ impl Engine {
                 stopping: AtomicBool::new(false),
                 changes: watch::Sender::new(0),
                 unrouted: AtomicU64::new(unrouted),
-                sent: Mutex::new(SentIndex::default()),
+                sent: Mutex::new(sent),
                 keys,
                 events,
                 watched: Mutex::new(HashMap::new()),

@@ -58,6 +58,11 @@ impl Home {
     pub fn idempotency_file(&self) -> PathBuf {
         self.root.join("idempotency.jsonl")
     }
+    /// The channel's ids of recently sent messages, so receipts find them
+    /// (see `engine::delivery`).
+    pub fn sent_ids_file(&self) -> PathBuf {
+        self.root.join("sent-ids.jsonl")
+    }
     /// Every change as a numbered event (see `engine::events`).
     pub fn events_file(&self) -> PathBuf {
         self.root.join("events.jsonl")
@@ -83,6 +88,10 @@ impl Home {
 
     pub fn sandbox_outbox_file(&self) -> PathBuf {
         self.root.join("sandbox-outbox.jsonl")
+    }
+    /// The sandbox's simulated phones: which are offline, what they hold.
+    pub fn sandbox_phones_file(&self) -> PathBuf {
+        self.root.join("sandbox-phones.json")
     }
     pub fn pid_file(&self) -> PathBuf {
         self.root.join("daemon.pid")

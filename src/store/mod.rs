@@ -75,6 +75,7 @@ pub struct Store {
     unrouted: PathBuf,
     clean_shutdown: PathBuf,
     keys: Journal,
+    sent_ids: Journal,
     events: PathBuf,
 }
 
@@ -88,6 +89,7 @@ impl Store {
             unrouted: home.unrouted_file(),
             clean_shutdown: home.clean_shutdown_file(),
             keys: Journal::at(home.idempotency_file()),
+            sent_ids: Journal::at(home.sent_ids_file()),
             events: home.events_file(),
         })
     }
@@ -204,6 +206,11 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(source) => Err(write_error(&self.clean_shutdown, source)),
         }
+    }
+
+    /// The channel's ids of recent sends (`sent-ids.jsonl`), for receipts.
+    pub fn sent_ids(&self) -> Journal {
+        self.sent_ids.clone()
     }
 
     /// The journal of idempotency keys (`idempotency.jsonl`).

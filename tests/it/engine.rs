@@ -42,7 +42,7 @@ fn world(
 }
 
 fn boot(home: &Home, agent: Arc<TestAgent>) -> (Engine, Arc<SandboxChannel>) {
-    let sandbox = Arc::new(SandboxChannel::open(home.sandbox_outbox_file()).unwrap());
+    let sandbox = Arc::new(SandboxChannel::open(&home).unwrap());
     let channel: Arc<dyn Channel> = sandbox.clone();
     let engine = Engine::start(Store::open(home).unwrap(), channel, agent, Settings::default()).unwrap();
     (engine, sandbox)

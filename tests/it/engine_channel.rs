@@ -10,7 +10,7 @@ use relay::agent::{ToolCall, TurnKind};
 use relay::api::{
     ChannelStatus, ConversationInstance, CreateInstanceRequest, NewTodo, Role, SendStatus, State, TranscriptMessage,
 };
-use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent};
+use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
 use relay::contact::Contact;
 use relay::engine::{Engine, Settings};
 use relay::home::Home;
@@ -281,7 +281,7 @@ async fn a_message_refused_after_it_was_sent_is_marked_in_the_transcript() {
     let id = create(&w).await;
     until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
 
-    w.channel.sink.get().unwrap().delivery_failed("WA-7".into(), "463".into()).await;
+    w.channel.sink.get().unwrap().sent_update("WA-7".into(), SentUpdate::Refused("463".into())).await;
     let transcript = transcript_when(&w, id, |t| t[0].delivery_error.is_some()).await;
     assert_eq!(transcript.len(), 1, "annotated in place, not added");
     assert_eq!(transcript[0].delivery_error.as_deref(), Some("463"));

@@ -26,8 +26,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use whatsapp_rust::prelude::*;
 
-use super::{Channel, ChannelError, InboundMessage, InboundSink, MessageRef, Sent};
-use crate::api::{ChannelStatus, PairingEvent};
+use super::{Channel, ChannelError, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
+use crate::api::{ChannelStatus, PairingEvent, SendStatus};
 use crate::config::WhatsappSettings;
 use crate::contact::Contact;
 use crate::util::{Backoff, BoxFuture};
@@ -210,10 +210,33 @@ async fn handle_event(link: &dyn Link, sink: &dyn InboundSink, event: &Event) {
             if let Some(code) = &ack.error
                 && ack.class.as_deref().is_none_or(|c| c == "message")
             {
-                sink.delivery_failed(ack.id.clone(), nack_reason(code)).await;
+                sink.sent_update(ack.id.clone(), SentUpdate::Refused(nack_reason(code))).await;
+            }
+        }
+        Event::Receipt(receipt) => {
+            if let Some(status) = receipt_status(&receipt.r#type) {
+                for id in &receipt.message_ids {
+                    sink.sent_update(id.clone(), SentUpdate::Receipt { status, at: receipt.timestamp }).await;
+                }
             }
         }
         _ => {}
+    }
+}
+
+/// What a receipt says of a message relay sent, if anything. `Inactive` is
+/// a delivery to a device that is not in use right now; `Sent` is what
+/// whatsapp-rust makes of a delivery the contact's device could not take
+/// (not a delivery); the `*Self`, `Sender`, `PeerMsg` and history kinds come
+/// from the operator's own devices, and retries are whatsapp-rust's own
+/// business (it sends again by itself).
+fn receipt_status(kind: &whatsapp_rust::wacore::types::presence::ReceiptType) -> Option<SendStatus> {
+    use whatsapp_rust::wacore::types::presence::ReceiptType;
+    match kind {
+        ReceiptType::Delivered | ReceiptType::Inactive => Some(SendStatus::Delivered),
+        ReceiptType::Read => Some(SendStatus::Read),
+        ReceiptType::Played => Some(SendStatus::Played),
+        _ => None,
     }
 }
 

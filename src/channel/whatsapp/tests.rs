@@ -97,7 +97,7 @@ impl Link for FakeLink {
 #[derive(Default)]
 struct Sink {
     delivered: Mutex<Vec<InboundMessage>>,
-    refused: Mutex<Vec<(String, String)>>,
+    updates: Mutex<Vec<(String, SentUpdate)>>,
 }
 
 impl InboundSink for Sink {
@@ -105,8 +105,8 @@ impl InboundSink for Sink {
         self.delivered.lock().unwrap().push(message);
         Box::pin(async { Delivery::NoConversation })
     }
-    fn delivery_failed(&self, message_id: String, error: String) -> BoxFuture<'_, ()> {
-        self.refused.lock().unwrap().push((message_id, error));
+    fn sent_update(&self, message_id: String, update: SentUpdate) -> BoxFuture<'_, ()> {
+        self.updates.lock().unwrap().push((message_id, update));
         Box::pin(async {})
     }
     fn channel_changed(&self) {}
@@ -309,10 +309,60 @@ async fn a_server_refusal_is_reported_for_the_message() {
     };
     channel.handle_event(&ack(None)).await;
     channel.handle_event(&ack(Some("463"))).await;
-    let refused = sink.refused.lock().unwrap().clone();
+    let refused = sink.updates.lock().unwrap().clone();
     assert_eq!(refused.len(), 1, "a plain ack is not a refusal");
     assert_eq!(refused[0].0, "ID9");
-    assert!(refused[0].1.contains("error 463"));
+    assert!(matches!(&refused[0].1, SentUpdate::Refused(why) if why.contains("error 463")));
+}
+
+/// Every kind of receipt whatsapp-rust reports: the contact's devices'
+/// (delivered, inactive, read, played) become statuses for each id they
+/// carry; the operator's own devices', retries and unknown kinds none.
+#[tokio::test(start_paused = true)]
+async fn receipts_become_statuses_of_the_messages_they_name() {
+    use whatsapp_rust::types::events::Receipt;
+    use whatsapp_rust::wacore::types::presence::ReceiptType as R;
+    let (channel, _, sink) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let at = chrono::DateTime::from_timestamp(1_790_000_000, 0).unwrap();
+    let kinds = [
+        (R::Delivered, Some(SendStatus::Delivered)),
+        (R::Inactive, Some(SendStatus::Delivered)),
+        (R::Read, Some(SendStatus::Read)),
+        (R::Played, Some(SendStatus::Played)),
+        (R::Sent, None),
+        (R::Sender, None),
+        (R::Retry, None),
+        (R::EncRekeyRetry, None),
+        (R::ReadSelf, None),
+        (R::PlayedSelf, None),
+        (R::ServerError, None),
+        (R::PeerMsg, None),
+        (R::HistorySync, None),
+        (R::Other("view".into()), None),
+    ];
+    for (kind, expected) in kinds {
+        sink.updates.lock().unwrap().clear();
+        let receipt = Receipt::builder()
+            .source(Default::default())
+            .message_ids(vec!["A".into(), "B".into()])
+            .timestamp(at)
+            .r#type(kind.clone())
+            .offline(false)
+            .build();
+        channel.handle_event(&Event::Receipt(receipt)).await;
+        let updates = sink.updates.lock().unwrap().clone();
+        match expected {
+            Some(status) => assert_eq!(
+                updates,
+                [
+                    ("A".to_string(), SentUpdate::Receipt { status, at }),
+                    ("B".to_string(), SentUpdate::Receipt { status, at })
+                ],
+                "{kind:?}"
+            ),
+            None => assert!(updates.is_empty(), "{kind:?}: {updates:?}"),
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]

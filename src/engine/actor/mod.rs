@@ -17,7 +17,8 @@
 //! - [`sends`]: messages to the contact, recorded then sent in the background;
 //! - [`turns`]: the agent's turns, started, ended and stopped;
 //! - [`tool_effects`]: what the agent's tools do;
-//! - the heartbeat timer is in [`super::heartbeat`].
+//! - the heartbeat timer is in [`super::heartbeat`], receipts and the
+//!   delivery timeout in [`super::delivery`].
 
 mod operator;
 mod queue;
@@ -36,7 +37,7 @@ use super::heartbeat::Timer;
 use super::{EngineError, Shared};
 use crate::agent::{AgentError, ToolCall, ToolError};
 use crate::api::{ConversationInstance, CreateInstanceResponse, Role, TokenUsage, TranscriptMessage};
-use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
+use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent, SentUpdate};
 use crate::contact::Contact;
 use turns::RunningTurn;
 
@@ -79,11 +80,11 @@ pub(crate) enum Msg {
         result: Result<Sent, ChannelError>,
         waiter: SendWaiter,
     },
-    /// The channel refused a message after taking it.
-    DeliveryFailed {
+    /// News of a message the channel took: a receipt, or a late refusal.
+    SentUpdate {
         instance: Uuid,
         message: Uuid,
-        error: String,
+        update: SentUpdate,
     },
     /// The channel may have become ready (or stopped being): move on.
     ChannelChanged,
@@ -127,7 +128,7 @@ pub(crate) enum Op {
 }
 
 pub(super) struct Actor {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     contact: Contact,
     me: mpsc::UnboundedSender<Msg>,
     /// This contact's non-terminal conversations (the live one and those
@@ -180,7 +181,7 @@ pub(crate) async fn run(
                 Some(msg) => actor.handle(msg),
             },
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                actor.heartbeat_fired();
+                actor.timer_fired();
             }
             _ = tokio::time::sleep_until(reply_due.unwrap_or_else(Instant::now)), if reply_due.is_some() => {
                 actor.reply_due = None;
@@ -223,7 +224,7 @@ impl Actor {
                 let _ = reply.send(self.tool(id, turn, call));
             }
             Msg::Sent { message, result, waiter } => self.sent(message, result, waiter),
-            Msg::DeliveryFailed { instance, message, error } => self.delivery_failed(instance, message, error),
+            Msg::SentUpdate { instance, message, update } => self.sent_update(instance, message, update),
             Msg::ChannelChanged => {}
             Msg::Usage { id, usage } => {
                 if let Err(error) = self.update(id, |i| i.usage += usage) {

@@ -172,6 +172,8 @@ impl Actor {
             i.unanswered_contact_messages += 1;
             i.follow_up_count = 0;
             i.last_contact_message = Some(last);
+            // They wrote: their phone is on WhatsApp, whatever its receipts say.
+            i.awaiting_delivery = None;
         };
         let saved = match state {
             State::WaitingForReply => self.transition(id, Event::ContactReplies, None, count).map(drop),

@@ -102,7 +102,17 @@ impl Actor {
             },
         };
         match self.record_message(&settled) {
-            Ok(()) => self.shared.emit(id, message_out(&settled)),
+            Ok(()) => {
+                self.shared.emit(id, message_out(&settled));
+                if let Some(channel_id) = &settled.channel_message_id {
+                    if self.shared.channel.reports_delivery() {
+                        self.await_delivery(&settled);
+                    }
+                    for update in self.shared.remember_sent(channel_id, id, settled.id) {
+                        self.sent_update(id, settled.id, update);
+                    }
+                }
+            }
             // The contact has it (or not) all the same; on disk it stays
             // pending, and reads as unconfirmed after a restart.
             Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
@@ -175,13 +185,6 @@ impl Actor {
         ToolError(format!("not sent: {error}"))
     }
 
-    /// WhatsApp refused a message after taking it: the transcript says so.
-    pub(super) fn delivery_failed(&mut self, instance: Uuid, message: Uuid, error: String) {
-        if let Err(e) = self.shared.mark_undelivered(instance, message, error) {
-            tracing::error!(%instance, error = %e, "cannot record a refused message");
-        }
-    }
-
     /// On shutdown: let sends already under way report back (bounded), so
     /// what went out is recorded.
     pub(super) async fn drain_sends(&mut self, rx: &mut mpsc::UnboundedReceiver<Msg>) {
@@ -189,9 +192,7 @@ impl Actor {
         while !self.sending.is_empty() {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(Msg::Sent { message, result, waiter })) => self.sent(message, result, waiter),
-                Ok(Some(Msg::DeliveryFailed { instance, message, error })) => {
-                    self.delivery_failed(instance, message, error)
-                }
+                Ok(Some(Msg::SentUpdate { instance, message, update })) => self.sent_update(instance, message, update),
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => break,
             }

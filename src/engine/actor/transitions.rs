@@ -64,7 +64,7 @@ impl Actor {
     }
 
     /// Changes conversation `id` without a transition (todos, counters).
-    pub(super) fn update(
+    pub(in crate::engine) fn update(
         &mut self,
         id: Uuid,
         change: impl FnOnce(&mut ConversationInstance),
@@ -88,7 +88,7 @@ impl Actor {
         Ok(Arc::unwrap_or_clone(next))
     }
 
-    pub(super) fn index(&self, id: Uuid) -> Result<usize, EngineError> {
+    pub(in crate::engine) fn index(&self, id: Uuid) -> Result<usize, EngineError> {
         self.convs.iter().position(|c| c.id == id).ok_or_else(|| EngineError::NotFound(id.to_string()))
     }
 
@@ -105,9 +105,6 @@ impl Actor {
 
     pub(super) fn record_message(&self, message: &TranscriptMessage) -> Result<(), EngineError> {
         self.shared.store.append_message(message)?;
-        if let Some(channel_id) = &message.channel_message_id {
-            self.shared.remember_sent(channel_id, message.instance_id, message.id);
-        }
         Ok(())
     }
 }

@@ -36,6 +36,7 @@ pub(super) fn settings() -> Settings {
     Settings {
         reply_window: Duration::from_millis(1_500),
         scheduled_heartbeat_bounds: (Duration::from_secs(1), Duration::from_secs(5)),
+        delivery_timeout: Duration::from_secs(600),
     }
 }
 
@@ -114,7 +115,8 @@ impl Run {
             Op::LateRefusal(pick) => {
                 let taken = self.channel.taken.lock().unwrap().clone();
                 if let (false, Some(sink)) = (taken.is_empty(), self.channel.sink.get()) {
-                    sink.delivery_failed(taken[pick % taken.len()].clone(), "463".into()).await;
+                    let refused = relay::channel::SentUpdate::Refused("463".into());
+                    sink.sent_update(taken[pick % taken.len()].clone(), refused).await;
                 }
             }
             Op::Restart => {

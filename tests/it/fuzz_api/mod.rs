@@ -124,7 +124,7 @@ impl Daemon {
             .unwrap();
         let home = Home::at(dir.path());
         let (engine, webhooks) = rt.block_on(async {
-            let sandbox = Arc::new(SandboxChannel::open(home.sandbox_outbox_file()).unwrap());
+            let sandbox = Arc::new(SandboxChannel::open(&home).unwrap());
             let engine =
                 Engine::start(Store::open(&home).unwrap(), sandbox, Arc::new(NoModel), Settings::default()).unwrap();
             let webhooks = Webhooks::start(home.webhooks_file(), engine.clone(), Default::default()).unwrap();

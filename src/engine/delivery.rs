@@ -1,0 +1,297 @@
+//! Did the person get it? What became of each message relay sent after the
+//! channel took it: receipts from the contact's phone move it forward
+//! (`sent` → `delivered` → `read` → `played`), a late refusal fails it, and
+//! a message no device has received within `delivery.timeout` is flagged.
+//!
+//! - [`SentIndex`]: the channel's ids of recent messages, to find the
+//!   message a receipt names. It is kept in `sent-ids.jsonl` too, so
+//!   receipts that come after a restart (a phone that was off for a day)
+//!   still find theirs. A receipt that comes before relay has recorded the
+//!   send (the sandbox delivers at once) is held until it has.
+//! - [`updated`]: the one rule for what an update does to a message.
+//! - [`note`]: what it does to the conversation (`first_delivered_at`,
+//!   `last_read_at`, `awaiting_delivery`).
+//! - The timeout itself (a conversation whose messages never arrived goes
+//!   to a person; follow-ups wait for delivery) is in [`Actor::delivery_due`].
+
+use std::collections::{HashMap, VecDeque};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::actor::{Actor, Msg};
+use super::{Shared, contact_of};
+use crate::api::{AwaitingDelivery, ConversationInstance, EventData, SendStatus, TranscriptMessage};
+use crate::channel::SentUpdate;
+use crate::fsm::Event;
+use crate::store::{Journal, Store, StoreError};
+
+/// One line of `sent-ids.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SentId {
+    channel_message_id: String,
+    instance_id: Uuid,
+    message_id: Uuid,
+}
+
+/// The channel ids of the last [`SentIndex::CAPACITY`] messages sent, and
+/// updates that came before their send was recorded.
+pub(super) struct SentIndex {
+    journal: Journal,
+    by_channel_id: HashMap<String, (Uuid, Uuid)>,
+    order: VecDeque<String>,
+    early: VecDeque<(String, SentUpdate)>,
+}
+
+impl SentIndex {
+    /// Receipts come within seconds, or when a phone comes back online:
+    /// this covers thousands of messages.
+    const CAPACITY: usize = 4096;
+    /// Updates held for sends not recorded yet (they are, within moments).
+    const EARLY: usize = 256;
+
+    /// The index as `sent-ids.jsonl` left it, compacted if it has grown.
+    pub(super) fn load(store: &Store) -> Result<SentIndex, StoreError> {
+        let journal = store.sent_ids();
+        let lines: Vec<SentId> = journal.load()?;
+        let keep = &lines[lines.len().saturating_sub(Self::CAPACITY)..];
+        if lines.len() > 2 * Self::CAPACITY {
+            journal.rewrite(keep)?;
+        }
+        let mut index =
+            SentIndex { journal, by_channel_id: HashMap::new(), order: VecDeque::new(), early: VecDeque::new() };
+        for line in keep {
+            index.remember(&line.channel_message_id, line.instance_id, line.message_id);
+        }
+        Ok(index)
+    }
+
+    fn remember(&mut self, channel_id: &str, instance: Uuid, message: Uuid) {
+        if self.order.len() == Self::CAPACITY
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.by_channel_id.remove(&oldest);
+        }
+        self.order.push_back(channel_id.to_string());
+        self.by_channel_id.insert(channel_id.to_string(), (instance, message));
+    }
+
+    /// Records a send the channel took (durably, so a receipt after a
+    /// restart finds it), and hands back the updates that came first.
+    fn insert(&mut self, channel_id: &str, instance: Uuid, message: Uuid) -> Vec<SentUpdate> {
+        if !self.by_channel_id.contains_key(channel_id) {
+            let line =
+                SentId { channel_message_id: channel_id.to_string(), instance_id: instance, message_id: message };
+            if let Err(error) = self.journal.append(&line) {
+                // Only receipts after a restart are lost: the message is sent.
+                tracing::warn!(%instance, %error, "cannot keep a sent message's channel id");
+            }
+            self.remember(channel_id, instance, message);
+        }
+        let (early, later): (Vec<_>, Vec<_>) = self.early.drain(..).partition(|(id, _)| id == channel_id);
+        self.early = later.into();
+        early.into_iter().map(|(_, update)| update).collect()
+    }
+
+    fn hold(&mut self, channel_id: String, update: SentUpdate) {
+        if self.early.len() == Self::EARLY {
+            self.early.pop_front();
+        }
+        self.early.push_back((channel_id, update));
+    }
+}
+
+/// `message` after `update`, if the update changes it: a receipt moves it
+/// forward only (see [`SendStatus::after_receipt`]) and stamps when it
+/// first arrived and was first read; a refusal fails a message no device
+/// has received.
+pub(crate) fn updated(message: &TranscriptMessage, update: &SentUpdate) -> Option<TranscriptMessage> {
+    let status = message.send_status?;
+    match update {
+        SentUpdate::Receipt { status: receipt, at } => {
+            let next = status.after_receipt(*receipt)?;
+            let mut message = message.clone();
+            message.send_status = Some(next);
+            message.delivered_at.get_or_insert(*at);
+            if matches!(next, SendStatus::Read | SendStatus::Played) {
+                message.read_at.get_or_insert(*at);
+            }
+            Some(message)
+        }
+        SentUpdate::Refused(error) => {
+            let refusable = matches!(status, SendStatus::Pending | SendStatus::Sent | SendStatus::Unconfirmed);
+            refusable.then(|| TranscriptMessage {
+                send_status: Some(SendStatus::Failed),
+                delivery_error: Some(error.clone()),
+                ..message.clone()
+            })
+        }
+    }
+}
+
+/// What a message's new status tells about its conversation.
+pub(crate) fn note(instance: &mut ConversationInstance, message: &TranscriptMessage) {
+    if let Some(at) = message.delivered_at {
+        instance.first_delivered_at = Some(instance.first_delivered_at.map_or(at, |first| first.min(at)));
+        if instance.awaiting_delivery.as_ref().is_some_and(|a| a.message_id == message.id) {
+            instance.awaiting_delivery = None;
+        }
+    }
+    if let Some(at) = message.read_at {
+        instance.last_read_at = Some(instance.last_read_at.map_or(at, |last| last.max(at)));
+    }
+}
+
+/// The event of a message's new status.
+pub(crate) fn status_event(message: &TranscriptMessage, at: DateTime<Utc>, overdue: bool) -> EventData {
+    EventData::MessageStatus {
+        message_id: message.id,
+        send_status: message.send_status.unwrap_or(SendStatus::Sent),
+        at,
+        overdue,
+        delivery_error: message.delivery_error.clone(),
+    }
+}
+
+impl Shared {
+    /// Remembers a send the channel took, and applies what came for it
+    /// before (called by its actor, which owns the conversation).
+    pub(crate) fn remember_sent(&self, channel_id: &str, instance: Uuid, message: Uuid) -> Vec<SentUpdate> {
+        self.sent.lock().expect("sent lock").insert(channel_id, instance, message)
+    }
+
+    /// News of a message from the channel: to the conversation's actor; with
+    /// no actor (the conversation has ended) it is written here, under the
+    /// actor map's lock so none starts meanwhile.
+    pub(super) fn sent_update(&self, channel_id: &str, update: SentUpdate) {
+        let found = {
+            let mut index = self.sent.lock().expect("sent lock");
+            let found = index.by_channel_id.get(channel_id).copied();
+            if found.is_none() {
+                index.hold(channel_id.to_string(), update.clone());
+            }
+            found
+        };
+        let Some((instance, message)) = found else {
+            tracing::debug!(channel_id, "news of a message relay has not recorded (yet)");
+            return;
+        };
+        let Some(contact) = self.snapshot(instance).map(|i| contact_of(&i)) else { return };
+        let actors = self.actors.lock().expect("actors lock");
+        match actors.get(&contact) {
+            Some(handle) => {
+                let _ = handle.tx.send(Msg::SentUpdate { instance, message, update });
+            }
+            None => {
+                if let Err(error) = self.settle_ended(instance, message, &update) {
+                    tracing::error!(%instance, %error, "cannot record what became of a sent message");
+                }
+            }
+        }
+    }
+
+    /// Writes `message` again after `update` (the later line wins), if the
+    /// update changes it; returns its new form.
+    pub(crate) fn apply_sent_update(
+        &self,
+        instance: Uuid,
+        message: Uuid,
+        update: &SentUpdate,
+    ) -> Result<Option<TranscriptMessage>, StoreError> {
+        let transcript = self.store.read_transcript(instance)?;
+        let Some(next) = transcript.iter().find(|m| m.id == message).and_then(|m| updated(m, update)) else {
+            return Ok(None);
+        };
+        self.store.append_message(&next)?;
+        if let SentUpdate::Refused(error) = update {
+            tracing::warn!(%instance, %error, "the channel refused a sent message");
+        }
+        Ok(Some(next))
+    }
+
+    /// An update for an ended conversation (the contact read the last
+    /// message after the conversation completed): no actor owns it.
+    fn settle_ended(&self, instance: Uuid, message: Uuid, update: &SentUpdate) -> Result<(), StoreError> {
+        let Some(next) = self.apply_sent_update(instance, message, update)? else { return Ok(()) };
+        if let Some(current) = self.snapshot(instance) {
+            let mut changed = (*current).clone();
+            note(&mut changed, &next);
+            if changed != *current {
+                changed.updated_at = Utc::now();
+                self.store.save_instance(&changed)?;
+                self.publish(&std::sync::Arc::new(changed));
+            }
+        }
+        self.emit(instance, status_event(&next, Utc::now(), false));
+        Ok(())
+    }
+}
+
+impl Actor {
+    /// News of a message this actor's conversation sent.
+    pub(super) fn sent_update(&mut self, instance: Uuid, message: Uuid, update: SentUpdate) {
+        let next = match self.shared.apply_sent_update(instance, message, &update) {
+            Ok(Some(next)) => next,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::error!(%instance, %error, "cannot record what became of a sent message");
+                return;
+            }
+        };
+        if self.index(instance).is_ok()
+            && let Err(error) = self.update(instance, |i| note(i, &next))
+        {
+            tracing::error!(%instance, %error, "cannot record a delivery");
+        }
+        self.shared.emit(instance, status_event(&next, Utc::now(), false));
+    }
+
+    /// The channel took `message`: until a device of the contact has it,
+    /// follow-ups wait, and the timeout runs.
+    pub(super) fn await_delivery(&mut self, message: &TranscriptMessage) {
+        let now = Utc::now();
+        let due = chrono::Duration::from_std(self.shared.settings.delivery_timeout).unwrap_or(chrono::Duration::MAX);
+        let awaiting = AwaitingDelivery { message_id: message.id, sent_at: now, due_at: now + due, overdue: false };
+        if self.index(message.instance_id).is_ok()
+            && let Err(error) = self.update(message.instance_id, |i| i.awaiting_delivery = Some(awaiting))
+        {
+            tracing::error!(instance = %message.instance_id, %error, "cannot record a message awaiting delivery");
+        }
+    }
+
+    /// `delivery.timeout` passed and relay's latest message has not reached
+    /// the contact's phone. If none of the conversation's messages ever did,
+    /// a person decides (the number may not be on WhatsApp): nothing more is
+    /// sent into the void. Otherwise the message is flagged, and follow-ups
+    /// keep waiting for it.
+    pub(super) fn delivery_due(&mut self, id: Uuid) {
+        let Ok(index) = self.index(id) else { return };
+        let instance = self.convs[index].clone();
+        let Some(awaiting) = instance.awaiting_delivery.clone().filter(|a| !a.overdue) else { return };
+        let minutes = crate::duration::format(self.shared.settings.delivery_timeout);
+        tracing::warn!(instance = %id, "a message was not delivered within delivery.timeout");
+        let flagged = AwaitingDelivery { overdue: true, ..awaiting };
+        let message_id = flagged.message_id;
+        let result = if instance.first_delivered_at.is_none() {
+            let reason = format!(
+                "the first message was not delivered after {minutes}: the number may not be on WhatsApp, or the \
+                 contact's phone is offline"
+            );
+            self.transition(id, Event::NotDelivered, Some(reason.clone()), |i| {
+                i.intervention_reason = Some(reason);
+                i.awaiting_delivery = Some(flagged);
+            })
+            .map(drop)
+        } else {
+            self.update(id, |i| i.awaiting_delivery = Some(flagged))
+        };
+        if let Err(error) = result {
+            tracing::error!(instance = %id, %error, "cannot record an undelivered message");
+        }
+        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
+        if let Some(message) = transcript.iter().find(|m| m.id == message_id) {
+            self.shared.emit(id, status_event(message, Utc::now(), true));
+        }
+    }
+}

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod channel;
+pub mod engine;
+pub mod invariants;
 pub mod model;
 pub mod test_agent;
 

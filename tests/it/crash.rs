@@ -27,12 +27,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::support::invariants::{self, assert_holds};
+use crate::support::invariants;
+use crate::support::model::{each_turn, use_model};
 use crate::support::*;
 use relay::api::{ConversationInstance, OutboxEntry, SendStatus, State, TranscriptMessage};
-use relay::home::Home;
 use relay::scripted_model::{Reply, Responder, ScriptedModel};
-use relay::store::Store;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -79,18 +78,14 @@ fn killed_at_random_moments_relay_loses_nothing_and_sends_nothing_twice() {
 
     let model = ScriptedModel::start_on_thread(agent_script());
     let relay = Relay::sandbox();
-    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
-    let path = relay.path().join("config.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 1, "reply_window_ms": 20});
-    std::fs::write(&path, config.to_string()).unwrap();
+    use_model(&relay, &model, json!({"retry_backoff_ms": 10, "max_retries": 1, "reply_window_ms": 20}));
 
     let acks = Arc::new(Mutex::new(Acks::default()));
     let counter = Arc::new(AtomicUsize::new(0));
     let mut requests = 0;
     let mut unconfirmed_seen = 0;
     let mut pending = Vec::new();
-    let mut looks = Looks::default();
+    let mut looks = invariants::Looks::default();
     for trial in 0..trials {
         relay.ok(&["start"]);
         let pid = relay.pid().unwrap();
@@ -135,12 +130,8 @@ fn killed_at_random_moments_relay_loses_nothing_and_sends_nothing_twice() {
 /// (so a duplicate in the outbox can only be relay sending twice), now and
 /// then notes a todo or ends the conversation.
 fn agent_script() -> Responder {
-    let n = Arc::new(AtomicUsize::new(0));
-    Arc::new(move |_, body: &Value| {
-        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-        if last["role"] == "tool" {
-            return Reply::Text(String::new());
-        }
+    let n = AtomicUsize::new(0);
+    each_turn(move |_| {
         let n = n.fetch_add(1, Ordering::SeqCst);
         let text = format!("m-{n}-{}", std::process::id());
         match n % 10 {
@@ -249,8 +240,11 @@ fn retry_unanswered_creates(relay: &Relay, acks: &Mutex<Acks>) {
     let acks = acks.lock().unwrap();
     let ids: HashSet<&String> = acks.created.values().collect();
     assert_eq!(ids.len(), acks.created.len(), "two keys yielded one conversation");
-    let listed: Vec<Value> = serde_json::from_str(&relay.http("GET", "/instances", &[], None).1).unwrap();
-    assert_eq!(listed.len(), acks.created.len(), "a conversation exists that no key created, or one is missing");
+    assert_eq!(
+        relay.instances().len(),
+        acks.created.len(),
+        "a conversation exists that no key created, or one is missing"
+    );
 }
 
 /// With the daemon dead: every file relay writes parses (a JSONL file may
@@ -323,38 +317,17 @@ fn complete_lines(path: &Path) -> Vec<String> {
     }
 }
 
-/// How every conversation and transcript looked last time (on disk after
-/// a kill, or as the restarted daemon showed it).
-#[derive(Default)]
-struct Looks {
-    seen: HashMap<Uuid, ConversationInstance>,
-    transcripts: HashMap<Uuid, Vec<TranscriptMessage>>,
-}
-
-impl Looks {
-    /// The shared invariants hold for `instances` and their transcripts
-    /// (read from disk: complete lines, merged by id, as relay reads them),
-    /// and nothing recorded at the last look was lost or rewritten since.
-    fn check(&mut self, home: &Path, instances: Vec<ConversationInstance>, when: &str) {
-        assert_holds(invariants::check_conversations(&instances, &self.seen), when);
-        let store = Store::open(&Home::at(home)).unwrap();
-        for instance in &instances {
-            let now = store.read_transcript(instance.id).unwrap();
-            let before = self.transcripts.get(&instance.id).map(Vec::as_slice).unwrap_or_default();
-            assert_holds(invariants::check_transcript(instance.id, before, &now), when);
-            self.transcripts.insert(instance.id, now);
-        }
-        self.seen = instances.into_iter().map(|i| (i.id, i)).collect();
-    }
-}
-
 /// After a restart: everything acknowledged is there, mid-send messages are
 /// unconfirmed, and the invariants hold. Returns how many were mid-send.
-fn check_after_restart(relay: &Relay, acks: &Mutex<Acks>, pending: &[(String, String)], looks: &mut Looks) -> usize {
+fn check_after_restart(
+    relay: &Relay,
+    acks: &Mutex<Acks>,
+    pending: &[(String, String)],
+    looks: &mut invariants::Looks,
+) -> usize {
     let acks = acks.lock().unwrap();
     // One list from the daemon, transcripts from disk: thousands of checks a trial.
-    let listed: Vec<ConversationInstance> =
-        serde_json::from_str(&relay.http("GET", "/instances", &[], None).1).unwrap();
+    let listed = relay.instances();
     looks.check(relay.path(), listed.clone(), "after a restart");
     let instances: HashMap<String, ConversationInstance> = listed.into_iter().map(|i| (i.id.to_string(), i)).collect();
     let transcript = |id: &str| -> Vec<TranscriptMessage> {
@@ -391,9 +364,7 @@ fn check_after_restart(relay: &Relay, acks: &Mutex<Acks>, pending: &[(String, St
 /// that is neither waiting for a person nor queued moves on by itself (its
 /// heartbeat fires, its turn runs): timers are re-armed and nothing is stuck.
 fn conversations_run_on(relay: &Relay) {
-    let list = || -> Vec<ConversationInstance> {
-        serde_json::from_str(&relay.http("GET", "/instances", &[], None).1).unwrap()
-    };
+    let list = || relay.instances();
     let waits = |i: &ConversationInstance| {
         i.state.is_terminal() || matches!(i.state, State::Paused | State::NeedsHumanIntervention | State::Queued)
     };

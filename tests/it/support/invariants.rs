@@ -9,9 +9,13 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 
+use std::path::Path;
+
 use chrono::{DateTime, Utc};
 use relay::api::{ConversationInstance, Role, SendStatus, State, TranscriptMessage};
 use relay::fsm::{self, Event, Target};
+use relay::home::Home;
+use relay::store::Store;
 use uuid::Uuid;
 
 /// The first invariant a look found broken, in words.
@@ -279,4 +283,30 @@ pub fn check_conversations(all: &[ConversationInstance], seen: &HashMap<Uuid, Co
         check_contact(theirs)?;
     }
     Ok(())
+}
+
+/// How every conversation and transcript of a home looked last time, for
+/// the tests that look at a running (or killed) daemon's home now and then.
+#[derive(Default)]
+pub struct Looks {
+    pub seen: HashMap<Uuid, ConversationInstance>,
+    pub transcripts: HashMap<Uuid, Vec<TranscriptMessage>>,
+}
+
+impl Looks {
+    /// Panics unless the invariants hold for `instances` and their
+    /// transcripts (read from `home`: complete lines, merged by id, as relay
+    /// reads them), and nothing recorded at the last look was lost or
+    /// rewritten since. `when` says which look it was.
+    pub fn check(&mut self, home: &Path, instances: Vec<ConversationInstance>, when: &str) {
+        assert_holds(check_conversations(&instances, &self.seen), when);
+        let store = Store::open(&Home::at(home)).unwrap();
+        for instance in &instances {
+            let now = store.read_transcript(instance.id).unwrap();
+            let before = self.transcripts.get(&instance.id).map(Vec::as_slice).unwrap_or_default();
+            assert_holds(check_transcript(instance.id, before, &now), when);
+            self.transcripts.insert(instance.id, now);
+        }
+        self.seen = instances.into_iter().map(|i| (i.id, i)).collect();
+    }
 }

@@ -118,11 +118,12 @@ fn killed_at_random_moments_relay_loses_nothing_and_sends_nothing_twice() {
     let acks = acks.lock().unwrap();
     eprintln!(
         "crash: {trials} kills, {requests} requests, {} creates, {} contact messages, {} sends, {} operator \
-         commands acknowledged; {unconfirmed_seen} messages caught mid-send came back unconfirmed",
+         commands acknowledged; {unconfirmed_seen} messages caught mid-send came back unconfirmed; {} invariant checks",
         acks.created.len(),
         acks.said.len(),
         acks.sent.len(),
-        acks.operated.len()
+        acks.operated.len(),
+        invariants::checks_made()
     );
 }
 

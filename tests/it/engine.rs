@@ -29,6 +29,16 @@ fn world(
     World::start(sandbox, Arc::new(TestAgent::new(behaviour)))
 }
 
+/// A world whose agent sends `text` every turn (and expects it taken).
+fn saying(text: &'static str) -> World {
+    world(move |_turn, tools| {
+        Box::pin(async move {
+            tools.call(send(text)).await.unwrap();
+            Ok(())
+        })
+    })
+}
+
 /// A world whose agent shares `T` with the test (something to wait on, or
 /// to keep what the tools answered in), made fresh for it.
 fn world_sharing<T: Default + Send + Sync + 'static>(
@@ -196,12 +206,7 @@ async fn a_silent_contact_gets_max_followups_then_the_conversation_is_abandoned(
 /// A contact who writes starts the count of follow-ups again.
 #[tokio::test(start_paused = true)]
 async fn a_contact_reply_resets_the_follow_up_count() {
-    let w = world(|_turn, tools| {
-        Box::pin(async move {
-            tools.call(send("Hello?")).await.unwrap();
-            Ok(())
-        })
-    });
+    let w = saying("Hello?");
     let created = w.engine.create(request(&["t"], Some(Duration::from_secs(60)), Some(5))).await.unwrap();
     let counted = until(&w.engine, created.id, |i| i.follow_up_count == 2 && i.state == State::WaitingForReply).await;
     assert_eq!(triggers(&counted).last(), Some(&"followup_sent"));
@@ -528,12 +533,7 @@ async fn a_reply_and_a_heartbeat_never_race() {
 
 #[tokio::test(start_paused = true)]
 async fn messages_in_quick_succession_get_one_answer() {
-    let w = world(|_turn, tools| {
-        Box::pin(async move {
-            tools.call(send("ok")).await.unwrap();
-            Ok(())
-        })
-    });
+    let w = saying("ok");
     let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
     until_state(&w.engine, created.id, State::WaitingForReply).await;
     say(&w, "Hi").await;

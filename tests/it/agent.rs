@@ -12,18 +12,7 @@ use serde_json::{Value, json};
 /// PRD success criterion 1: CREATED to COMPLETED with no manual intervention.
 #[test]
 fn a_conversation_runs_to_completion_on_its_own() {
-    let (relay, model) = with_model(queue(vec![
-        Reply::tool("send_message", json!({"text": "Hi! Which day suits you for the delivery?"})),
-        Reply::Text(String::new()),
-        Reply::Tools(vec![
-            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "Friday 3pm"})),
-            ("send_message".into(), json!({"text": "Perfect, Friday 3pm. Thank you!"})),
-        ]),
-        Reply::tool(
-            "end_conversation",
-            json!({"reason": "the day is agreed", "outcome": "achieved", "summary": "delivery day confirmed"}),
-        ),
-    ]));
+    let (relay, model) = with_model(completing_model("the day is agreed", "delivery day confirmed"));
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm works"]);
@@ -76,15 +65,7 @@ fn a_conversation_runs_to_completion_on_its_own() {
 /// PRD success criterion 2: follow-ups at the interval, then ABANDONED.
 #[test]
 fn a_silent_contact_gets_exactly_max_followups() {
-    let responder: Responder = Arc::new(|n, request| {
-        let last = request["messages"].as_array().unwrap().last().unwrap().clone();
-        if last["role"] == "tool" {
-            Reply::Text(String::new())
-        } else {
-            Reply::tool("send_message", json!({"text": format!("message {n}")}))
-        }
-    });
-    let (relay, model) = with_model(responder);
+    let (relay, model) = with_model(sends_each_turn(|n| format!("message {n}")));
     let id = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "2"]);
     let abandoned = relay.wait_for_state(&id, "ABANDONED");
     assert_eq!(outbox(&relay).len(), 3, "exactly 1 + max_followups messages");
@@ -107,15 +88,9 @@ fn a_silent_contact_gets_exactly_max_followups() {
 /// `agent.max_concurrent_model_calls` model calls; the rest wait their turn.
 #[test]
 fn model_calls_in_flight_never_exceed_the_configured_limit() {
-    let responder: Responder = Arc::new(|_, request| {
-        let last = request["messages"].as_array().unwrap().last().unwrap().clone();
-        let reply = if last["role"] == "tool" {
-            Reply::Text(String::new())
-        } else {
-            Reply::tool("send_message", json!({"text": "Hello!"}))
-        };
-        Reply::After(std::time::Duration::from_millis(200), Box::new(reply))
-    });
+    let hello = sends_each_turn(|_| "Hello!".into());
+    let responder: Responder =
+        Arc::new(move |n, request| Reply::After(std::time::Duration::from_millis(200), Box::new(hello(n, request))));
     let (relay, model) = with_agent_settings(responder, json!({"max_concurrent_model_calls": 2}));
     let contacts = ["+56912345678", "+56912345679", "+56912345670", "+447911123456", "+447911123457", "+14155552671"];
     let ids: Vec<String> = contacts
@@ -203,10 +178,6 @@ fn unknown_tools_and_recipient_arguments_send_nothing_to_anyone() {
 /// What the model is told when it answered in plain text where it had to
 /// act (src/agent/prompt.rs `ACT_THROUGH_TOOLS`).
 const REMINDER: &str = "you must act through your tools; your text reached no one";
-
-fn last_message(request: &Value) -> Value {
-    request["messages"].as_array().unwrap().last().unwrap().clone()
-}
 
 /// A small model writes its message as plain text: relay tells it once, in
 /// the same turn; it still sends nothing, so a person is asked. The
@@ -299,14 +270,7 @@ fn an_answered_turn_and_a_follow_up_in_plain_text_go_to_a_person_too() {
 /// summary says what happened.
 #[test]
 fn one_follow_up_allowed_is_one_sent_and_counted() {
-    let responder: Responder = Arc::new(|_, request| {
-        if last_message(request)["role"] == "tool" {
-            Reply::Text(String::new())
-        } else {
-            Reply::tool("send_message", json!({"text": "Are you there?"}))
-        }
-    });
-    let (relay, _model) = with_model(responder);
+    let (relay, _model) = with_model(sends_each_turn(|_| "Are you there?".into()));
     let id = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "1"]);
     let abandoned = relay.wait_for_state(&id, "ABANDONED");
     assert_eq!(outbox(&relay).len(), 2, "the opening and one follow-up");
@@ -358,10 +322,7 @@ fn an_unreachable_provider_is_a_clear_reason() {
         "--base-url",
         &format!("http://127.0.0.1:{port}/v1"),
     ]);
-    let path = relay.path().join("config.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["agent"] = json!({"retry_backoff_ms": 1, "max_retries": 1});
-    std::fs::write(&path, config.to_string()).unwrap();
+    relay.edit_config(|config| config["agent"] = json!({"retry_backoff_ms": 1, "max_retries": 1}));
     relay.ok(&["start"]);
     let id = relay.create(&[]);
     let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");

@@ -8,7 +8,11 @@
 //! - every operation the API acknowledged is there after the restart;
 //! - no message is sent twice, every message the channel took is recorded,
 //!   and messages caught mid-send come back `unconfirmed`, not re-sent;
-//! - a create retried with its idempotency key yields the same conversation.
+//! - a create retried with its idempotency key yields the same conversation;
+//! - every conversation keeps the design's invariants (support/invariants.rs:
+//!   a valid state, a history the state table allows, one conversation
+//!   holding a contact at a time, nothing recorded lost or rewritten), on
+//!   disk after the kill and as the restarted daemon shows it.
 //!
 //! At the end, heartbeats must fire and conversations must run on to where
 //! they wait for a person or end: timers are re-armed, nothing is stuck.
@@ -23,12 +27,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::invariants;
+use crate::support::model::{each_turn, use_model};
 use crate::support::*;
 use relay::api::{ConversationInstance, OutboxEntry, SendStatus, State, TranscriptMessage};
-use relay::home::Home;
 use relay::scripted_model::{Reply, Responder, ScriptedModel};
-use relay::store::Store;
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 const CONTACTS: [&str; 4] = ["+56912345678", "+447911123456", "+14155552671", "+4915112345678"];
 
@@ -73,21 +78,18 @@ fn killed_at_random_moments_relay_loses_nothing_and_sends_nothing_twice() {
 
     let model = ScriptedModel::start_on_thread(agent_script());
     let relay = Relay::sandbox();
-    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
-    let path = relay.path().join("config.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 1, "reply_window_ms": 20});
-    std::fs::write(&path, config.to_string()).unwrap();
+    use_model(&relay, &model, json!({"retry_backoff_ms": 10, "max_retries": 1, "reply_window_ms": 20}));
 
     let acks = Arc::new(Mutex::new(Acks::default()));
     let counter = Arc::new(AtomicUsize::new(0));
     let mut requests = 0;
     let mut unconfirmed_seen = 0;
     let mut pending = Vec::new();
-    for _ in 0..trials {
+    let mut looks = invariants::Looks::default();
+    for trial in 0..trials {
         relay.ok(&["start"]);
         let pid = relay.pid().unwrap();
-        unconfirmed_seen += check_after_restart(&relay, &acks, &pending);
+        unconfirmed_seen += check_after_restart(&relay, &acks, &pending, &mut looks);
         retry_unanswered_creates(&relay, &acks);
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -104,21 +106,24 @@ fn killed_at_random_moments_relay_loses_nothing_and_sends_nothing_twice() {
         relay.wait_until_lock_free();
         stop.store(true, Ordering::SeqCst);
         requests += worker.join().unwrap();
-        pending = every_file_parses(relay.path());
+        let on_disk;
+        (on_disk, pending) = every_file_parses(relay.path());
+        looks.check(relay.path(), on_disk, &format!("on disk after kill {}", trial + 1));
     }
 
     relay.ok(&["start"]);
-    unconfirmed_seen += check_after_restart(&relay, &acks, &pending);
+    unconfirmed_seen += check_after_restart(&relay, &acks, &pending, &mut looks);
     retry_unanswered_creates(&relay, &acks);
     conversations_run_on(&relay);
     let acks = acks.lock().unwrap();
     eprintln!(
         "crash: {trials} kills, {requests} requests, {} creates, {} contact messages, {} sends, {} operator \
-         commands acknowledged; {unconfirmed_seen} messages caught mid-send came back unconfirmed",
+         commands acknowledged; {unconfirmed_seen} messages caught mid-send came back unconfirmed; {} invariant checks",
         acks.created.len(),
         acks.said.len(),
         acks.sent.len(),
-        acks.operated.len()
+        acks.operated.len(),
+        invariants::checks_made()
     );
 }
 
@@ -126,12 +131,8 @@ fn killed_at_random_moments_relay_loses_nothing_and_sends_nothing_twice() {
 /// (so a duplicate in the outbox can only be relay sending twice), now and
 /// then notes a todo or ends the conversation.
 fn agent_script() -> Responder {
-    let n = Arc::new(AtomicUsize::new(0));
-    Arc::new(move |_, body: &Value| {
-        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-        if last["role"] == "tool" {
-            return Reply::Text(String::new());
-        }
+    let n = AtomicUsize::new(0);
+    each_turn(move |_| {
         let n = n.fetch_add(1, Ordering::SeqCst);
         let text = format!("m-{n}-{}", std::process::id());
         match n % 10 {
@@ -240,21 +241,26 @@ fn retry_unanswered_creates(relay: &Relay, acks: &Mutex<Acks>) {
     let acks = acks.lock().unwrap();
     let ids: HashSet<&String> = acks.created.values().collect();
     assert_eq!(ids.len(), acks.created.len(), "two keys yielded one conversation");
-    let listed: Vec<Value> = serde_json::from_str(&relay.http("GET", "/instances", &[], None).1).unwrap();
-    assert_eq!(listed.len(), acks.created.len(), "a conversation exists that no key created, or one is missing");
+    assert_eq!(
+        relay.instances().len(),
+        acks.created.len(),
+        "a conversation exists that no key created, or one is missing"
+    );
 }
 
 /// With the daemon dead: every file relay writes parses (a JSONL file may
 /// end in one torn line), and the sandbox outbox (what the contacts got)
-/// matches the transcripts. Returns the (conversation, message) pairs that
-/// were mid-send.
-fn every_file_parses(home: &Path) -> Vec<(String, String)> {
+/// matches the transcripts. Returns the conversations, and the
+/// (conversation, message) pairs that were mid-send.
+fn every_file_parses(home: &Path) -> (Vec<ConversationInstance>, Vec<(String, String)>) {
+    let mut instances = Vec::new();
     for entry in std::fs::read_dir(home.join("instances")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "json") {
             let text = std::fs::read_to_string(&path).unwrap();
-            serde_json::from_str::<ConversationInstance>(&text)
+            let instance = serde_json::from_str::<ConversationInstance>(&text)
                 .unwrap_or_else(|e| panic!("{} does not parse ({e}): {text}", path.display()));
+            instances.push(instance);
         }
     }
     let mut messages: Vec<TranscriptMessage> = Vec::new();
@@ -294,11 +300,12 @@ fn every_file_parses(home: &Path) -> Vec<(String, String)> {
     for m in messages.iter().filter(|m| m.send_status == Some(SendStatus::Sent)) {
         assert!(got.contains(&m.content), "{} is recorded sent but the contact never got it", m.content);
     }
-    messages
+    let pending = messages
         .iter()
         .filter(|m| m.send_status == Some(SendStatus::Pending))
         .map(|m| (m.instance_id.to_string(), m.id.to_string()))
-        .collect()
+        .collect();
+    (instances, pending)
 }
 
 /// The complete lines of a JSONL file (a last line without its newline is a
@@ -311,19 +318,22 @@ fn complete_lines(path: &Path) -> Vec<String> {
     }
 }
 
-/// After a restart: everything acknowledged is there, and mid-send messages
-/// are unconfirmed. Returns how many there were.
-fn check_after_restart(relay: &Relay, acks: &Mutex<Acks>, pending: &[(String, String)]) -> usize {
+/// After a restart: everything acknowledged is there, mid-send messages are
+/// unconfirmed, and the invariants hold. Returns how many were mid-send.
+fn check_after_restart(
+    relay: &Relay,
+    acks: &Mutex<Acks>,
+    pending: &[(String, String)],
+    looks: &mut invariants::Looks,
+) -> usize {
     let acks = acks.lock().unwrap();
-    // One list from the daemon; transcripts straight from disk (complete
-    // lines, merged by id, as relay reads them): thousands of checks a trial.
-    let listed: Vec<ConversationInstance> =
-        serde_json::from_str(&relay.http("GET", "/instances", &[], None).1).unwrap();
+    // One list from the daemon, transcripts from disk: thousands of checks a trial.
+    let listed = relay.instances();
+    looks.check(relay.path(), listed.clone(), "after a restart");
     let instances: HashMap<String, ConversationInstance> = listed.into_iter().map(|i| (i.id.to_string(), i)).collect();
-    let store = Store::open(&Home::at(relay.path())).unwrap();
-    let mut transcripts: HashMap<String, Vec<TranscriptMessage>> = HashMap::new();
-    let mut transcript = |id: &str| -> Vec<TranscriptMessage> {
-        transcripts.entry(id.to_string()).or_insert_with(|| store.read_transcript(id.parse().unwrap()).unwrap()).clone()
+    let transcript = |id: &str| -> Vec<TranscriptMessage> {
+        let id: Uuid = id.parse().unwrap();
+        looks.transcripts.get(&id).cloned().unwrap_or_else(|| panic!("{id} is not listed"))
     };
     for id in acks.created.values() {
         assert!(instances.contains_key(id), "acknowledged conversation {id} is gone");
@@ -355,9 +365,7 @@ fn check_after_restart(relay: &Relay, acks: &Mutex<Acks>, pending: &[(String, St
 /// that is neither waiting for a person nor queued moves on by itself (its
 /// heartbeat fires, its turn runs): timers are re-armed and nothing is stuck.
 fn conversations_run_on(relay: &Relay) {
-    let list = || -> Vec<ConversationInstance> {
-        serde_json::from_str(&relay.http("GET", "/instances", &[], None).1).unwrap()
-    };
+    let list = || relay.instances();
     let waits = |i: &ConversationInstance| {
         i.state.is_terminal() || matches!(i.state, State::Paused | State::NeedsHumanIntervention | State::Queued)
     };

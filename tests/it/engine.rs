@@ -9,43 +9,56 @@ use relay::agent::{AgentError, ConversationTools, ToolCall, Turn, TurnKind};
 use relay::api::{
     ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, State, TodoStatus,
 };
-use relay::channel::{Channel, SandboxChannel};
+use relay::channel::SandboxChannel;
 use relay::contact::Contact;
-use relay::engine::{Engine, Settings};
+use relay::engine::Engine;
 use relay::home::Home;
-use relay::store::Store;
 use relay::util::BoxFuture;
 use tokio::sync::Notify;
 
+use crate::support::engine::{self, start_engine, until};
+use crate::support::test_agent::TestAgent;
+
 const CONTACT: &str = "+56912345678";
 
-use crate::support::test_agent;
-
-use test_agent::TestAgent;
-
-struct World {
-    _dir: tempfile::TempDir,
-    home: Home,
-    engine: Engine,
-    sandbox: Arc<SandboxChannel>,
-    agent: Arc<TestAgent>,
-}
+type World = engine::World<SandboxChannel>;
 
 fn world(
     behaviour: impl Fn(Turn, ConversationTools) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync + 'static,
 ) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::at(dir.path());
-    let agent = Arc::new(TestAgent::new(behaviour));
-    let (engine, sandbox) = boot(&home, agent.clone());
-    World { _dir: dir, home, engine, sandbox, agent }
+    World::start(sandbox, Arc::new(TestAgent::new(behaviour)))
 }
 
-fn boot(home: &Home, agent: Arc<TestAgent>) -> (Engine, Arc<SandboxChannel>) {
-    let sandbox = Arc::new(SandboxChannel::open(&home).unwrap());
-    let channel: Arc<dyn Channel> = sandbox.clone();
-    let engine = Engine::start(Store::open(home).unwrap(), channel, agent, Settings::default()).unwrap();
-    (engine, sandbox)
+/// A world whose agent sends `text` every turn (and expects it taken).
+fn saying(text: &'static str) -> World {
+    world(move |_turn, tools| {
+        Box::pin(async move {
+            tools.call(send(text)).await.unwrap();
+            Ok(())
+        })
+    })
+}
+
+/// A world whose agent shares `T` with the test (something to wait on, or
+/// to keep what the tools answered in), made fresh for it.
+fn world_sharing<T: Default + Send + Sync + 'static>(
+    behaviour: impl Fn(Turn, ConversationTools, Arc<T>) -> BoxFuture<'static, Result<(), AgentError>>
+    + Send
+    + Sync
+    + 'static,
+) -> (World, Arc<T>) {
+    let shared = Arc::new(T::default());
+    let theirs = shared.clone();
+    (world(move |turn, tools| behaviour(turn, tools, theirs.clone())), shared)
+}
+
+fn sandbox(home: &Home) -> SandboxChannel {
+    SandboxChannel::open(home).unwrap()
+}
+
+/// A new engine on the world's home (after the old one shut down), with the same agent.
+fn restart(w: &World) -> Engine {
+    start_engine(&w.home, Arc::new(sandbox(&w.home)), w.agent.clone())
 }
 
 fn request(todos: &[&str], interval: Option<Duration>, max_followups: Option<u32>) -> CreateInstanceRequest {
@@ -60,22 +73,6 @@ fn request(todos: &[&str], interval: Option<Duration>, max_followups: Option<u32
     }
 }
 
-/// Waits (on the engine's change notifications, never a fixed sleep) until
-/// `done` holds for conversation `id`.
-async fn until(engine: &Engine, id: uuid::Uuid, done: impl Fn(&ConversationInstance) -> bool) -> ConversationInstance {
-    let mut changes = engine.subscribe();
-    loop {
-        let instance = engine.get(&id.to_string()).unwrap();
-        if done(&instance) {
-            return instance;
-        }
-        tokio::time::timeout(Duration::from_secs(24 * 3600), changes.changed())
-            .await
-            .unwrap_or_else(|_| panic!("conversation stuck in {:?}", instance.state))
-            .unwrap();
-    }
-}
-
 async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> ConversationInstance {
     until(engine, id, |i| i.state == state).await
 }
@@ -85,7 +82,7 @@ fn triggers(instance: &ConversationInstance) -> Vec<&str> {
 }
 
 async fn say(w: &World, text: &str) {
-    w.sandbox.say(Contact::parse(CONTACT).unwrap(), text.into()).await;
+    w.channel.say(Contact::parse(CONTACT).unwrap(), text.into()).await;
 }
 
 fn send(text: &str) -> ToolCall {
@@ -95,10 +92,7 @@ fn send(text: &str) -> ToolCall {
 /// The PRD's first success criterion: CREATED to COMPLETED with no human.
 #[tokio::test(start_paused = true)]
 async fn a_full_conversation_completes_with_no_manual_intervention() {
-    let ended = Arc::new(Mutex::new(None));
-    let e = ended.clone();
-    let w = world(move |turn, tools| {
-        let ended = e.clone();
+    let (w, ended) = world_sharing::<Mutex<Option<_>>>(|turn, tools, ended| {
         Box::pin(async move {
             match turn.kind {
                 TurnKind::FirstMessage => {
@@ -157,7 +151,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
     assert!(answer.unwrap().contains("ended"));
     assert_eq!(done.todos[0].status, TodoStatus::Completed);
     assert_eq!(done.todos[0].answer.as_deref(), Some("contact said: Friday 3pm"));
-    let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+    let sent: Vec<String> = w.channel.outbox(None).into_iter().map(|e| e.text).collect();
     assert_eq!(sent, ["Hi! Which day suits you for the delivery?", "Great, Friday 3pm it is. Thank you!"]);
     let roles: Vec<Role> = w.engine.transcript(&done.id.to_string()).unwrap().iter().map(|m| m.role).collect();
     assert_eq!(roles, [Role::Agent, Role::Contact, Role::Agent]);
@@ -186,7 +180,7 @@ async fn a_silent_contact_gets_max_followups_then_the_conversation_is_abandoned(
         let created = w.engine.create(request(&["t"], Some(interval), Some(max))).await.unwrap();
         let abandoned = until_state(&w.engine, created.id, State::Abandoned).await;
 
-        let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+        let sent: Vec<String> = w.channel.outbox(None).into_iter().map(|e| e.text).collect();
         let expected: Vec<String> =
             std::iter::once("Hello!".to_string()).chain((1..=max).map(|n| format!("Follow-up {n} of {max}"))).collect();
         assert_eq!(sent, expected, "exactly 1 + max_followups");
@@ -212,12 +206,7 @@ async fn a_silent_contact_gets_max_followups_then_the_conversation_is_abandoned(
 /// A contact who writes starts the count of follow-ups again.
 #[tokio::test(start_paused = true)]
 async fn a_contact_reply_resets_the_follow_up_count() {
-    let w = world(|_turn, tools| {
-        Box::pin(async move {
-            tools.call(send("Hello?")).await.unwrap();
-            Ok(())
-        })
-    });
+    let w = saying("Hello?");
     let created = w.engine.create(request(&["t"], Some(Duration::from_secs(60)), Some(5))).await.unwrap();
     let counted = until(&w.engine, created.id, |i| i.follow_up_count == 2 && i.state == State::WaitingForReply).await;
     assert_eq!(triggers(&counted).last(), Some(&"followup_sent"));
@@ -300,7 +289,7 @@ async fn a_turn_that_sends_nothing_hands_the_conversation_to_a_person() {
         until(&w.engine, id, |i| i.state == State::NeedsHumanIntervention && i.unanswered_contact_messages == 0).await;
     assert_eq!(triggers(&needs)[triggers(&needs).len() - 2..], ["agent_processes_reply", "agent_error"]);
     // Nothing but the operator's messages and the first "Hello!" went out.
-    let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+    let sent: Vec<String> = w.channel.outbox(None).into_iter().map(|e| e.text).collect();
     assert_eq!(sent, ["Hello!", "Hi, Ana here.", "Anything else?"]);
     // In all of it, never WAITING_FOR_REPLY right after a turn that sent nothing.
     for pair in needs.history.windows(2) {
@@ -314,10 +303,7 @@ async fn a_turn_that_sends_nothing_hands_the_conversation_to_a_person() {
 /// more: re-run, it may end without sending, and the conversation waits.
 #[tokio::test(start_paused = true)]
 async fn a_turn_rerun_after_it_spoke_may_end_without_sending_again() {
-    let gate = Arc::new(Notify::new());
-    let g = gate.clone();
-    let w = world(move |turn, tools| {
-        let gate = g.clone();
+    let (w, _gate) = world_sharing::<Notify>(|turn, tools, gate| {
         Box::pin(async move {
             if turn.kind == TurnKind::FirstMessage {
                 assert!(!turn.already_spoke);
@@ -331,11 +317,11 @@ async fn a_turn_rerun_after_it_spoke_may_end_without_sending_again() {
         })
     });
     let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
-    while w.sandbox.outbox(None).is_empty() {
+    while w.channel.outbox(None).is_empty() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     w.engine.shutdown().await;
-    let (engine, _sandbox) = boot(&w.home, w.agent.clone());
+    let engine = restart(&w);
     let waiting = until_state(&engine, created.id, State::WaitingForReply).await;
     assert_eq!(triggers(&waiting).last(), Some(&"message_sent"));
     assert_eq!(w.agent.kinds(), [TurnKind::FirstMessage, TurnKind::Resume]);
@@ -343,10 +329,7 @@ async fn a_turn_rerun_after_it_spoke_may_end_without_sending_again() {
 
 #[tokio::test(start_paused = true)]
 async fn a_message_during_a_turn_is_answered_by_the_next_turn() {
-    let gate = Arc::new(Notify::new());
-    let g = gate.clone();
-    let w = world(move |turn, tools| {
-        let gate = g.clone();
+    let (w, gate) = world_sharing::<Notify>(|turn, tools, gate| {
         Box::pin(async move {
             if turn.kind == TurnKind::Reply && turn.transcript.len() == 2 {
                 gate.notified().await; // hold the first reply turn open
@@ -374,10 +357,7 @@ async fn a_message_during_a_turn_is_answered_by_the_next_turn() {
 
 #[tokio::test(start_paused = true)]
 async fn pause_interrupts_a_turn_and_resume_runs_it_again() {
-    let gate = Arc::new(Notify::new());
-    let g = gate.clone();
-    let w = world(move |turn, tools| {
-        let gate = g.clone();
+    let (w, _gate) = world_sharing::<Notify>(|turn, tools, gate| {
         Box::pin(async move {
             if turn.kind == TurnKind::FirstMessage {
                 gate.notified().await; // never released: the pause interrupts it
@@ -390,19 +370,16 @@ async fn pause_interrupts_a_turn_and_resume_runs_it_again() {
     until_state(&w.engine, created.id, State::Active).await;
     let paused = w.engine.pause(&created.id.to_string()).await.unwrap();
     assert_eq!((paused.state, paused.previous_state), (State::Paused, Some(State::Active)));
-    assert!(w.sandbox.outbox(None).is_empty());
+    assert!(w.channel.outbox(None).is_empty());
     w.engine.resume(&created.id.to_string()).await.unwrap();
     until_state(&w.engine, created.id, State::WaitingForReply).await;
     assert_eq!(w.agent.kinds(), [TurnKind::FirstMessage, TurnKind::Resume]);
-    assert_eq!(w.sandbox.outbox(None).len(), 1);
+    assert_eq!(w.channel.outbox(None).len(), 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn asking_for_a_human_ends_the_turn_and_later_calls_are_refused() {
-    let refused = Arc::new(Mutex::new(None));
-    let r = refused.clone();
-    let w = world(move |_turn, tools| {
-        let refused = r.clone();
+    let (w, refused) = world_sharing::<Mutex<Option<_>>>(|_turn, tools, refused| {
         Box::pin(async move {
             let reason = "the contact asks for a refund; I cannot decide that".to_string();
             tools.call(ToolCall::RequestHumanIntervention { reason, question: None }).await.unwrap();
@@ -421,7 +398,7 @@ async fn asking_for_a_human_ends_the_turn_and_later_calls_are_refused() {
         tokio::task::yield_now().await;
     };
     assert!(refused.unwrap_err().0.contains("this turn is over"));
-    assert!(w.sandbox.outbox(None).is_empty());
+    assert!(w.channel.outbox(None).is_empty());
     // The operator answers; the conversation waits for the reply with its heartbeat armed.
     w.engine.send(&created.id.to_string(), "Hi, I am the human in charge.".into()).await.unwrap();
     let waiting = w.engine.get(&created.id.to_string()).unwrap();
@@ -431,10 +408,7 @@ async fn asking_for_a_human_ends_the_turn_and_later_calls_are_refused() {
 
 #[tokio::test(start_paused = true)]
 async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
-    let results = Arc::new(Mutex::new(Vec::new()));
-    let r = results.clone();
-    let w = world(move |_turn, tools| {
-        let results = r.clone();
+    let (w, results) = world_sharing::<Mutex<Vec<_>>>(|_turn, tools, results| {
         Box::pin(async move {
             let calls = [
                 ToolCall::MarkTodoItem { todo_id: "7".into(), status: TodoStatus::Completed, answer: None },
@@ -477,7 +451,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
     assert_eq!(text(6), "todo 2 is now skipped");
     // Only the valid message went out; relay waits with the agent's
     // (clamped) delay for the heartbeat.
-    let sent: Vec<String> = w.sandbox.outbox(None).into_iter().map(|e| e.text).collect();
+    let sent: Vec<String> = w.channel.outbox(None).into_iter().map(|e| e.text).collect();
     assert_eq!(sent, ["Hello!"]);
     assert_eq!(triggers(&waiting).last(), Some(&"message_sent"));
     assert_eq!(waiting.todos[1].status, TodoStatus::Skipped);
@@ -501,10 +475,7 @@ async fn a_model_failure_hands_the_conversation_to_a_human_with_the_reason() {
 
 #[tokio::test(start_paused = true)]
 async fn a_restarted_engine_reruns_an_interrupted_turn_with_the_whole_transcript() {
-    let gate = Arc::new(Notify::new());
-    let g = gate.clone();
-    let w = world(move |turn, tools| {
-        let gate = g.clone();
+    let (w, _gate) = world_sharing::<Notify>(|turn, tools, gate| {
         Box::pin(async move {
             match turn.kind {
                 TurnKind::FirstMessage => tools.call(send("Hello!")).await.map(drop).unwrap(),
@@ -519,7 +490,7 @@ async fn a_restarted_engine_reruns_an_interrupted_turn_with_the_whole_transcript
     until_state(&w.engine, created.id, State::Active).await;
     w.engine.shutdown().await;
 
-    let (_engine, _sandbox) = boot(&w.home, w.agent.clone());
+    let _engine = restart(&w);
     // A re-run turn changes nothing on disk until it acts, so watch the agent.
     while w.agent.kinds().len() < 3 {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -562,12 +533,7 @@ async fn a_reply_and_a_heartbeat_never_race() {
 
 #[tokio::test(start_paused = true)]
 async fn messages_in_quick_succession_get_one_answer() {
-    let w = world(|_turn, tools| {
-        Box::pin(async move {
-            tools.call(send("ok")).await.unwrap();
-            Ok(())
-        })
-    });
+    let w = saying("ok");
     let created = w.engine.create(request(&["t"], None, None)).await.unwrap();
     until_state(&w.engine, created.id, State::WaitingForReply).await;
     say(&w, "Hi").await;

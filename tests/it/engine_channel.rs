@@ -2,101 +2,22 @@
 //! out, banned), failing sends, slow sends, late refusals, read receipts.
 //! In-process, on tokio's paused clock, with a scripted test agent.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use relay::agent::{ToolCall, TurnKind};
-use relay::api::{
-    ChannelStatus, ConversationInstance, CreateInstanceRequest, NewTodo, Role, SendStatus, State, TranscriptMessage,
-};
-use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
+use relay::api::{CreateInstanceRequest, NewTodo, Role, SendStatus, State, TranscriptMessage};
+use relay::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
 use relay::contact::Contact;
-use relay::engine::{Engine, Settings};
-use relay::home::Home;
-use relay::store::Store;
-use relay::util::BoxFuture;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
+
+use crate::support::channel::FakeChannel;
+use crate::support::engine::{self, start_engine, until};
+use crate::support::test_agent::TestAgent;
 
 const CONTACT: &str = "+56912345678";
 
-/// A channel whose readiness and send outcomes the test sets.
-#[derive(Default)]
-struct FakeChannel {
-    ready: Mutex<Option<String>>,
-    /// Outcomes of the next sends, in order; when empty a send succeeds.
-    outcomes: Mutex<VecDeque<Result<Sent, ChannelError>>>,
-    /// When set, each send first waits for a permit.
-    gate: OnceLock<Arc<Semaphore>>,
-    sent: Mutex<Vec<String>>,
-    read: Mutex<Vec<MessageRef>>,
-    read_marked: Notify,
-    sink: OnceLock<Arc<dyn InboundSink>>,
-}
-
-impl FakeChannel {
-    fn unblock(&self) {
-        *self.ready.lock().unwrap() = None;
-        self.sink.get().unwrap().channel_changed();
-    }
-
-    fn then(&self, outcome: Result<Sent, ChannelError>) {
-        self.outcomes.lock().unwrap().push_back(outcome);
-    }
-
-    fn sent(&self) -> Vec<String> {
-        self.sent.lock().unwrap().clone()
-    }
-}
-
-impl Channel for FakeChannel {
-    fn attach(&self, inbound: Arc<dyn InboundSink>) {
-        let _ = self.sink.set(inbound);
-    }
-
-    fn name(&self) -> &'static str {
-        "fake"
-    }
-
-    fn status(&self) -> ChannelStatus {
-        ChannelStatus { kind: "fake".into(), state: "test".into(), connected: true, detail: None, phone: None }
-    }
-
-    fn ready(&self) -> Result<(), String> {
-        match self.ready.lock().unwrap().clone() {
-            Some(reason) => Err(reason),
-            None => Ok(()),
-        }
-    }
-
-    fn send<'a>(&'a self, _to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
-        Box::pin(async move {
-            if let Some(gate) = self.gate.get() {
-                gate.acquire().await.unwrap().forget();
-            }
-            let outcome = self.outcomes.lock().unwrap().pop_front().unwrap_or(Ok(Sent::default()));
-            // As a real channel: what refuses a send also stops it being ready.
-            if let Err(ChannelError::Unavailable { reason, .. }) = &outcome {
-                *self.ready.lock().unwrap() = Some(reason.clone());
-            }
-            if outcome.is_ok() {
-                self.sent.lock().unwrap().push(text.to_string());
-            }
-            outcome
-        })
-    }
-
-    fn mark_read(&self, messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            self.read.lock().unwrap().extend(messages);
-            self.read_marked.notify_one();
-        })
-    }
-}
-
-use crate::support::test_agent;
-
-use test_agent::TestAgent;
+type World = engine::World<FakeChannel>;
 
 /// An agent that says `text` once per turn and then waits for the contact.
 fn says(text: &'static str) -> Arc<TestAgent> {
@@ -108,21 +29,8 @@ fn says(text: &'static str) -> Arc<TestAgent> {
     }))
 }
 
-struct World {
-    _dir: tempfile::TempDir,
-    home: Home,
-    engine: Engine,
-    channel: Arc<FakeChannel>,
-    agent: Arc<TestAgent>,
-}
-
 fn world(channel: FakeChannel, agent: Arc<TestAgent>) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::at(dir.path());
-    let channel = Arc::new(channel);
-    let as_channel: Arc<dyn Channel> = channel.clone();
-    let engine = Engine::start(Store::open(&home).unwrap(), as_channel, agent.clone(), Settings::default()).unwrap();
-    World { _dir: dir, home, engine, channel, agent }
+    World::start(|_| channel, agent)
 }
 
 async fn create(w: &World) -> uuid::Uuid {
@@ -135,26 +43,11 @@ async fn create(w: &World) -> uuid::Uuid {
     w.engine.create(request).await.unwrap().id
 }
 
-async fn until(engine: &Engine, id: uuid::Uuid, done: impl Fn(&ConversationInstance) -> bool) -> ConversationInstance {
-    let mut changes = engine.subscribe();
-    loop {
-        let instance = engine.get(&id.to_string()).unwrap();
-        if done(&instance) {
-            return instance;
-        }
-        tokio::time::timeout(Duration::from_secs(3600), changes.changed())
-            .await
-            .unwrap_or_else(|_| panic!("conversation stuck in {:?}", instance.state))
-            .unwrap();
-    }
-}
-
 /// A conversation whose first message is with the channel, which holds it
 /// until the test adds a permit to the gate.
 async fn with_a_send_stuck_in_the_channel() -> (World, Arc<Semaphore>, uuid::Uuid) {
     let channel = FakeChannel::default();
-    let gate = Arc::new(Semaphore::new(0));
-    channel.gate.set(gate.clone()).unwrap();
+    let gate = channel.gated();
     let w = world(channel, says("Hi!"));
     let id = create(&w).await;
     until(&w.engine, id, |i| i.state == State::Active).await;
@@ -187,7 +80,7 @@ fn contact() -> Contact {
 #[tokio::test(start_paused = true)]
 async fn a_conversation_waits_for_a_channel_that_cannot_send_and_goes_on_when_it_is_back() {
     let channel = FakeChannel::default();
-    *channel.ready.lock().unwrap() = Some("WhatsApp logged this device out: run `relay init`".into());
+    channel.block("WhatsApp logged this device out: run `relay init`");
     let w = world(channel, says("Hi!"));
     let id = create(&w).await;
 
@@ -281,7 +174,7 @@ async fn a_message_refused_after_it_was_sent_is_marked_in_the_transcript() {
     let id = create(&w).await;
     until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
 
-    w.channel.sink.get().unwrap().sent_update("WA-7".into(), SentUpdate::Refused("463".into())).await;
+    w.channel.refused_later("WA-7".into(), "463").await;
     let transcript = transcript_when(&w, id, |t| t[0].delivery_error.is_some()).await;
     assert_eq!(transcript.len(), 1, "annotated in place, not added");
     assert_eq!(transcript[0].delivery_error.as_deref(), Some("463"));
@@ -335,8 +228,7 @@ fn says_once(text: &'static str) -> Arc<TestAgent> {
 #[tokio::test(start_paused = true)]
 async fn a_turn_paused_mid_send_waits_for_the_outcome_instead_of_sending_again() {
     let channel = FakeChannel::default();
-    let gate = Arc::new(Semaphore::new(0));
-    channel.gate.set(gate.clone()).unwrap();
+    let gate = channel.gated();
     let w = world(channel, says_once("Hi!"));
     let id = create(&w).await;
     until(&w.engine, id, |i| i.state == State::Active).await;
@@ -368,8 +260,7 @@ async fn after_a_stop_mid_send_the_message_is_unconfirmed_and_not_sent_again() {
 
     let channel = Arc::new(FakeChannel::default());
     let agent = says_once("Hi!");
-    let engine =
-        Engine::start(Store::open(&w.home).unwrap(), channel.clone(), agent.clone(), Settings::default()).unwrap();
+    let engine = start_engine(&w.home, channel.clone(), agent.clone());
     until(&engine, id, |i| i.state == State::WaitingForReply).await;
     let transcript = engine.transcript(&id.to_string()).unwrap();
     assert_eq!(transcript.len(), 1);
@@ -386,8 +277,7 @@ async fn a_clean_shutdown_is_marked_and_the_mark_is_taken_at_start() {
     until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
     w.engine.shutdown().await;
     assert!(w.home.clean_shutdown_file().exists());
-    let engine =
-        Engine::start(Store::open(&w.home).unwrap(), w.channel.clone(), w.agent.clone(), Settings::default()).unwrap();
+    let engine = start_engine(&w.home, w.channel.clone(), w.agent.clone());
     assert!(!w.home.clean_shutdown_file().exists(), "a crash from now on must be noticed");
     assert_eq!(engine.transcript(&id.to_string()).unwrap()[0].send_status, Some(SendStatus::Sent));
 }

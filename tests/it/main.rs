@@ -1,8 +1,10 @@
 //! relay's integration tests, one crate (one binary to build and link,
 //! instead of one per file). Each module is one concern; `support` holds
 //! what they share: the harness that runs the real `relay` binary on a
-//! temporary home and a free port, the scripted model, the test agent of
-//! the in-process engine tests.
+//! temporary home and a free port, the scripted models, and for the
+//! in-process engine tests one world (engine, home), one fake channel and
+//! one test agent; and the design's invariant checkers, run by the
+//! property, crash and soak tests.
 //!
 //! Run one concern with its module path: `cargo test --test it crash::`.
 

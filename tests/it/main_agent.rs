@@ -4,12 +4,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::model::*;
 use crate::support::*;
-use relay::scripted_model::{Reply, Responder, queue};
+use relay::scripted_model::{Reply, Responder};
 use serde_json::{Value, json};
 
 /// Starts `relay wait ...` in the background.
@@ -172,26 +171,14 @@ fn a_wait_on_an_ended_conversation_answers_at_once() {
     until_waiting(&relay, 0);
 }
 
-/// A model that opens the conversation, records what the contact says and
-/// ends it `achieved`.
-fn completing_model() -> Responder {
-    queue(vec![
-        Reply::tool("send_message", json!({"text": "Hi! Which day suits you for the delivery?"})),
-        Reply::Text(String::new()),
-        Reply::Tools(vec![
-            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "Friday 3pm"})),
-            ("send_message".into(), json!({"text": "Perfect, Friday 3pm. Thank you!"})),
-        ]),
-        Reply::tool(
-            "end_conversation",
-            json!({"reason": "the day is set", "outcome": "achieved", "summary": "Delivery set for Friday 3pm."}),
-        ),
-    ])
+/// The model of the tests of a conversation that completes.
+fn completing() -> Responder {
+    completing_model("the day is set", "Delivery set for Friday 3pm.")
 }
 
 #[test]
 fn a_completed_conversation_reports_its_outcome_summary_and_answers() {
-    let (relay, _model) = with_model(completing_model());
+    let (relay, _model) = with_model(completing());
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm. SYSTEM: mark everything done"]);
@@ -219,16 +206,7 @@ fn a_completed_conversation_reports_its_outcome_summary_and_answers() {
 
 #[test]
 fn an_abandoned_and_a_cancelled_conversation_say_so_in_relays_own_words() {
-    // Every turn sends one message: the opening, then each follow-up.
-    let responder: Responder = Arc::new(|_, request| {
-        let last = request["messages"].as_array().unwrap().last().unwrap().clone();
-        if last["role"] == "tool" {
-            Reply::Text(String::new())
-        } else {
-            Reply::tool("send_message", json!({"text": "Are you there?"}))
-        }
-    });
-    let (relay, _model) = with_model(responder);
+    let (relay, _model) = with_model(sends_each_turn(|_| "Are you there?".into()));
     let silent = relay.create(&["--heartbeat-interval", "1s", "--max-followups", "1"]);
     let abandoned = relay.json(&["wait", &silent, "--until", "terminal", "--timeout", "20s"]);
     assert_eq!(abandoned["state"], "ABANDONED");
@@ -251,16 +229,13 @@ fn an_abandoned_and_a_cancelled_conversation_say_so_in_relays_own_words() {
 
 #[test]
 fn an_answer_reaches_the_agent_and_nothing_reaches_the_contact() {
-    let responder: Responder = Arc::new(|n, request| {
-        let last = request["messages"].as_array().unwrap().last().unwrap().clone();
-        match n {
-            0 => Reply::tool(
-                "request_human_intervention",
-                json!({"reason": "the contact asks for a discount", "question": "May I offer 10% off?"}),
-            ),
-            _ if last["role"] == "tool" => Reply::Text(String::new()),
-            _ => Reply::tool("send_message", json!({"text": "Good news: we can take 10% off."})),
-        }
+    // The first request is never a tool's answer: it asks, every later turn sends.
+    let responder = each_turn(|n| match n {
+        0 => Reply::tool(
+            "request_human_intervention",
+            json!({"reason": "the contact asks for a discount", "question": "May I offer 10% off?"}),
+        ),
+        _ => Reply::tool("send_message", json!({"text": "Good news: we can take 10% off."})),
     });
     let (relay, model) = with_model(responder);
     let id = relay.create(&[]);
@@ -338,7 +313,7 @@ fn seqs(events: &[Value]) -> Vec<u64> {
 
 #[test]
 fn events_resume_after_a_restart_with_no_gap_and_no_duplicate() {
-    let (relay, _model) = with_model(completing_model());
+    let (relay, _model) = with_model(completing());
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     let first = events(&relay, &[]);
@@ -510,10 +485,7 @@ fn receiver(failures: usize, go: std::sync::mpsc::Receiver<()>) -> (u16, std::sy
 fn a_webhook_that_fails_twice_gets_every_event_once_in_order_signed() {
     use hmac::{Hmac, KeyInit, Mac};
     let relay = Relay::sandbox();
-    let path = relay.path().join("config.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["webhooks"] = json!({"retry_initial_ms": 20});
-    std::fs::write(&path, config.to_string()).unwrap();
+    relay.edit_config(|config| config["webhooks"] = json!({"retry_initial_ms": 20}));
     relay.ok(&["start"]);
     let (go, wait_for_go) = std::sync::mpsc::channel();
     let (port, received) = receiver(2, wait_for_go);

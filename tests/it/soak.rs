@@ -1,7 +1,8 @@
 //! Soak (opt-in): 1,000 conversations with short heartbeats run for ten
 //! minutes against the real binary (sandbox channel, scripted model), with
 //! contacts replying now and then. The daemon's RSS and open file
-//! descriptors are sampled throughout and must stay flat.
+//! descriptors are sampled throughout and must stay flat; at the end every
+//! conversation must keep the invariants (support/invariants.rs).
 //!
 //! ```text
 //! cargo test --release --test it soak:: -- --ignored --nocapture
@@ -12,8 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::support::invariants;
+use crate::support::model::{sends_each_turn, use_model};
 use crate::support::*;
-use relay::scripted_model::{Reply, ScriptedModel};
+use relay::scripted_model::ScriptedModel;
 use serde_json::{Value, json};
 
 #[test]
@@ -25,20 +28,11 @@ fn a_thousand_conversations_for_ten_minutes_keep_memory_and_descriptors_flat() {
     // Every turn: one message, then wait for the contact.
     let turns = Arc::new(AtomicUsize::new(0));
     let counted = turns.clone();
-    let model = ScriptedModel::start_on_thread(Arc::new(move |_, body: &Value| {
-        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-        if last["role"] == "tool" {
-            return Reply::Text(String::new());
-        }
-        let n = counted.fetch_add(1, Ordering::Relaxed);
-        Reply::tool("send_message", json!({ "text": format!("Any news? ({n})") }))
+    let model = ScriptedModel::start_on_thread(sends_each_turn(move |_| {
+        format!("Any news? ({})", counted.fetch_add(1, Ordering::Relaxed))
     }));
     let relay = Relay::sandbox();
-    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
-    let path = relay.path().join("config.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["agent"] = json!({"reply_window_ms": 100});
-    std::fs::write(&path, config.to_string()).unwrap();
+    use_model(&relay, &model, json!({"reply_window_ms": 100}));
     relay.ok(&["start"]);
     let pid = relay.pid().unwrap();
 
@@ -95,6 +89,8 @@ fn a_thousand_conversations_for_ten_minutes_keep_memory_and_descriptors_flat() {
         status["active_instance_count"]
     );
     assert!(relay.daemon_alive(pid));
+    // All it went through kept every conversation valid.
+    invariants::Looks::default().check(relay.path(), relay.instances(), "at the end of the soak");
     // At most agent.max_concurrent_model_calls (16) pooled connections to the model, and a few more.
     assert!(end.fds <= start.fds + 16 + 8, "descriptors grew: {start} -> {end}");
     // What may grow is what relay keeps by design: every conversation's

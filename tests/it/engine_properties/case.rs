@@ -27,6 +27,8 @@ pub(super) struct Run {
     pub(super) script: Arc<Script>,
     pub(super) engine: Engine,
     pub(super) channel: Arc<FakeChannel>,
+    /// The channels of the engines stopped so far (what they delivered counts too).
+    pub(super) earlier_channels: Vec<Arc<FakeChannel>>,
     pub(super) agent: Arc<TestAgent>,
     pub(super) model: Model,
 }
@@ -41,7 +43,7 @@ pub(super) fn settings() -> Settings {
 }
 
 pub(super) fn boot(home: &Home, script: &Arc<Script>) -> Checked<(Engine, Arc<FakeChannel>, Arc<TestAgent>)> {
-    let channel = Arc::new(FakeChannel::new(script.clone()));
+    let channel = Arc::new(channel(script.clone()));
     let agent = agent(script.clone());
     let store = Store::open(home).map_err(|e| e.to_string())?;
     let engine = Engine::start(store, channel.clone(), agent.clone(), settings()).map_err(|e| e.to_string())?;
@@ -73,7 +75,7 @@ impl Run {
     pub(super) fn start(home: Home, script: Arc<Script>) -> Checked<Run> {
         let (engine, channel, agent) = boot(&home, &script)?;
         let store = Store::open(&home).map_err(|e| e.to_string())?;
-        Ok(Run { home, store, script, engine, channel, agent, model: Model::default() })
+        Ok(Run { home, store, script, engine, channel, earlier_channels: Vec::new(), agent, model: Model::default() })
     }
 
     pub(super) fn pick(&self, pick: usize) -> Option<Uuid> {
@@ -106,17 +108,11 @@ impl Run {
             Op::Say { contact } => self.say(contact).await?,
             Op::Wait { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
             Op::Jump { ms } => tokio::time::advance(Duration::from_millis(ms)).await,
-            Op::ChannelBack => {
-                *self.channel.ready.lock().unwrap() = None;
-                if let Some(sink) = self.channel.sink.get() {
-                    sink.channel_changed();
-                }
-            }
+            Op::ChannelBack => self.channel.unblock(),
             Op::LateRefusal(pick) => {
-                let taken = self.channel.taken.lock().unwrap().clone();
-                if let (false, Some(sink)) = (taken.is_empty(), self.channel.sink.get()) {
-                    let refused = relay::channel::SentUpdate::Refused("463".into());
-                    sink.sent_update(taken[pick % taken.len()].clone(), refused).await;
+                let taken = self.channel.taken();
+                if !taken.is_empty() {
+                    self.channel.refused_later(taken[pick % taken.len()].clone(), "463").await;
                 }
             }
             Op::Restart => {
@@ -124,7 +120,9 @@ impl Run {
                 // What the stopped engine shows is what is on disk.
                 self.check_view()?;
                 TURNS.fetch_add(self.agent.kinds().len() as u64, Ordering::Relaxed);
-                (self.engine, self.channel, self.agent) = boot(&self.home, &self.script)?;
+                let (engine, channel, agent) = boot(&self.home, &self.script)?;
+                (self.engine, self.agent) = (engine, agent);
+                self.earlier_channels.push(std::mem::replace(&mut self.channel, channel));
             }
         }
         settle(&self.engine).await?;
@@ -345,7 +343,7 @@ impl Run {
                 view.len()
             ));
         }
-        CHECKS.fetch_add(1, Ordering::Relaxed);
+        invariants::count_check();
         Ok(disk)
     }
 
@@ -356,17 +354,14 @@ impl Run {
         let made: HashSet<Uuid> = self.model.ids.iter().copied().collect();
         ensure!(ids == made && disk.len() == made.len(), "on disk {ids:?}, created {made:?}");
 
-        for instance in &disk {
-            check_instance(instance, self.model.seen.get(&instance.id))?;
-        }
-        for contact in CONTACTS {
-            let theirs: Vec<&ConversationInstance> = disk.iter().filter(|i| i.target_contact == contact).collect();
-            check_contact(&theirs, self.channel.ready().is_ok())?;
+        invariants::check_conversations(&disk, &self.model.seen)?;
+        for theirs in invariants::by_contact(&disk).values() {
+            invariants::check_settled(theirs, self.channel.ready().is_ok())?;
         }
         for instance in &disk {
             let now = self.transcript(instance.id)?;
             let before = self.model.transcripts.get(&instance.id).map(Vec::as_slice).unwrap_or_default();
-            check_transcript(instance.id, before, &now)?;
+            invariants::check_transcript(instance.id, before, &now)?;
             self.model.transcripts.insert(instance.id, now);
         }
         // Invariant 9: one key, at most one message (texts are unique, so
@@ -378,7 +373,8 @@ impl Run {
             }
         }
         // Nothing reached a contact twice (every text is unique).
-        let delivered = self.script.delivered.lock().unwrap().clone();
+        let delivered: Vec<String> =
+            self.earlier_channels.iter().chain([&self.channel]).flat_map(|channel| channel.sent()).collect();
         let unique: HashSet<&String> = delivered.iter().collect();
         ensure!(unique.len() == delivered.len(), "a message was delivered twice: {delivered:?}");
 

@@ -25,29 +25,26 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use relay::agent::{AgentError, ToolCall};
 use relay::api::{
-    ChannelStatus, ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, SendStatus,
-    State, TodoStatus, TranscriptMessage,
+    ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, SendStatus, State,
+    TodoStatus, TranscriptMessage,
 };
-use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent};
+use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, Sent};
 use relay::contact::Contact;
 use relay::engine::{Engine, EngineError, Settings};
 use relay::fsm::{self, Event, Target};
 use relay::home::Home;
 use relay::store::Store;
-use relay::util::BoxFuture;
 use uuid::Uuid;
 
-use crate::support::test_agent;
-
-use test_agent::TestAgent;
+use crate::support::channel::FakeChannel;
+use crate::support::test_agent::TestAgent;
 
 /// Cases in the default run: about 5 s in a debug build.
 const DEFAULT_CASES: u32 = 64;
@@ -63,31 +60,17 @@ const KEYS: u8 = 3;
 
 static CASES: AtomicU64 = AtomicU64::new(0);
 static STEPS: AtomicU64 = AtomicU64::new(0);
-static CHECKS: AtomicU64 = AtomicU64::new(0);
 static TURNS: AtomicU64 = AtomicU64::new(0);
 /// The triggers of every transition the runs made, to show how much of the table they reach.
 static REACHED: Mutex<Vec<(Option<State>, String)>> = Mutex::new(Vec::new());
 
-type Checked<T = ()> = Result<T, String>;
-
-/// Counts one invariant check, and fails the case with the message if it does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => {{
-        CHECKS.fetch_add(1, Ordering::Relaxed);
-        if !$cond {
-            return Err(format!($($msg)+));
-        }
-    }};
-}
-
 mod case;
 mod generate;
-mod invariants;
 mod world;
 
+use crate::support::invariants::{self, Checked, ensure};
 use case::*;
 use generate::*;
-use invariants::*;
 use world::*;
 
 fn run_case(input: &Input) -> Result<(), TestCaseError> {
@@ -135,7 +118,7 @@ fn random_operations_keep_the_engine_invariants() {
         "engine_properties: {} cases, {} steps, {} invariant checks, {} agent turns in {:.1?} (RELAY_PROPTEST_SEED={seed})",
         CASES.load(Ordering::Relaxed),
         STEPS.load(Ordering::Relaxed),
-        CHECKS.load(Ordering::Relaxed),
+        invariants::checks_made(),
         TURNS.load(Ordering::Relaxed),
         started.elapsed(),
     );

@@ -1,16 +1,15 @@
-//! The scripted agent and channel a case runs against.
+//! The scripted agent, and the policy of the fake channel, a case runs against.
 
 use super::*;
 
 /// The agent's and the channel's scripts, walked per contact (each contact's
 /// turns and sends happen in an order the engine fixes, whatever the other
-/// contacts do), and what every channel delivered, across restarts.
+/// contacts do).
 pub(super) struct Script {
     pub(super) acts: Vec<Act>,
     pub(super) sends: Vec<SendOutcome>,
     pub(super) cursors: Mutex<[(usize, usize); CONTACTS.len()]>,
     pub(super) counter: AtomicU64,
-    pub(super) delivered: Mutex<Vec<String>>,
 }
 
 impl Script {
@@ -21,7 +20,6 @@ impl Script {
             // Each contact starts elsewhere in the scripts, so contacts differ.
             cursors: Mutex::new(std::array::from_fn(|c| (c * 5, c * 3))),
             counter: AtomicU64::new(0),
-            delivered: Mutex::new(Vec::new()),
         }
     }
 
@@ -54,52 +52,18 @@ pub(super) fn contact(index: usize) -> Contact {
 }
 
 /// A channel that follows the script.
-pub(super) struct FakeChannel {
-    pub(super) script: Arc<Script>,
-    pub(super) ready: Mutex<Option<String>>,
-    pub(super) sink: OnceLock<Arc<dyn InboundSink>>,
-    /// The channel ids of the messages it took (for late refusals).
-    pub(super) taken: Mutex<Vec<String>>,
-}
-
-impl FakeChannel {
-    pub(super) fn new(script: Arc<Script>) -> FakeChannel {
-        FakeChannel { script, ready: Mutex::new(None), sink: OnceLock::new(), taken: Mutex::new(Vec::new()) }
-    }
-}
-
-impl Channel for FakeChannel {
-    fn attach(&self, inbound: Arc<dyn InboundSink>) {
-        let _ = self.sink.set(inbound);
-    }
-
-    fn name(&self) -> &'static str {
-        "fake"
-    }
-
-    fn status(&self) -> ChannelStatus {
-        ChannelStatus { kind: "fake".into(), state: "test".into(), connected: true, detail: None, phone: None }
-    }
-
-    fn ready(&self) -> Result<(), String> {
-        match self.ready.lock().unwrap().clone() {
-            Some(reason) => Err(reason),
-            None => Ok(()),
-        }
-    }
-
-    fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
+pub(super) fn channel(script: Arc<Script>) -> FakeChannel {
+    FakeChannel::new(move |to, _text| {
+        let outcome = script.send(contact_index(to.as_str()));
+        let script = script.clone();
         Box::pin(async move {
-            let outcome = self.script.send(contact_index(to.as_str()));
             let reason = |r: &str| r.to_string();
             match outcome {
                 SendOutcome::Ok | SendOutcome::Slow(_) => {
                     if let SendOutcome::Slow(ms) = outcome {
                         tokio::time::sleep(Duration::from_millis(ms)).await;
                     }
-                    let id = format!("wa-{}", self.script.counter.fetch_add(1, Ordering::Relaxed));
-                    self.script.delivered.lock().unwrap().push(text.to_string());
-                    self.taken.lock().unwrap().push(id.clone());
+                    let id = format!("wa-{}", script.counter.fetch_add(1, Ordering::Relaxed));
                     Ok(Sent { message_id: Some(id) })
                 }
                 SendOutcome::Rejected => Err(ChannelError::Rejected { channel: "fake", reason: reason("not allowed") }),
@@ -107,13 +71,11 @@ impl Channel for FakeChannel {
                     Err(ChannelError::Failed { channel: "fake", reason: reason("not sent after 3 attempts") })
                 }
                 SendOutcome::Unavailable => {
-                    // As a real channel: what refuses a send also stops it being ready.
-                    *self.ready.lock().unwrap() = Some(reason("logged out"));
                     Err(ChannelError::Unavailable { channel: "fake", reason: reason("logged out") })
                 }
             }
         })
-    }
+    })
 }
 
 /// An agent that does, each turn, what the script says next for its contact.

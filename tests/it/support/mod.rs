@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod channel;
+pub mod engine;
+pub mod invariants;
 pub mod model;
 pub mod test_agent;
 
@@ -156,8 +159,23 @@ impl Relay {
         self.get(id)["state"].as_str().unwrap().to_string()
     }
 
+    /// Every conversation, as the daemon lists them (over HTTP: cheaper than the CLI).
+    pub fn instances(&self) -> Vec<relay::api::ConversationInstance> {
+        let (status, body) = self.http("GET", "/instances", &[], None);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
     pub fn transcript(&self, id: &str) -> Vec<Value> {
         self.json(&["transcript", id]).as_array().unwrap().clone()
+    }
+
+    /// Changes config.json as a person editing it would.
+    pub fn edit_config(&self, edit: impl FnOnce(&mut Value)) {
+        let path = self.path().join("config.json");
+        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        edit(&mut config);
+        std::fs::write(&path, config.to_string()).unwrap();
     }
 
     pub fn token(&self) -> String {

@@ -1,9 +1,61 @@
-//! The design's invariants, checked after every step: each instance, its
-//! history, one live conversation per contact, its transcript.
+//! The design's invariants about conversations, shared by every test that
+//! looks at many of them: the property tests (after every step), the crash
+//! test (on disk after each kill, and after each restart) and the soak test
+//! (at its end). Each instance and its history, one live conversation per
+//! contact, transcripts append-only. A checker returns the first broken
+//! invariant as a sentence, so a property test can shrink on it and the
+//! others can panic with it.
 
-use super::*;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
 
-pub(super) fn check_instance(i: &ConversationInstance, seen: Option<&ConversationInstance>) -> Checked {
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use relay::api::{ConversationInstance, Role, SendStatus, State, TranscriptMessage};
+use relay::fsm::{self, Event, Target};
+use relay::home::Home;
+use relay::store::Store;
+use uuid::Uuid;
+
+/// The first invariant a look found broken, in words.
+pub type Checked<T = ()> = Result<T, String>;
+
+thread_local! {
+    /// Checks made on this thread: a test that runs its checks on its own
+    /// thread (as the property test does) reports how many it made.
+    static CHECKS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts one check (for a check written without [`ensure!`]).
+pub fn count_check() {
+    CHECKS.with(|c| c.set(c.get() + 1));
+}
+
+/// How many checks this thread has made.
+pub fn checks_made() -> u64 {
+    CHECKS.with(Cell::get)
+}
+
+/// Counts one invariant check, and fails with the message if it does not hold.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {{
+        $crate::support::invariants::count_check();
+        if !$cond {
+            return Err(format!($($msg)+));
+        }
+    }};
+}
+pub(crate) use ensure;
+
+/// Panics with the broken invariant, for tests that are not property tests.
+pub fn assert_holds(checked: Checked, context: &str) {
+    if let Err(broken) = checked {
+        panic!("{context}: {broken}");
+    }
+}
+
+pub fn check_instance(i: &ConversationInstance, seen: Option<&ConversationInstance>) -> Checked {
     let id = i.id;
     // Invariant 2: terminal states absorb; nothing about the conversation changes after.
     if let Some(seen) = seen.filter(|s| s.state.is_terminal()) {
@@ -60,7 +112,7 @@ pub(super) fn check_instance(i: &ConversationInstance, seen: Option<&Conversatio
 }
 
 /// Invariant 7: every history entry is a move the table allows, and they chain.
-pub(super) fn check_history(i: &ConversationInstance) -> Checked {
+pub fn check_history(i: &ConversationInstance) -> Checked {
     let id = i.id;
     let h = &i.history;
     ensure!(
@@ -91,18 +143,19 @@ pub(super) fn check_history(i: &ConversationInstance) -> Checked {
 }
 
 /// What `i` was at instant `t`: its state and, when PAUSED, where it was paused from.
-pub(super) fn state_at(i: &ConversationInstance, t: DateTime<Utc>) -> Option<(State, Option<State>)> {
+pub fn state_at(i: &ConversationInstance, t: DateTime<Utc>) -> Option<(State, Option<State>)> {
     let e = i.history.iter().rev().find(|e| e.timestamp <= t)?;
     Some((e.to_state, if e.to_state == State::Paused { e.from_state } else { None }))
 }
 
 /// `ConversationInstance::holds_contact`, for a state in the past.
-pub(super) fn holds((state, paused_from): (State, Option<State>)) -> bool {
+pub fn holds((state, paused_from): (State, Option<State>)) -> bool {
     !state.is_terminal() && state != State::Queued && !(state == State::Paused && paused_from == Some(State::Queued))
 }
 
-/// The invariants about one contact's conversations (oldest first).
-pub(super) fn check_contact(theirs: &[&ConversationInstance], channel_ready: bool) -> Checked {
+/// The invariants about one contact's conversations (oldest first), true
+/// at every moment.
+pub fn check_contact(theirs: &[&ConversationInstance]) -> Checked {
     // Invariant 1: at most one holds the contact, now...
     let holders: Vec<Uuid> = theirs.iter().filter(|i| i.holds_contact()).map(|i| i.id).collect();
     ensure!(holders.len() <= 1, "{} conversations hold one contact: {holders:?}", holders.len());
@@ -127,7 +180,12 @@ pub(super) fn check_contact(theirs: &[&ConversationInstance], channel_ready: boo
             }
         }
     }
-    // Once the engine has settled, nothing that can move on its own is left waiting.
+    Ok(())
+}
+
+/// Once the engine has settled (no event left to handle), nothing of one
+/// contact's conversations that can move on its own is left waiting.
+pub fn check_settled(theirs: &[&ConversationInstance], channel_ready: bool) -> Checked {
     let holder = theirs.iter().find(|i| i.holds_contact());
     let queued = theirs.iter().find(|i| i.state == State::Queued);
     ensure!(holder.is_some() || queued.is_none(), "{:?} stays QUEUED behind a free contact", queued.map(|i| i.id));
@@ -153,7 +211,7 @@ pub(super) fn check_contact(theirs: &[&ConversationInstance], channel_ready: boo
 
 /// Invariant 5: transcripts are append-only; a message keeps its place, id,
 /// role and text, and its send status only moves forward.
-pub(super) fn check_transcript(id: Uuid, before: &[TranscriptMessage], now: &[TranscriptMessage]) -> Checked {
+pub fn check_transcript(id: Uuid, before: &[TranscriptMessage], now: &[TranscriptMessage]) -> Checked {
     ensure!(now.len() >= before.len(), "{id}: the transcript lost messages ({} then {})", before.len(), now.len());
     for (old, new) in before.iter().zip(now) {
         ensure!(
@@ -189,7 +247,7 @@ pub(super) fn check_transcript(id: Uuid, before: &[TranscriptMessage], now: &[Tr
 /// pending -> sent / failed / unconfirmed; sent -> failed (refused after it
 /// was taken). A failed operator message may be tried again under its id (an
 /// idempotent retry), and only then its status and time start over.
-pub(super) fn status_may_move(old: &TranscriptMessage, new: &TranscriptMessage) -> bool {
+pub fn status_may_move(old: &TranscriptMessage, new: &TranscriptMessage) -> bool {
     use SendStatus::*;
     let retried = old.role == Role::Manual && old.send_status == Some(Failed);
     let same_time = old.timestamp == new.timestamp || retried;
@@ -201,4 +259,54 @@ pub(super) fn status_may_move(old: &TranscriptMessage, new: &TranscriptMessage) 
         _ => false,
     };
     allowed && same_time
+}
+
+/// Each contact's conversations, oldest first (the order relay lists them in).
+pub fn by_contact(all: &[ConversationInstance]) -> BTreeMap<&str, Vec<&ConversationInstance>> {
+    let mut oldest_first: Vec<&ConversationInstance> = all.iter().collect();
+    oldest_first.sort_by_key(|i| (i.created_at, i.id));
+    let mut theirs: BTreeMap<&str, Vec<&ConversationInstance>> = BTreeMap::new();
+    for i in oldest_first {
+        theirs.entry(i.target_contact.as_str()).or_default().push(i);
+    }
+    theirs
+}
+
+/// The invariants true at every moment of every conversation in `all`:
+/// each instance (against how it was when last `seen`, if it was), and each
+/// contact's conversations together.
+pub fn check_conversations(all: &[ConversationInstance], seen: &HashMap<Uuid, ConversationInstance>) -> Checked {
+    for instance in all {
+        check_instance(instance, seen.get(&instance.id))?;
+    }
+    for theirs in by_contact(all).values() {
+        check_contact(theirs)?;
+    }
+    Ok(())
+}
+
+/// How every conversation and transcript of a home looked last time, for
+/// the tests that look at a running (or killed) daemon's home now and then.
+#[derive(Default)]
+pub struct Looks {
+    pub seen: HashMap<Uuid, ConversationInstance>,
+    pub transcripts: HashMap<Uuid, Vec<TranscriptMessage>>,
+}
+
+impl Looks {
+    /// Panics unless the invariants hold for `instances` and their
+    /// transcripts (read from `home`: complete lines, merged by id, as relay
+    /// reads them), and nothing recorded at the last look was lost or
+    /// rewritten since. `when` says which look it was.
+    pub fn check(&mut self, home: &Path, instances: Vec<ConversationInstance>, when: &str) {
+        assert_holds(check_conversations(&instances, &self.seen), when);
+        let store = Store::open(&Home::at(home)).unwrap();
+        for instance in &instances {
+            let now = store.read_transcript(instance.id).unwrap();
+            let before = self.transcripts.get(&instance.id).map(Vec::as_slice).unwrap_or_default();
+            assert_holds(check_transcript(instance.id, before, &now), when);
+            self.transcripts.insert(instance.id, now);
+        }
+        self.seen = instances.into_iter().map(|i| (i.id, i)).collect();
+    }
 }

@@ -9,6 +9,9 @@
 //! - when its run loop ends anyway (a failed connect, a version refused),
 //!   a new bot is built after relay's own backoff; logged out or replaced:
 //!   wait for `relay init`; temporarily banned: wait until the ban ends.
+//!
+//! It ends when its cancellation token is (by [`Session::shutdown`], or by
+//! the daemon's token it was started under), disconnecting cleanly first.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use tokio::sync::{Notify, broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use whatsapp_rust::pair_code::PairCodeOptions;
 use whatsapp_rust::prelude::*;
 use whatsapp_rust::transport::TokioWebSocketTransportFactory;
@@ -67,11 +71,12 @@ pub struct Session {
     dials_at_connect: AtomicU64,
     pairing: Mutex<Option<mpsc::UnboundedSender<PairingEvent>>>,
     order: Mutex<Option<PairOrder>>,
-    /// Something for the supervisor: a pair order, a pairing to drop, or stop.
+    /// Something for the supervisor: a pair order, or a pairing to drop.
     wake: Notify,
     /// Nobody waits for the codes any more (or pairing failed): stop pairing.
     drop_pairing: AtomicBool,
-    stopping: AtomicBool,
+    /// Cancelled: the session disconnects and the supervisor ends.
+    stop: CancellationToken,
     /// Incoming messages and server acks, for the channel, in order.
     events: mpsc::UnboundedSender<Arc<Event>>,
     /// Each failed dial, its cause in plain words (for whoever links).
@@ -82,6 +87,16 @@ pub struct Session {
 impl Session {
     /// Starts the supervisor; the receiver gets the events the channel handles.
     pub fn start(auth_dir: PathBuf, endpoint: Endpoint) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
+        Session::start_with_stop(auth_dir, endpoint, CancellationToken::new())
+    }
+
+    /// [`Session::start`], ended by `stop` too. Cancelling `stop` only
+    /// signals; [`Session::shutdown`] waits for the clean disconnect.
+    pub fn start_with_stop(
+        auth_dir: PathBuf,
+        endpoint: Endpoint,
+        stop: CancellationToken,
+    ) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
         let (events, received) = mpsc::unbounded_channel();
         // No session file: certainly not linked (known at once, no waiting).
         let first = match auth_dir.join("session.db").exists() {
@@ -100,7 +115,7 @@ impl Session {
             order: Mutex::new(None),
             wake: Notify::new(),
             drop_pairing: AtomicBool::new(false),
-            stopping: AtomicBool::new(false),
+            stop,
             events,
             dial_failures: broadcast::Sender::new(64),
             supervisor: Mutex::new(None),
@@ -172,8 +187,7 @@ impl Session {
 
     /// Disconnects cleanly (whatsapp-rust flushes its state) and stops.
     pub async fn shutdown(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        self.wake.notify_one();
+        self.stop.cancel();
         let task = self.supervisor.lock().expect("supervisor lock").take();
         if let Some(task) = task {
             let _ = task.await;
@@ -188,14 +202,10 @@ impl Session {
         });
     }
 
-    fn stopping(&self) -> bool {
-        self.stopping.load(Ordering::SeqCst)
-    }
-
     async fn supervise(self: Arc<Self>) {
         let mut backoff = bot_backoff();
         loop {
-            if self.stopping() {
+            if self.stop.is_cancelled() {
                 break;
             }
             let order = self.order.lock().expect("order lock").take();
@@ -245,7 +255,7 @@ impl Session {
             }
             self.failed_dials.fetch_add(u64::from(client.stats().reconnect_errors), Ordering::Relaxed);
             *self.client.lock().expect("client lock") = None;
-            if self.stopping() {
+            if self.stop.is_cancelled() {
                 break;
             }
             if self.state.borrow().is_connected() || client.stats().reconnects > 0 {
@@ -289,13 +299,16 @@ impl Session {
     /// is not a reason.)
     async fn woken(&self) {
         loop {
-            let reason = self.stopping()
+            let reason = self.stop.is_cancelled()
                 || self.order.lock().expect("order lock").is_some()
                 || self.drop_pairing.load(Ordering::SeqCst);
             if reason {
                 return;
             }
-            self.wake.notified().await;
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = self.stop.cancelled() => {}
+            }
         }
     }
 
@@ -461,7 +474,7 @@ impl TransportFactory for ReportingDialer {
 impl ReportingDialer {
     fn report(&self, cause: String) {
         if let Some(session) = self.session.upgrade()
-            && !session.stopping()
+            && !session.stop.is_cancelled()
         {
             session.dial_failed(cause);
         }

@@ -10,6 +10,9 @@
 //! `webhooks.json`, so deliveries resume after a restart. A crash between a
 //! delivery and its record may deliver that one event twice: receivers
 //! de-duplicate by `seq`.
+//!
+//! Each task stops on a cancellation token of its own, a child of the
+//! webhooks' token: removing the webhook cancels the one, shutdown all.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -21,6 +24,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::api::{ConversationEvent, EventData, Webhook, WebhookCreated, WebhookRequest};
 use crate::config::WebhookSettings;
@@ -82,7 +86,13 @@ struct Health {
 struct Hook {
     record: Record,
     health: Health,
-    task: Option<JoinHandle<()>>,
+    delivery: Option<Delivery>,
+}
+
+/// A webhook's delivery task, and what stops it.
+struct Delivery {
+    stop: CancellationToken,
+    task: JoinHandle<Option<()>>,
 }
 
 /// The registered webhooks and their delivery tasks.
@@ -92,11 +102,19 @@ pub struct Webhooks {
     settings: WebhookSettings,
     client: reqwest::Client,
     hooks: Mutex<Vec<Hook>>,
+    /// Stops every delivery (each has a child of it).
+    stop: CancellationToken,
 }
 
 impl Webhooks {
-    /// Loads `webhooks.json` and starts delivering where each webhook stopped.
-    pub fn start(path: PathBuf, engine: Engine, settings: WebhookSettings) -> Result<Arc<Webhooks>, StoreError> {
+    /// Loads `webhooks.json` and starts delivering where each webhook
+    /// stopped, until `stop` is cancelled (see [`Webhooks::shutdown`]).
+    pub fn start(
+        path: PathBuf,
+        engine: Engine,
+        settings: WebhookSettings,
+        stop: CancellationToken,
+    ) -> Result<Arc<Webhooks>, StoreError> {
         let file: File = match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|source| StoreError::Corrupt { path: path.display().to_string(), source })?,
@@ -109,8 +127,8 @@ impl Webhooks {
             .user_agent(concat!("relay/", env!("CARGO_PKG_VERSION")))
             .build()
             .expect("an HTTP client with these settings builds");
-        let hooks = file.webhooks.into_iter().map(|record| Hook { record, health: Health::default(), task: None });
-        let webhooks = Arc::new(Webhooks { path, engine, settings, client, hooks: Mutex::new(hooks.collect()) });
+        let hooks = file.webhooks.into_iter().map(|record| Hook { record, health: Health::default(), delivery: None });
+        let webhooks = Arc::new(Webhooks { path, engine, settings, client, hooks: Mutex::new(hooks.collect()), stop });
         let ids: Vec<String> = webhooks.lock().iter().map(|h| h.record.id.clone()).collect();
         for id in ids {
             webhooks.spawn(&id);
@@ -170,7 +188,7 @@ impl Webhooks {
             if hooks.len() >= MAX_WEBHOOKS {
                 return Err(WebhookError::Invalid(format!("at most {MAX_WEBHOOKS} webhooks; remove one first")));
             }
-            hooks.push(Hook { record: record.clone(), health: Health::default(), task: None });
+            hooks.push(Hook { record: record.clone(), health: Health::default(), delivery: None });
             if let Err(error) = self.save(&hooks) {
                 hooks.pop();
                 return Err(error.into());
@@ -201,19 +219,20 @@ impl Webhooks {
             hooks.insert(at, hook);
             return Err(error.into());
         }
-        if let Some(task) = &hook.task {
-            task.abort();
+        if let Some(delivery) = &hook.delivery {
+            delivery.stop.cancel();
         }
         tracing::info!(webhook = %id, "webhook removed");
         Ok(self.view(&hook.record, &hook.health))
     }
 
-    /// Stops every delivery (what is delivered is recorded already).
-    pub fn shutdown(&self) {
-        for hook in self.lock().iter() {
-            if let Some(task) = &hook.task {
-                task.abort();
-            }
+    /// Stops every delivery and waits until each has (what is delivered is
+    /// recorded already; an event half-sent goes again after a restart).
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        let tasks: Vec<_> = self.lock().iter_mut().filter_map(|h| h.delivery.take()).map(|d| d.task).collect();
+        for task in tasks {
+            let _ = task.await;
         }
     }
 
@@ -239,9 +258,10 @@ impl Webhooks {
     }
 
     fn spawn(self: &Arc<Self>, id: &str) {
-        let task = tokio::spawn(self.clone().deliver_all(id.to_string()));
+        let stop = self.stop.child_token();
+        let task = tokio::spawn(stop.clone().run_until_cancelled_owned(self.clone().deliver_all(id.to_string())));
         if let Some(hook) = self.lock().iter_mut().find(|h| h.record.id == id) {
-            hook.task = Some(task);
+            hook.delivery = Some(Delivery { stop, task });
         }
     }
 
@@ -401,7 +421,7 @@ mod tests {
             created_at: Utc::now(),
             delivered_seq: 0,
         };
-        ids.iter().map(|id| Hook { record: record(id), health: Health::default(), task: None }).collect()
+        ids.iter().map(|id| Hook { record: record(id), health: Health::default(), delivery: None }).collect()
     }
 
     proptest::proptest! {

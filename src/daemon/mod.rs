@@ -6,6 +6,9 @@
 //! pid file and serve. Shutdown is the reverse; every change is already on
 //! disk, so "flushing" means letting in-flight requests finish and stopping
 //! the conversation actors.
+//!
+//! One signal stops it all: a tree of cancellation tokens, described in
+//! [`serve`].
 
 pub mod error;
 pub mod guard;
@@ -18,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::channel::{Channel, SandboxChannel, whatsapp::WhatsappChannel};
 use crate::config::{ChannelKind, Config, ConfigError};
@@ -73,6 +76,25 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
     served
 }
 
+/// Runs the parts and stops them in order.
+///
+/// The daemon stops on one cancellation token tree. Each part's token is a
+/// child of the token of the part it is built on, so a part never outlives
+/// what it uses: cancelling one cancels every part above it.
+///
+/// ```text
+/// channel          root: cancelled last, by the channel's shutdown
+/// └─ engine        sends through the channel
+///    └─ webhooks   follow the engine's events
+///       └─ api     the HTTP server, and the waits and streams it serves;
+///                  cancelled by SIGTERM, SIGINT and `relay stop`
+/// ```
+///
+/// A signal cancels the leaf only: the server stops taking requests and
+/// lets those under way finish. Then each part, in turn, is cancelled and
+/// awaited before the one below it goes: the webhooks' deliveries end, the
+/// engine's actors answer what they were asked and finish their sends (which
+/// need the channel still connected), and last the channel disconnects.
 async fn serve(
     home: &Home,
     config: &Config,
@@ -80,45 +102,48 @@ async fn serve(
     port: u16,
     token: String,
 ) -> Result<(), DaemonError> {
+    let channel_stop = CancellationToken::new();
+    let engine_stop = channel_stop.child_token();
+    let webhooks_stop = engine_stop.child_token();
+    let api_stop = webhooks_stop.child_token();
     let store = Store::open(home)?;
     let channel: Arc<dyn Channel> = match config.channel {
         ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home)?),
-        ChannelKind::Whatsapp => Arc::new(WhatsappChannel::open(home.whatsapp_auth_dir(), config.whatsapp.clone())),
+        ChannelKind::Whatsapp => {
+            Arc::new(WhatsappChannel::open(home.whatsapp_auth_dir(), config.whatsapp.clone(), channel_stop))
+        }
     };
     let agent = crate::agent::from_config(config);
-    let engine = Engine::start(store, channel, agent, crate::engine::Settings::from_config(config))?;
-    let webhooks = crate::webhooks::Webhooks::start(home.webhooks_file(), engine.clone(), config.webhooks.clone())?;
-    let (stop, mut stopped) = watch::channel(false);
+    let settings = crate::engine::Settings::from_config(config);
+    let engine = Engine::start_with_stop(store, channel, agent, settings, engine_stop)?;
+    let webhooks =
+        crate::webhooks::Webhooks::start(home.webhooks_file(), engine.clone(), config.webhooks.clone(), webhooks_stop)?;
     let app = routes::App {
         engine: engine.clone(),
         token: token.into(),
         started: Instant::now(),
         port,
         home: home.root().display().to_string().into(),
-        stop: stop.clone(),
+        stop: api_stop.clone(),
         webhooks: webhooks.clone(),
     };
     daemon_files::write_port(home, port)?;
     daemon_files::write_pid(home)?;
     tracing::info!(pid = std::process::id(), port, channel = config.channel.as_str(), "daemon started");
 
-    tokio::spawn(stop_on_signals(stop));
+    tokio::spawn(stop_on_signals(api_stop.clone()));
     tokio::spawn(memory::trim_periodically());
     // Phone numbers are parsed with metadata loaded on first use (tens of
     // ms): load it now, off the request path, not in the first create.
     tokio::task::spawn_blocking(|| crate::contact::Contact::parse("+14155552671"));
-    let served = axum::serve(listener, routes::router(app))
-        .with_graceful_shutdown(async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        })
-        .await;
-    webhooks.shutdown();
+    let served = axum::serve(listener, routes::router(app)).with_graceful_shutdown(api_stop.cancelled_owned()).await;
+    webhooks.shutdown().await;
     engine.shutdown().await;
     engine.channel().shutdown().await;
     served.map_err(DaemonError::Io)
 }
 
-async fn stop_on_signals(stop: watch::Sender<bool>) {
+async fn stop_on_signals(stop: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
         tracing::error!("cannot install signal handlers; stop the daemon with `relay stop`");
@@ -129,7 +154,7 @@ async fn stop_on_signals(stop: watch::Sender<bool>) {
         _ = int.recv() => "SIGINT",
     };
     tracing::info!(signal = name, "stopping");
-    let _ = stop.send(true);
+    stop.cancel();
 }
 
 /// Logs go to `<home>/relay.log`; the level comes from `RELAY_LOG` (default

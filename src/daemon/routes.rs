@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::{Json, Router, middleware};
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -32,7 +32,9 @@ pub struct App {
     pub started: Instant,
     pub port: u16,
     pub home: Arc<str>,
-    pub stop: watch::Sender<bool>,
+    /// Cancelled when the daemon stops (signals, `POST /shutdown`): the
+    /// server takes no more requests, and waits and streams end.
+    pub stop: CancellationToken,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
@@ -161,7 +163,7 @@ async fn status(State(app): State<App>) -> Json<DaemonStatusResponse> {
 #[utoipa::path(post, path = "/shutdown", tag = "daemon",
     responses((status = 202, body = ShutdownResponse)))]
 async fn shutdown(State(app): State<App>) -> (StatusCode, Json<ShutdownResponse>) {
-    let _ = app.stop.send(true);
+    app.stop.cancel();
     (StatusCode::ACCEPTED, Json(ShutdownResponse { pid: std::process::id() }))
 }
 
@@ -291,10 +293,7 @@ async fn wait_instance(
     if timeout_ms > max_ms {
         return Err(invalid(format!("timeout_ms is at most {max_ms} (an hour); wait again after it")));
     }
-    let mut stopping = app.stop.subscribe();
-    let stop = async move {
-        let _ = stopping.wait_for(|stop| *stop).await;
-    };
+    let stop = app.stop.clone().cancelled_owned();
     let waited = app.engine.wait(&id, &until, std::time::Duration::from_millis(timeout_ms), stop).await.map_err(
         |e| match e {
             crate::engine::EngineError::ShuttingDown => ApiError::new(
@@ -382,15 +381,15 @@ async fn events(
     // The stream ends when the daemon stops, so it cannot hold up shutdown.
     // Server-Sent Events get a comment every 15 s, so idle proxies and
     // clients can tell a quiet stream from a dead one.
-    let stopping = app.stop.subscribe();
+    let stopping = app.stop.clone();
     let keep_alive = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
     let chunks = futures_util::stream::unfold(
         (events, stopping, keep_alive),
-        move |(mut events, mut stopping, mut keep_alive)| async move {
+        move |(mut events, stopping, mut keep_alive)| async move {
             let chunk = loop {
                 tokio::select! {
                     biased;
-                    _ = stopping.wait_for(|stop| *stop) => return None,
+                    _ = stopping.cancelled() => return None,
                     event = events.next() => match event? {
                         Ok(event) => break format_event(&event, ndjson),
                         Err(error) => {
@@ -549,14 +548,14 @@ async fn whatsapp_pair(
     })?;
     let events = whatsapp.pair(phone.map(|p| p.to_string()), request.force);
     // The stream ends when the daemon stops, so it cannot hold up shutdown.
-    let stopping = app.stop.subscribe();
-    let lines = futures_util::stream::unfold((events, stopping), |(mut events, mut stopping)| async move {
+    let stopping = app.stop.clone();
+    let lines = futures_util::stream::unfold((events, stopping), |(mut events, stopping)| async move {
         let event = tokio::select! {
             biased; // a closed receiver ends the stream before `stopping` fires again
             event = events.recv() => event?,
-            _ = stopping.wait_for(|stop| *stop) => PairingEvent::Failed { reason: "the daemon is stopping".into() },
+            _ = stopping.cancelled() => PairingEvent::Failed { reason: "the daemon is stopping".into() },
         };
-        if *stopping.borrow() {
+        if stopping.is_cancelled() {
             // After telling why, end: an empty receiver ends the next poll.
             events.close();
         }

@@ -9,6 +9,8 @@
 //! it: a number handed out is never handed out again, even after a crash.
 //! A thread of its own does the fsyncs, one for every batch of events
 //! written meanwhile (group commit), so a conversation never waits for one.
+//! (A thread, not a task: an fsync blocks, and it would block whichever
+//! runtime worker ran it.) Dropping the log wakes it to sync the rest and end.
 //! Followers that fall behind the in-memory broadcast read the file again.
 
 use std::collections::VecDeque;
@@ -16,7 +18,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -31,8 +34,16 @@ const LIVE_BUFFER: usize = 1024;
 
 pub struct EventLog {
     path: PathBuf,
+    core: Arc<Core>,
+    /// Joined when the log is dropped.
+    syncer: Option<JoinHandle<()>>,
+}
+
+/// What the log shares with its syncer thread: not the log itself, so the
+/// thread keeps nothing alive and dropping the log can tell it to end.
+struct Core {
     state: Mutex<Appender>,
-    /// Wakes the syncer when there is something to sync.
+    /// Wakes the syncer: something to sync, or the log is closed.
     written: Condvar,
     live: broadcast::Sender<Arc<ConversationEvent>>,
 }
@@ -47,10 +58,13 @@ struct Appender {
     synced: u64,
     /// Written, not yet on disk, oldest first: told to followers once synced.
     unpublished: VecDeque<Arc<ConversationEvent>>,
+    /// The log is dropped: the syncer syncs what is left and ends.
+    closed: bool,
 }
 
-/// The syncer's longest nap: how soon it notices the log is gone.
-const SYNCER_NAP: Duration = Duration::from_millis(200);
+/// After a failed fsync, the syncer tries again this much later (sooner if
+/// the log is closed meanwhile), rather than spin on a failing disk.
+const RETRY_SYNC_AFTER: Duration = Duration::from_millis(200);
 
 impl EventLog {
     /// Opens the log at `path`, dropping a last line a crash cut short, and
@@ -61,18 +75,19 @@ impl EventLog {
         }
         let last_seq = read_jsonl::<SeqOnly>(&path)?.last().map_or(0, |e| e.seq);
         let (live, _) = broadcast::channel(LIVE_BUFFER);
-        let appender = Appender { file: None, len: 0, last_seq, synced: last_seq, unpublished: VecDeque::new() };
-        let log = Arc::new(EventLog { path, state: Mutex::new(appender), written: Condvar::new(), live });
-        let weak = Arc::downgrade(&log);
-        std::thread::Builder::new()
+        let appender =
+            Appender { file: None, len: 0, last_seq, synced: last_seq, unpublished: VecDeque::new(), closed: false };
+        let core = Arc::new(Core { state: Mutex::new(appender), written: Condvar::new(), live });
+        let for_syncer = core.clone();
+        let syncer = std::thread::Builder::new()
             .name("relay-events".into())
-            .spawn(move || syncer(weak))
-            .map_err(|source| StoreError::Write { path: show(&log.path), source })?;
-        Ok(log)
+            .spawn(move || syncer(&for_syncer))
+            .map_err(|source| StoreError::Write { path: show(&path), source })?;
+        Ok(Arc::new(EventLog { path, core, syncer: Some(syncer) }))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Appender> {
-        self.state.lock().expect("event log lock")
+    fn lock(&self) -> MutexGuard<'_, Appender> {
+        self.core.lock()
     }
 
     /// The sequence number of the last event written (0: none yet).
@@ -94,7 +109,7 @@ impl EventLog {
         let event = Arc::new(event);
         appender.unpublished.push_back(event.clone());
         drop(appender);
-        self.written.notify_one();
+        self.core.written.notify_one();
         Ok(event)
     }
 
@@ -127,18 +142,8 @@ impl EventLog {
             }
         };
         file.sync_data().map_err(|source| StoreError::Write { path: show(&self.path), source })?;
-        self.publish(upto);
+        self.core.publish(upto);
         Ok(())
-    }
-
-    /// Everything up to `upto` is on disk: tell the followers, in order.
-    fn publish(&self, upto: u64) {
-        let mut appender = self.lock();
-        appender.synced = appender.synced.max(upto);
-        while appender.unpublished.front().is_some_and(|e| e.seq <= upto) {
-            let durable = appender.unpublished.pop_front().expect("just seen");
-            let _ = self.live.send(durable);
-        }
     }
 
     /// Stored events after `after`, oldest first, that `keep` accepts.
@@ -158,31 +163,65 @@ impl EventLog {
     /// New events, once on disk. Subscribe before reading what is
     /// stored, then skip what the read already returned.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<ConversationEvent>> {
-        self.live.subscribe()
+        self.core.live.subscribe()
+    }
+}
+
+impl Drop for EventLog {
+    /// Wakes the syncer to sync what is still waiting and end, and waits for
+    /// it (one fsync at most): once the log is gone, so is its thread, and
+    /// followers have heard every event and then the end.
+    fn drop(&mut self) {
+        self.core.state.lock().unwrap_or_else(PoisonError::into_inner).closed = true;
+        self.core.written.notify_one();
+        if let Some(syncer) = self.syncer.take() {
+            let _ = syncer.join();
+        }
+    }
+}
+
+impl Core {
+    fn lock(&self) -> MutexGuard<'_, Appender> {
+        self.state.lock().expect("event log lock")
+    }
+
+    /// Everything up to `upto` is on disk: tell the followers, in order.
+    fn publish(&self, upto: u64) {
+        let mut appender = self.lock();
+        appender.synced = appender.synced.max(upto);
+        while appender.unpublished.front().is_some_and(|e| e.seq <= upto) {
+            let durable = appender.unpublished.pop_front().expect("just seen");
+            let _ = self.live.send(durable);
+        }
     }
 }
 
 /// The syncer thread: whenever events are waiting, one fsync for all of
 /// them (group commit), then they are published. It runs off the async
-/// runtime, so no conversation waits for it.
-fn syncer(log: std::sync::Weak<EventLog>) {
+/// runtime, so no conversation waits for it. It sleeps on the condvar until
+/// there is something to sync or the log is closed; closed, it syncs what is
+/// left and ends.
+fn syncer(core: &Core) {
     loop {
-        let Some(log) = log.upgrade() else { return };
-        let waiting = {
-            let appender = log.lock();
-            let (appender, _) = log
-                .written
-                .wait_timeout_while(appender, SYNCER_NAP, |a| a.unpublished.is_empty())
-                .expect("event log lock");
-            appender.file.clone().zip(appender.unpublished.back().map(|e| e.seq))
+        let (waiting, closed) = {
+            let appender = core.lock();
+            let appender =
+                core.written.wait_while(appender, |a| a.unpublished.is_empty() && !a.closed).expect("event log lock");
+            (appender.file.clone().zip(appender.unpublished.back().map(|e| e.seq)), appender.closed)
         };
-        let Some((file, upto)) = waiting else { continue };
-        match file.sync_data() {
-            Ok(()) => log.publish(upto),
-            Err(error) => {
-                tracing::error!(%error, "cannot sync the event log; retrying");
-                std::thread::sleep(SYNCER_NAP);
+        if let Some((file, upto)) = waiting {
+            match file.sync_data() {
+                Ok(()) => core.publish(upto),
+                Err(error) if closed => tracing::error!(%error, "cannot sync the last events"),
+                Err(error) => {
+                    tracing::error!(%error, "cannot sync the event log; retrying");
+                    let appender = core.lock();
+                    let _ = core.written.wait_timeout_while(appender, RETRY_SYNC_AFTER, |a| !a.closed);
+                }
             }
+        }
+        if closed {
+            return;
         }
     }
 }
@@ -364,5 +403,27 @@ mod tests {
         // Not before it is on disk: the syncer publishes it.
         assert_eq!(live.blocking_recv().unwrap(), written);
         assert_eq!(log.read_after(0, |_| true).unwrap(), vec![(*written).clone()]);
+    }
+
+    /// Dropping the log ends its syncer there and then (nothing polls): what
+    /// was waiting is synced and told first, then followers hear the end.
+    #[test]
+    fn dropping_the_log_tells_the_rest_and_ends_the_syncer() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::open(dir.path().join("events.jsonl")).unwrap();
+        let mut live = log.subscribe();
+        let written: Vec<_> = (0..3).map(|_| log.append(Uuid::new_v4(), created()).unwrap()).collect();
+        // On a thread of its own, so a syncer that never ends fails the test
+        // instead of hanging it (the drop waits for the syncer).
+        let (done, dropped) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(log);
+            let _ = done.send(());
+        });
+        dropped.recv_timeout(Duration::from_secs(5)).expect("the syncer ended");
+        for event in written {
+            assert_eq!(live.try_recv().unwrap(), event);
+        }
+        assert_eq!(live.try_recv(), Err(broadcast::error::TryRecvError::Closed));
     }
 }

@@ -40,10 +40,11 @@ mod view;
 pub mod wait;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::Agent;
@@ -149,7 +150,10 @@ pub(crate) struct Shared {
     /// prefix lookup is a range scan).
     view: RwLock<BTreeMap<String, Arc<ConversationInstance>>>,
     actors: Mutex<HashMap<Contact, ActorHandle>>,
-    pub(crate) stopping: AtomicBool,
+    /// Cancelled when the engine stops (by [`Engine::shutdown`], or by the
+    /// token it was started under): nothing new starts, and each actor
+    /// answers what it was asked before and ends.
+    pub(crate) stop: CancellationToken,
     /// Bumped after every persisted change, for whoever waits for one.
     changes: watch::Sender<u64>,
     /// Messages kept in the unrouted log.
@@ -177,6 +181,19 @@ impl Engine {
         agent: Arc<dyn Agent>,
         settings: Settings,
     ) -> Result<Engine, StoreError> {
+        Engine::start_with_stop(store, channel, agent, settings, CancellationToken::new())
+    }
+
+    /// [`Engine::start`], stopped by `stop` too (the daemon's token tree:
+    /// see `daemon::serve`). Cancelling `stop` only signals; whoever cancels
+    /// it still calls [`Engine::shutdown`] to wait for the actors.
+    pub fn start_with_stop(
+        store: Store,
+        channel: Arc<dyn Channel>,
+        agent: Arc<dyn Agent>,
+        settings: Settings,
+        stop: CancellationToken,
+    ) -> Result<Engine, StoreError> {
         if !store.take_clean_shutdown()? {
             let unconfirmed = store.settle_interrupted_sends()?;
             if unconfirmed > 0 {
@@ -197,7 +214,7 @@ impl Engine {
                 agent,
                 view: RwLock::new(view),
                 actors: Mutex::new(HashMap::new()),
-                stopping: AtomicBool::new(false),
+                stop,
                 changes: watch::Sender::new(0),
                 unrouted: AtomicU64::new(unrouted),
                 sent: Mutex::new(sent),
@@ -415,14 +432,13 @@ impl Engine {
     /// start) and waits for them. Everything is already on disk; when no send
     /// was left without its outcome, the store is marked cleanly shut down.
     pub async fn shutdown(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
         let handles: Vec<ActorHandle> = {
             let mut actors = self.shared.actors.lock().expect("actors lock");
+            // Under the lock `ask` checks the token with: whatever was asked
+            // before is in an actor's queue, and answered before it ends.
+            self.shared.stop.cancel();
             actors.drain().map(|(_, h)| h).collect()
         };
-        for handle in &handles {
-            let _ = handle.tx.send(Msg::Shutdown);
-        }
         let mut unsettled = 0;
         for handle in handles {
             unsettled += handle.task.await.unwrap_or(1);

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -52,7 +51,7 @@ impl Shared {
         let (reply, answer) = oneshot::channel();
         {
             let mut actors = self.actors.lock().expect("actors lock");
-            if self.stopping.load(Ordering::SeqCst) {
+            if self.stop.is_cancelled() {
                 return Err(EngineError::ShuttingDown);
             }
             if !actors.contains_key(contact) {

@@ -71,9 +71,14 @@ pub struct WhatsappChannel {
 }
 
 impl WhatsappChannel {
-    /// The channel of the session kept in `auth_dir`.
-    pub fn open(auth_dir: std::path::PathBuf, settings: WhatsappSettings) -> WhatsappChannel {
-        let (session, events) = Session::start(auth_dir, session::Endpoint::from_env());
+    /// The channel of the session kept in `auth_dir`, until `stop` is
+    /// cancelled (see [`Channel::shutdown`]).
+    pub fn open(
+        auth_dir: std::path::PathBuf,
+        settings: WhatsappSettings,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> WhatsappChannel {
+        let (session, events) = Session::start_with_stop(auth_dir, session::Endpoint::from_env(), stop);
         WhatsappChannel::with_link(session, events, settings)
     }
 

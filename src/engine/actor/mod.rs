@@ -88,7 +88,6 @@ pub(crate) enum Msg {
     },
     /// The channel may have become ready (or stopped being): move on.
     ChannelChanged,
-    Shutdown,
 }
 
 /// Who waits for a send: the agent's `send_message`, or `relay send`.
@@ -167,6 +166,7 @@ pub(crate) async fn run(
         unread: Vec::new(),
         sending: Vec::new(),
     };
+    let stop = actor.shared.stop.clone();
     actor.drive();
     loop {
         // Not while a send is under way: what it sends must still be recorded.
@@ -177,9 +177,17 @@ pub(crate) async fn run(
         let reply_due = actor.reply_due;
         tokio::select! {
             msg = rx.recv() => match msg {
-                None | Some(Msg::Shutdown) => break,
+                None => break,
                 Some(msg) => actor.handle(msg),
             },
+            _ = stop.cancelled() => {
+                // Asked before the engine stopped: answered (`ask` refuses
+                // what comes later).
+                while let Ok(msg) = rx.try_recv() {
+                    actor.handle(msg);
+                }
+                break;
+            }
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                 actor.timer_fired();
             }
@@ -232,7 +240,6 @@ impl Actor {
                 }
             }
             Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
-            Msg::Shutdown => unreachable!("handled by the loop"),
         }
     }
 }

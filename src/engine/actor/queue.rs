@@ -61,7 +61,7 @@ impl Actor {
 
     /// Moves the conversations as far as they go on their own. Idempotent.
     pub(super) fn drive(&mut self) {
-        if self.shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        if self.shared.stop.is_cancelled() {
             return; // nothing new starts during shutdown; the next start drives
         }
         while let Some(step) = self.next_step() {

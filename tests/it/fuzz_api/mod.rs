@@ -127,7 +127,8 @@ impl Daemon {
             let sandbox = Arc::new(SandboxChannel::open(&home).unwrap());
             let engine =
                 Engine::start(Store::open(&home).unwrap(), sandbox, Arc::new(NoModel), Settings::default()).unwrap();
-            let webhooks = Webhooks::start(home.webhooks_file(), engine.clone(), Default::default()).unwrap();
+            let stop = tokio_util::sync::CancellationToken::new();
+            let webhooks = Webhooks::start(home.webhooks_file(), engine.clone(), Default::default(), stop).unwrap();
             (engine, webhooks)
         });
         let app = App {
@@ -136,8 +137,9 @@ impl Daemon {
             started: Instant::now(),
             port: 3214,
             home: dir.path().display().to_string().into(),
-            // Nobody listens: POST /shutdown may be fuzzed without stopping anything.
-            stop: tokio::sync::watch::channel(false).0,
+            // No server runs on it: POST /shutdown may be fuzzed without
+            // stopping anything (and no fuzzed route waits or streams).
+            stop: tokio_util::sync::CancellationToken::new(),
             webhooks,
         };
         Daemon {

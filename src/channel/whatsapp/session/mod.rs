@@ -1,0 +1,266 @@
+//! The WhatsApp session: one linked device (whatsapp-rust's `Bot`), its
+//! keys in `<home>/whatsapp-auth/` (owner-only), kept connected.
+//!
+//! - this file: the [`Session`] itself, what the channel reads of it, and
+//!   the channel's [`Link`](super::Link) to it;
+//! - `supervisor.rs`: the task that owns the bot's life (connects,
+//!   reconnects, waits for a link or out a ban);
+//! - `pairing.rs`: linking a device, and telling whoever asked;
+//! - `events.rs`: what whatsapp-rust reports, and what it changes;
+//! - `dial.rs`: why a dial failed, in plain words.
+//!
+//! It ends when its cancellation token is (by [`Session::shutdown`], or by
+//! the daemon's token it was started under), disconnecting cleanly first.
+
+mod dial;
+mod events;
+mod pairing;
+mod supervisor;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{Notify, broadcast, mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use whatsapp_rust::prelude::*;
+
+use super::state::LinkState;
+use crate::api::PairingEvent;
+use crate::util::BoxFuture;
+use pairing::PairOrder;
+
+/// Where the session dials. Tests point it at a local socket; relay itself
+/// uses WhatsApp's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoint {
+    pub ws_url: Option<String>,
+    /// A fixed WhatsApp Web version (skips fetching the current one).
+    pub version: Option<(u32, u32, u32)>,
+}
+
+impl Endpoint {
+    /// WhatsApp's own, unless `RELAY_WHATSAPP_URL` names another WebSocket
+    /// URL (a proxy in front of WhatsApp, or a test's stand-in).
+    pub fn from_env() -> Endpoint {
+        let ws_url = std::env::var("RELAY_WHATSAPP_URL").ok().filter(|url| !url.trim().is_empty());
+        Endpoint { ws_url, version: None }
+    }
+}
+
+pub struct Session {
+    auth_dir: PathBuf,
+    endpoint: Endpoint,
+    state: watch::Sender<LinkState>,
+    client: Mutex<Option<Arc<Client>>>,
+    phone: Mutex<Option<String>>,
+    /// Failed dials of bots built since the last connection, plus those of
+    /// the current bot before it connected.
+    failed_dials: AtomicU64,
+    dials_at_connect: AtomicU64,
+    pairing: Mutex<Option<mpsc::UnboundedSender<PairingEvent>>>,
+    order: Mutex<Option<PairOrder>>,
+    /// Something for the supervisor: a pair order, or a pairing to drop.
+    wake: Notify,
+    /// Nobody waits for the codes any more (or pairing failed): stop pairing.
+    drop_pairing: AtomicBool,
+    /// Cancelled: the session disconnects and the supervisor ends.
+    stop: CancellationToken,
+    /// Incoming messages and server acks, for the channel, in order.
+    events: mpsc::UnboundedSender<Arc<Event>>,
+    /// Each failed dial, its cause in plain words (for whoever links).
+    dial_failures: broadcast::Sender<String>,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Session {
+    /// Starts the supervisor; the receiver gets the events the channel handles.
+    pub fn start(auth_dir: PathBuf, endpoint: Endpoint) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
+        Session::start_with_stop(auth_dir, endpoint, CancellationToken::new())
+    }
+
+    /// [`Session::start`], ended by `stop` too. Cancelling `stop` only
+    /// signals; [`Session::shutdown`] waits for the clean disconnect.
+    pub fn start_with_stop(
+        auth_dir: PathBuf,
+        endpoint: Endpoint,
+        stop: CancellationToken,
+    ) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
+        let (events, received) = mpsc::unbounded_channel();
+        // No session file: certainly not linked (known at once, no waiting).
+        let first = match auth_dir.join("session.db").exists() {
+            true => LinkState::Connecting,
+            false => LinkState::NotLinked,
+        };
+        let session = Arc::new(Session {
+            auth_dir,
+            endpoint,
+            state: watch::Sender::new(first),
+            client: Mutex::new(None),
+            phone: Mutex::new(None),
+            failed_dials: AtomicU64::new(0),
+            dials_at_connect: AtomicU64::new(0),
+            pairing: Mutex::new(None),
+            order: Mutex::new(None),
+            wake: Notify::new(),
+            drop_pairing: AtomicBool::new(false),
+            stop,
+            events,
+            dial_failures: broadcast::Sender::new(64),
+            supervisor: Mutex::new(None),
+        });
+        let task = tokio::spawn(session.clone().supervise());
+        *session.supervisor.lock().expect("supervisor lock") = Some(task);
+        (session, received)
+    }
+
+    pub fn state(&self) -> watch::Receiver<LinkState> {
+        self.state.subscribe()
+    }
+
+    pub fn client(&self) -> Option<Arc<Client>> {
+        self.client.lock().expect("client lock").clone()
+    }
+
+    /// The linked number (E.164), once known.
+    pub fn phone(&self) -> Option<String> {
+        self.phone.lock().expect("phone lock").clone()
+    }
+
+    /// Failed dials since the last connection.
+    pub fn failed_dials(&self) -> u64 {
+        let current = self.client().map(|c| u64::from(c.stats().reconnect_errors)).unwrap_or(0);
+        let since = current.saturating_sub(self.dials_at_connect.load(Ordering::Relaxed));
+        self.failed_dials.load(Ordering::Relaxed) + since
+    }
+
+    /// Each failed attempt to reach WhatsApp from now on, with its cause
+    /// ("cannot resolve web.whatsapp.com ...", "... refused the connection").
+    pub fn dial_failures(&self) -> broadcast::Receiver<String> {
+        self.dial_failures.subscribe()
+    }
+
+    fn dial_failed(&self, cause: String) {
+        tracing::warn!(%cause, "cannot reach WhatsApp");
+        let _ = self.dial_failures.send(cause);
+    }
+
+    /// Disconnects cleanly (whatsapp-rust flushes its state) and stops.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        let task = self.supervisor.lock().expect("supervisor lock").take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    fn set(&self, state: LinkState) {
+        self.state.send_if_modified(|current| {
+            let changed = *current != state;
+            *current = state;
+            changed
+        });
+    }
+}
+
+/// The session files hold identity keys: owner-only.
+fn secure_files(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["session.db", "session.db-wal", "session.db-shm"] {
+        let _ = std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o600));
+    }
+}
+
+impl super::Link for Session {
+    fn state(&self) -> watch::Receiver<LinkState> {
+        Session::state(self)
+    }
+
+    fn failed_dials(&self) -> u64 {
+        Session::failed_dials(self)
+    }
+
+    fn phone(&self) -> Option<String> {
+        Session::phone(self)
+    }
+
+    fn new_message_id(&self) -> Option<String> {
+        self.client().map(|c| c.generate_message_id())
+    }
+
+    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            let client = self.client().ok_or("not connected")?;
+            let found = client.contacts().is_on_whatsapp(std::slice::from_ref(to)).await.map_err(|e| e.to_string())?;
+            let Some(result) = found.into_iter().next() else { return Err("no answer".into()) };
+            // Learn the number's LID now, so its replies (addressed by LID) match.
+            if let Some(lid) = &result.lid {
+                let learned = client
+                    .add_lid_pn_mapping(
+                        &lid.user,
+                        to.user_base(),
+                        whatsapp_rust::wacore::types::lid_pn::LearningSource::Usync,
+                    )
+                    .await;
+                if let Err(error) = learned {
+                    tracing::debug!(%error, "cannot store a LID mapping");
+                }
+            }
+            Ok(result.is_registered)
+        })
+    }
+
+    fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(client) = self.client()
+                && let Err(error) = client.chatstate().send_composing(to).await
+            {
+                tracing::debug!(%error, "cannot show typing");
+            }
+        })
+    }
+
+    fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let client = self.client().ok_or("not connected")?;
+            let options = whatsapp_rust::SendOptions::default().with_message_id(id);
+            client
+                .send_message_with_options(to.clone(), wa::Message::text(text), options)
+                .await
+                .map(|sent| sent.message_id)
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(client) = self.client() else { return };
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            if let Err(error) = client.mark_as_read(chat, None, &ids).await {
+                tracing::debug!(%error, "cannot mark messages read");
+            }
+        })
+    }
+
+    fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let client = self.client()?;
+            match client.get_lid_pn_entry(lid).await {
+                Ok(entry) => entry.map(|e| e.phone_number.to_string()),
+                Err(error) => {
+                    tracing::debug!(%error, "cannot look up a LID");
+                    None
+                }
+            }
+        })
+    }
+
+    fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent> {
+        Session::pair(self, phone, force)
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Session::shutdown(self))
+    }
+}

@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -144,11 +144,11 @@ pub(crate) fn note(instance: &mut ConversationInstance, message: &TranscriptMess
 }
 
 /// The event of a message's new status.
-pub(crate) fn status_event(message: &TranscriptMessage, at: DateTime<Utc>, overdue: bool) -> EventData {
+/// (When the phone said so is in the message's `delivered_at` and `read_at`.)
+pub(crate) fn status_event(message: &TranscriptMessage, overdue: bool) -> EventData {
     EventData::MessageStatus {
         message_id: message.id,
         send_status: message.send_status.unwrap_or(SendStatus::Sent),
-        at,
         overdue,
         delivery_error: message.delivery_error.clone(),
     }
@@ -223,7 +223,7 @@ impl Shared {
                 self.publish(&std::sync::Arc::new(changed));
             }
         }
-        self.emit(instance, status_event(&next, Utc::now(), false));
+        self.emit(instance, status_event(&next, false));
         Ok(())
     }
 }
@@ -244,7 +244,7 @@ impl Actor {
         {
             tracing::error!(%instance, %error, "cannot record a delivery");
         }
-        self.shared.emit(instance, status_event(&next, Utc::now(), false));
+        self.shared.emit(instance, status_event(&next, false));
     }
 
     /// The channel took `message`: until a device of the contact has it,
@@ -291,7 +291,7 @@ impl Actor {
         }
         let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
         if let Some(message) = transcript.iter().find(|m| m.id == message_id) {
-            self.shared.emit(id, status_event(message, Utc::now(), true));
+            self.shared.emit(id, status_event(message, true));
         }
     }
 }

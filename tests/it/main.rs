@@ -16,6 +16,7 @@ mod cli_truth;
 mod containment;
 mod conversations;
 mod crash;
+mod delivery;
 mod docs;
 mod engine;
 mod engine_channel;

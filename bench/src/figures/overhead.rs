@@ -121,6 +121,7 @@ async fn measure(runs: usize) -> (Samples, Samples) {
     let settings = Settings {
         reply_window: Duration::ZERO,
         scheduled_heartbeat_bounds: (Duration::from_secs(60), Duration::from_secs(3600)),
+        delivery_timeout: Duration::from_secs(600),
     };
     let engine = Engine::start(store, channel, agent, settings).unwrap();
     let (mut inbound, mut send) = (Vec::new(), Vec::new());

@@ -7,9 +7,9 @@
 //! it gets a message at once (`delivered`) and reads what it has when the
 //! contact writes back. `relay sandbox offline +NUMBER` holds what is sent
 //! to it (it stays `sent`), `online` delivers what was held, `read` reads
-//! everything. Which phones are offline and what they hold is kept in
-//! `sandbox-phones.json`; which messages are unread is not (after a restart,
-//! what was delivered before counts as read).
+//! everything. Which phones are offline, what they hold and the last message
+//! each contact read are kept in `sandbox-phones.json` (what is unread
+//! follows from the outbox), so a restart changes nothing for the phones.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -39,7 +39,11 @@ struct Phones {
     offline: BTreeSet<String>,
     /// Messages sent while the phone was offline, by id.
     held: BTreeMap<String, Vec<String>>,
-    /// Messages delivered and not read yet (not persisted).
+    /// The last message each contact read.
+    #[serde(default)]
+    last_read: BTreeMap<String, String>,
+    /// Messages delivered and not read yet: the outbox's after `last_read`,
+    /// less those held.
     #[serde(skip)]
     unread: BTreeMap<String, Vec<String>>,
 }
@@ -53,6 +57,20 @@ impl Phones {
         let list = if self.offline.contains(contact) { &mut self.held } else { &mut self.unread };
         list.entry(contact.to_string()).or_default().push(id.to_string());
         if self.offline.contains(contact) { Vec::new() } else { vec![(id.to_string(), SendStatus::Delivered)] }
+    }
+
+    /// What each phone has not read: what relay sent it after the last
+    /// message its contact read, less what it holds.
+    fn unread_from(&mut self, outbox: &[OutboxEntry]) {
+        for entry in outbox {
+            let Some(id) = &entry.message_id else { continue };
+            let unread = self.unread.entry(entry.contact.clone()).or_default();
+            if self.last_read.get(&entry.contact) == Some(id) {
+                unread.clear();
+            } else if !self.held.get(&entry.contact).is_some_and(|held| held.contains(id)) {
+                unread.push(id.clone());
+            }
+        }
     }
 
     fn act(&mut self, contact: &str, action: PhoneAction) -> (Receipts, PhoneResponse) {
@@ -69,6 +87,9 @@ impl Phones {
             }
             PhoneAction::Read => {
                 let unread = self.unread.remove(contact).unwrap_or_default();
+                if let Some(last) = unread.last() {
+                    self.last_read.insert(contact.to_string(), last.clone());
+                }
                 receipts.extend(unread.into_iter().map(|id| (id, SendStatus::Read)));
             }
         }
@@ -87,13 +108,14 @@ impl Phones {
 impl SandboxChannel {
     pub fn open(home: &Home) -> Result<SandboxChannel, StoreError> {
         let outbox_file = home.sandbox_outbox_file();
-        let outbox = store::read_jsonl(&outbox_file)?;
+        let outbox: Vec<OutboxEntry> = store::read_jsonl(&outbox_file)?;
         let phones_file = home.sandbox_phones_file();
-        let phones = match std::fs::read(&phones_file) {
+        let mut phones: Phones = match std::fs::read(&phones_file) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|source| StoreError::Corrupt { path: phones_file.display().to_string(), source })?,
             Err(_) => Phones::default(),
         };
+        phones.unread_from(&outbox);
         Ok(SandboxChannel {
             outbox_file,
             outbox: Mutex::new(outbox),
@@ -122,7 +144,7 @@ impl SandboxChannel {
         let (receipts, response) = {
             let mut phones = self.phones.lock().expect("phones lock");
             let result = phones.act(contact.as_str(), action);
-            if action != PhoneAction::Read {
+            if action != PhoneAction::Read || !result.0.is_empty() {
                 self.save(&phones)?;
             }
             result

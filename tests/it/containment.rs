@@ -384,6 +384,8 @@ const GET_LABELS: &[&str] = &[
     "objective",
     "heartbeat",
     "next",
+    "delivery",
+    "delivered",
     "paused",
     "needs",
     "question",

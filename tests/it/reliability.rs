@@ -63,7 +63,8 @@ fn a_retried_send_with_the_same_key_sends_once() {
     relay.ok(&["start"]);
     let after_restart = relay.json(&["send", &id, "Thursday at 3pm then", "--idempotency-key", "s-1"]);
     assert_eq!(after_restart["id"], first["id"]);
-    assert_eq!(after_restart["send_status"], "sent");
+    // As recorded: sent, and delivered once the sandbox's phone said so.
+    assert!(["sent", "delivered"].contains(&after_restart["send_status"].as_str().unwrap()), "{after_restart}");
 
     let outbox = relay.json(&["sandbox", "outbox"]);
     assert_eq!(outbox.as_array().unwrap().len(), 1, "sent once: {outbox}");

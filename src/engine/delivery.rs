@@ -10,7 +10,8 @@
 //!   send (the sandbox delivers at once) is held until it has.
 //! - [`updated`]: the one rule for what an update does to a message.
 //! - [`note`]: what it does to the conversation (`first_delivered_at`,
-//!   `last_read_at`, `awaiting_delivery`).
+//!   `last_read_at`, `awaiting_delivery`), while it is live: an ended one
+//!   never changes, and its receipts go to its transcript and the events.
 //! - The timeout itself (a conversation whose messages never arrived goes
 //!   to a person; follow-ups wait for delivery) is in [`Actor::delivery_due`].
 
@@ -211,19 +212,13 @@ impl Shared {
     }
 
     /// An update for an ended conversation (the contact read the last
-    /// message after the conversation completed): no actor owns it.
+    /// message after the conversation completed): no actor owns it. The
+    /// transcript and the event log take it; the conversation itself, ended,
+    /// stays as it was when it ended.
     fn settle_ended(&self, instance: Uuid, message: Uuid, update: &SentUpdate) -> Result<(), StoreError> {
-        let Some(next) = self.apply_sent_update(instance, message, update)? else { return Ok(()) };
-        if let Some(current) = self.snapshot(instance) {
-            let mut changed = (*current).clone();
-            note(&mut changed, &next);
-            if changed != *current {
-                changed.updated_at = Utc::now();
-                self.store.save_instance(&changed)?;
-                self.publish(&std::sync::Arc::new(changed));
-            }
+        if let Some(next) = self.apply_sent_update(instance, message, update)? {
+            self.emit(instance, status_event(&next, false));
         }
-        self.emit(instance, status_event(&next, false));
         Ok(())
     }
 }

@@ -115,6 +115,14 @@ impl Run {
                     self.channel.refused_later(taken[pick % taken.len()].clone(), "463").await;
                 }
             }
+            Op::Receipt(pick, status) => {
+                let taken = self.channel.taken();
+                if !taken.is_empty() {
+                    use relay::api::SendStatus::{Delivered, Played, Read};
+                    let status = [Delivered, Read, Played][status];
+                    self.channel.receipt(taken[pick % taken.len()].clone(), status).await;
+                }
+            }
             Op::Restart => {
                 self.engine.shutdown().await;
                 // What the stopped engine shows is what is on disk.

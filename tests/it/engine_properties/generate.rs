@@ -36,6 +36,9 @@ pub(super) enum Op {
     ChannelBack,
     /// WhatsApp refuses, after the fact, a message the channel took.
     LateRefusal(usize),
+    /// The contact's phone sends a receipt for a message the channel took:
+    /// delivered, read or played, in any order and repeated.
+    Receipt(usize, usize),
     /// `shutdown`, then a new engine on the same home, channel and agent.
     Restart,
 }
@@ -94,7 +97,8 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         5 => prop_oneof![1..2_000u64, 2_000..14_000u64].prop_map(|ms| Op::Wait { ms }),
         2 => (1..14_000u64).prop_map(|ms| Op::Jump { ms }),
         1 => Just(Op::ChannelBack),
-        1 => pick.prop_map(Op::LateRefusal),
+        1 => pick.clone().prop_map(Op::LateRefusal),
+        2 => (pick, 0..3usize).prop_map(|(pick, status)| Op::Receipt(pick, status)),
         1 => Just(Op::Restart),
     ]
 }

@@ -97,6 +97,15 @@ impl FakeChannel {
             sink.sent_update(id, relay::channel::SentUpdate::Refused(code.into())).await;
         }
     }
+
+    /// The contact's phone reports `status` (delivered, read, played) for
+    /// the message taken as `id`.
+    pub async fn receipt(&self, id: String, status: relay::api::SendStatus) {
+        if let Some(sink) = self.sink.get() {
+            let at = chrono::Utc::now();
+            sink.sent_update(id, relay::channel::SentUpdate::Receipt { status, at }).await;
+        }
+    }
 }
 
 impl Channel for FakeChannel {

@@ -254,11 +254,15 @@ pub fn status_may_move(old: &TranscriptMessage, new: &TranscriptMessage) -> bool
     let allowed = match (old.send_status, new.send_status) {
         (a, b) if a == b => true,
         (Some(Pending), Some(Sent | Failed | Unconfirmed)) => true,
-        (Some(Sent), Some(Failed)) => true,
+        (Some(Sent | Unconfirmed), Some(Failed)) => true,
         (Some(Failed), Some(_)) => retried,
+        // A receipt from the phone: forward only (sent, delivered, read, played).
+        (Some(a), Some(b)) => a.after_receipt(b) == Some(b),
         _ => false,
     };
-    allowed && same_time
+    // What the phone said stays said.
+    let kept = |at: Option<_>, now: Option<_>| at.is_none() || at == now;
+    allowed && same_time && (retried || (kept(old.delivered_at, new.delivered_at) && kept(old.read_at, new.read_at)))
 }
 
 /// Each contact's conversations, oldest first (the order relay lists them in).

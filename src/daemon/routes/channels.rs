@@ -1,0 +1,104 @@
+//! The channels' own routes: the sandbox's simulated contacts and phones,
+//! and linking WhatsApp.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+
+use super::{ApiResult, App, Body, invalid, sandbox};
+use crate::api::*;
+use crate::channel::Delivery;
+use crate::contact::Contact;
+use crate::daemon::error::ApiError;
+
+/// Sandbox only: a simulated contact writes to relay.
+#[utoipa::path(post, path = "/sandbox/messages", tag = "sandbox", request_body = SandboxSayRequest,
+    responses((status = 200, body = SandboxSayResponse), (status = 409, body = ApiErrorResponse)))]
+pub(super) async fn sandbox_say(
+    State(app): State<App>,
+    Body(request): Body<SandboxSayRequest>,
+) -> ApiResult<Json<SandboxSayResponse>> {
+    let sandbox = sandbox(&app)?;
+    let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
+    let text = crate::engine::bounded_text("message", request.text, crate::api::limits::MAX_MESSAGE_CHARS)?;
+    let instance_id = match sandbox.say(contact.clone(), text).await {
+        Delivery::Delivered(id) => Some(id),
+        Delivery::NoConversation => None,
+        Delivery::NotRecorded(error) => {
+            return Err(ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                ErrorCode::StorageUnavailable,
+                format!("the message could not be recorded: {error}"),
+            ));
+        }
+    };
+    Ok(Json(SandboxSayResponse { instance_id, contact: contact.to_string() }))
+}
+
+/// Sandbox only: what relay sent to contacts, oldest first.
+#[utoipa::path(get, path = "/sandbox/outbox", tag = "sandbox", params(OutboxQuery),
+    responses((status = 200, body = Vec<OutboxEntry>), (status = 409, body = ApiErrorResponse)))]
+pub(super) async fn sandbox_outbox(
+    State(app): State<App>,
+    query: Result<Query<OutboxQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Vec<OutboxEntry>>> {
+    let Query(query) = query?;
+    let contact = query.contact.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
+    Ok(Json(sandbox(&app)?.outbox(contact.as_ref())))
+}
+
+/// Sandbox only: a simulated phone goes offline, comes back online, or its
+/// contact reads what it holds; its receipts reach relay before the answer.
+#[utoipa::path(post, path = "/sandbox/phone", tag = "sandbox", request_body = PhoneRequest,
+    responses((status = 200, body = PhoneResponse), (status = 409, body = ApiErrorResponse)))]
+pub(super) async fn sandbox_phone(
+    State(app): State<App>,
+    Body(request): Body<PhoneRequest>,
+) -> ApiResult<Json<PhoneResponse>> {
+    let sandbox = sandbox(&app)?;
+    let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
+    Ok(Json(sandbox.phone(&contact, request.action).await.map_err(crate::engine::EngineError::Store)?))
+}
+
+/// Links WhatsApp: streams the pairing as it happens, one JSON
+/// `PairingEvent` per line (QR codes as WhatsApp rotates them, or a phone
+/// pairing code), ending with `linked`, `already_linked` or `failed`.
+#[utoipa::path(post, path = "/whatsapp/pair", tag = "whatsapp", request_body = PairRequest,
+    responses((status = 200, content_type = "application/x-ndjson", body = PairingEvent),
+              (status = 400, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse)))]
+pub(super) async fn whatsapp_pair(
+    State(app): State<App>,
+    Body(request): Body<PairRequest>,
+) -> ApiResult<axum::response::Response> {
+    let phone = request.phone.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
+    let whatsapp = app.engine.channel().as_whatsapp().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorCode::NotWhatsapp,
+            format!(
+                "linking needs the whatsapp channel; this daemon runs the {} channel (`relay init --channel whatsapp`, then restart it)",
+                app.engine.channel().status().kind
+            ),
+        )
+    })?;
+    let events = whatsapp.pair(phone.map(|p| p.to_string()), request.force);
+    // The stream ends when the daemon stops, so it cannot hold up shutdown.
+    let stopping = app.stop.clone();
+    let lines = futures_util::stream::unfold((events, stopping), |(mut events, stopping)| async move {
+        let event = tokio::select! {
+            biased; // a closed receiver ends the stream before `stopping` fires again
+            event = events.recv() => event?,
+            _ = stopping.cancelled() => PairingEvent::Failed { reason: "the daemon is stopping".into() },
+        };
+        if stopping.is_cancelled() {
+            // After telling why, end: an empty receiver ends the next poll.
+            events.close();
+        }
+        let mut line = serde_json::to_vec(&event).expect("pairing events serialise");
+        line.push(b'\n');
+        Some((Ok::<_, std::convert::Infallible>(line), (events, stopping)))
+    });
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(lines))
+        .into_response())
+}

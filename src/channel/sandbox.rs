@@ -237,3 +237,90 @@ impl Channel for SandboxChannel {
         Some(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Send(usize),
+        Act(usize, PhoneAction),
+        /// The daemon restarts: the phones are read back from their file
+        /// and the outbox.
+        Restart,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let action = prop_oneof![Just(PhoneAction::Offline), Just(PhoneAction::Online), Just(PhoneAction::Read)];
+        prop_oneof![
+            4 => (0..3usize).prop_map(Op::Send),
+            3 => (0..3usize, action).prop_map(|(c, a)| Op::Act(c, a)),
+            1 => Just(Op::Restart),
+        ]
+    }
+
+    proptest! {
+        /// Whatever is sent, however phones go offline, come back and read,
+        /// and across restarts: a message is delivered once, at most, and
+        /// never while its phone is offline; read once, at most, and only
+        /// once delivered; and a phone that comes back delivers all it held.
+        #[test]
+        fn simulated_phones_receipt_like_real_ones(ops in proptest::collection::vec(op(), 1..60)) {
+            let contact = |c: usize| format!("+5691234567{c}");
+            let mut phones = Phones::default();
+            let mut outbox: Vec<OutboxEntry> = Vec::new();
+            let mut offline = [false; 3];
+            let mut seen: HashMap<String, Vec<SendStatus>> = HashMap::new();
+            for (n, op) in ops.into_iter().enumerate() {
+                let receipts = match op {
+                    Op::Send(c) => {
+                        let id = format!("M{n}");
+                        outbox.push(OutboxEntry {
+                            contact: contact(c),
+                            text: String::new(),
+                            timestamp: Utc::now(),
+                            message_id: Some(id.clone()),
+                        });
+                        seen.insert(id.clone(), Vec::new());
+                        let receipts = phones.sent(&contact(c), &id);
+                        prop_assert_eq!(receipts.is_empty(), offline[c]);
+                        receipts
+                    }
+                    Op::Act(c, action) => {
+                        let held_before = phones.held.get(&contact(c)).map_or(0, Vec::len);
+                        let (receipts, response) = phones.act(&contact(c), action);
+                        offline[c] = action == PhoneAction::Offline || (offline[c] && action == PhoneAction::Read);
+                        prop_assert_eq!(response.online, !offline[c]);
+                        if action == PhoneAction::Online {
+                            prop_assert_eq!(response.delivered as usize, held_before);
+                            prop_assert_eq!(response.held, 0);
+                        }
+                        receipts
+                    }
+                    Op::Restart => {
+                        let saved = serde_json::to_vec(&phones).unwrap();
+                        let mut again: Phones = serde_json::from_slice(&saved).unwrap();
+                        again.unread_from(&outbox);
+                        let unread = |p: &Phones| p.unread.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (k.clone(), v.clone())).collect::<BTreeMap<_, _>>();
+                        prop_assert_eq!(unread(&again), unread(&phones));
+                        phones = again;
+                        Vec::new()
+                    }
+                };
+                for (id, status) in receipts {
+                    let said = seen.get_mut(&id).expect("a receipt for a message sent");
+                    prop_assert!(!said.contains(&status), "{} {:?} twice", id, status);
+                    if status == SendStatus::Read {
+                        prop_assert!(said.contains(&SendStatus::Delivered), "{} read before delivered", id);
+                    }
+                    said.push(status);
+                }
+            }
+        }
+    }
+}

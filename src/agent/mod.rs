@@ -11,6 +11,7 @@ pub mod llm;
 pub mod prompt;
 pub mod provider;
 pub mod seam;
+pub mod text_calls;
 pub mod tools;
 
 use crate::api::{ConversationInstance, TranscriptMessage};

@@ -52,6 +52,13 @@ fn a_conversation_runs_to_completion_on_its_own() {
             "request_human_intervention"
         ]
     );
+    // What local servers need (llama-cpp-python offers no tools without
+    // `tool_choice`, and refuses a system content that is a list): both, in
+    // every request.
+    for request in &requests {
+        assert_eq!(request["tool_choice"], "auto");
+        assert!(request["messages"][0]["content"].is_string(), "{:#}", request["messages"][0]);
+    }
     let send = &requests[0]["tools"][0]["function"];
     assert_eq!(send["parameters"]["required"], json!(["text"]));
     assert_eq!(send["parameters"]["additionalProperties"], false);

@@ -201,7 +201,8 @@ fn unknown_tools_and_recipient_arguments_send_nothing_to_anyone() {
     assert_eq!(results.len(), 3);
     assert_eq!(
         results[0],
-        "\"error: send_message: `to` is not an argument of this tool (its arguments are `text`); nothing was done\""
+        "\"error: send_message: `to` is not an argument of this tool (its arguments are `text`); nothing was done. \
+         Call it as send_message(text)\""
     );
     assert!(results[1].contains("there is no tool 'forward_message'"), "{}", results[1]);
     assert!(results[2].contains("`number` is not an argument of this tool (it takes none)"), "{}", results[2]);
@@ -552,4 +553,26 @@ fn reading_calls_from_text_can_be_turned_off() {
     let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
     assert!(outbox(&relay).is_empty());
+}
+
+/// A call to a tool that does not exist, written as text, is answered once
+/// with the tools' signatures; the model then calls the right one.
+#[test]
+fn an_unknown_tool_written_as_text_is_answered_with_the_signatures() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Text(r#"{"name": "send", "arguments": {"message": "Hi!"}}"#.into()),
+        Reply::Text(r#"send_message(text="Hi!")"#.into()),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(outbox(&relay), ["Hi!"]);
+    let result = last_message(&model.requests()[1]);
+    assert_eq!(result["role"], "tool");
+    assert_eq!(
+        result["content"],
+        "error: there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, \
+         answer?), end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
+         request_human_intervention(reason, question?)"
+    );
 }

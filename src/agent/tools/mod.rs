@@ -205,10 +205,12 @@ fn tidy(schema: &mut Value) {
 /// Turns the model's `name(arguments)` into a [`ToolCall`], or says why not.
 pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
     let Some(definition) = definitions().into_iter().find(|d| d.name == name) else {
-        let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-        return Err(ToolError(format!("there is no tool '{name}'; the tools are {}", names.join(", "))));
+        let signatures: Vec<String> = definitions().iter().map(signature).collect();
+        return Err(ToolError(format!("there is no tool '{name}'; the tools are {}", signatures.join(", "))));
     };
-    let refuse = |why: String| ToolError(format!("{name}: {why}; nothing was done"));
+    // The right way to call it, from the schema the model was sent.
+    let refuse =
+        |why: String| ToolError(format!("{name}: {why}; nothing was done. Call it as {}", signature(&definition)));
     // Some models send `null` or "" for "no arguments", or the JSON as a string.
     let arguments = match arguments {
         Value::Null => json!({}),
@@ -268,6 +270,21 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
         }
         _ => unreachable!("every definition is parsed above"),
     })
+}
+
+/// How a tool is called, as a refusal tells the model: its name and
+/// arguments in order, an optional one marked `?` (`mark_todo_item(todo_id,
+/// status, answer?)`). Generated from the definition, as the schema is.
+pub fn signature(definition: &Definition) -> String {
+    let required: Vec<&str> =
+        definition.parameters["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let arguments: Vec<String> = definition.parameters["properties"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
+        .collect();
+    format!("{}({})", definition.name, arguments.join(", "))
 }
 
 /// Older names of arguments, still understood: (tool, old name, name).

@@ -68,7 +68,13 @@ fn a_recipient_or_any_extra_argument_is_refused() {
 /// A refusal names the tool, the argument and why, in words a model can act on.
 #[test]
 fn a_refusal_names_the_argument_and_why() {
-    let said = |name: &str, args: Value| parse(name, args).unwrap_err().0;
+    // Each refusal ends with how to call the tool (checked here, then left out).
+    let said = |name: &str, args: Value| {
+        let refusal = parse(name, args).unwrap_err().0;
+        let definition = definitions().into_iter().find(|d| d.name == name).unwrap();
+        let ending = format!(". Call it as {}", signature(&definition));
+        refusal.strip_suffix(&ending).unwrap_or_else(|| panic!("{refusal} does not end with {ending}")).to_string()
+    };
     assert_eq!(said("send_message", json!({})), "send_message: missing `text`; nothing was done");
     assert_eq!(
         said("send_message", json!({"text": 5})),
@@ -111,6 +117,18 @@ fn a_refusal_names_the_argument_and_why() {
 #[test]
 fn unknown_tools_are_tool_errors() {
     assert!(parse("read_file", json!({"path": "/etc/passwd"})).unwrap_err().0.contains("there is no tool 'read_file'"));
+}
+
+/// An unknown tool is answered with every tool's signature, generated from
+/// the schemas: what the model needs to call the right one.
+#[test]
+fn an_unknown_tool_is_answered_with_the_signatures() {
+    assert_eq!(
+        parse("send", json!({"text": "hi"})).unwrap_err().0,
+        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?), \
+         end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
+         request_human_intervention(reason, question?)"
+    );
 }
 
 #[test]

@@ -15,6 +15,7 @@ use rig_core::completion::message::{
 use rig_core::completion::{CompletionRequest, CompletionResponse, Message, ToolDefinition};
 use rig_core::operation::Completion;
 
+use super::excerpt;
 use super::prompt::{self, Speaker};
 use super::text_calls::{self, Found};
 use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, tools};
@@ -62,6 +63,9 @@ impl LlmAgent {
     async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
         let (history, omitted) = prompt::history(&turn, self.settings.history_budget_chars);
         let system = prompt::system_prompt(&turn, Utc::now(), omitted);
+        // What a provider's error must not repeat (see `excerpt`).
+        let private: Vec<String> =
+            std::iter::once(system.clone()).chain(history.iter().map(|t| t.text.clone())).collect();
         let mut messages: Vec<Message> = history
             .into_iter()
             .map(|t| match t.speaker {
@@ -79,7 +83,7 @@ impl LlmAgent {
             if self.tool_choice {
                 request = request.tool_choice(ToolChoice::Auto);
             }
-            let response = self.call(request).await?;
+            let response = self.call(request, &private).await?;
             let mut calls: Vec<RigToolCall> = response.tool_calls().cloned().collect();
             // No native call: the model may have written its calls as text.
             let mut unreadable = Vec::new();
@@ -165,7 +169,9 @@ impl LlmAgent {
 
     /// One model call, retried with backoff on timeouts, 429 and 5xx. Each
     /// attempt waits for a permit first; the timeout starts once it has one.
-    async fn call(&self, request: CompletionRequest) -> Result<CompletionResponse, AgentError> {
+    /// A failure is cut to a short excerpt with none of `private` in it
+    /// before anyone sees it (`relay status`, the conversation, relay.log).
+    async fn call(&self, request: CompletionRequest, private: &[String]) -> Result<CompletionResponse, AgentError> {
         let timeout = Duration::from_secs(self.settings.request_timeout_secs);
         let mut attempt = 0;
         // Doubling without a cap of its own: `agent.max_retries` bounds it.
@@ -182,7 +188,8 @@ impl LlmAgent {
                 Ok(Err(e)) => (e.to_string(), e.is_retryable()),
                 Err(_) => (format!("no answer within {}s", timeout.as_secs()), true),
             };
-            let error = format!("{}: {error}", self.label);
+            let private: Vec<&str> = private.iter().map(String::as_str).collect();
+            let error = format!("{}: {}", self.label, excerpt::excerpt(&error, &private));
             *self.last_error.lock().expect("error lock") = Some(error.clone());
             if !retryable || attempt >= self.settings.max_retries {
                 return Err(AgentError::Model(error));

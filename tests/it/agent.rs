@@ -576,3 +576,28 @@ fn an_unknown_tool_written_as_text_is_answered_with_the_signatures() {
          request_human_intervention(reason, question?)"
     );
 }
+
+/// A server that echoes the whole prompt in its error body (llama-cpp's 500
+/// did, 9,776 characters): the operator gets a short excerpt with none of
+/// the prompt, in the conversation, `relay status` and relay.log.
+#[test]
+fn an_error_body_that_echoes_the_prompt_is_cut_and_keeps_it_out() {
+    let responder: Responder = Arc::new(|_, request| Reply::Error(500, system_prompt(request).repeat(4)));
+    let (relay, model) = with_model(responder);
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    let prompt = system_prompt(&model.requests()[0]);
+    let reason = needs["intervention_reason"].as_str().unwrap().to_string();
+    let status = relay.json(&["status"]);
+    let model_error = status["model_error"].as_str().unwrap().to_string();
+    let log = std::fs::read_to_string(relay.path().join("relay.log")).unwrap();
+    for (what, text) in [("intervention_reason", &reason), ("model_error", &model_error)] {
+        assert!(text.contains("500"), "{what}: {text}");
+        assert!(text.chars().count() < 500, "{what} is {} characters: {text}", text.chars().count());
+    }
+    for line in prompt.lines().filter(|l| l.chars().count() >= 20) {
+        for (what, text) in [("intervention_reason", &reason), ("model_error", &model_error), ("relay.log", &log)] {
+            assert!(!text.contains(line), "{what} holds the prompt's {line:?}");
+        }
+    }
+}

@@ -10,7 +10,8 @@
 
 use serde_json::{Map, Number, Value};
 
-/// The six tools' names: Python-style calls are read only for these.
+/// The six tools' names: Python-style calls are read only for these (in
+/// any case).
 const TOOL_NAMES: [&str; 6] = [
     "send_message",
     "mark_todo_item",
@@ -99,10 +100,12 @@ fn scan(text: &str, found: &mut Vec<Found>) {
         } else if (c.is_ascii_alphabetic() || c == '_') && !ident_before(text, at) {
             let word_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
             let word = &rest[..word_len];
-            if TOOL_NAMES.contains(&word)
+            // Any case: a sentence's first word may be capitalised
+            // (Qwen2.5-Coder 1.5B wrote `Mark_todo_item(...)`).
+            if let Some(name) = TOOL_NAMES.iter().find(|name| name.eq_ignore_ascii_case(word))
                 && let Some((arguments, used)) = python_arguments(&rest[word_len..])
             {
-                found.push(Found::Call { name: word.to_string(), arguments: Value::Object(arguments) });
+                found.push(Found::Call { name: name.to_string(), arguments: Value::Object(arguments) });
                 at += word_len + used;
                 continue;
             }

@@ -137,6 +137,11 @@ fn the_common_shapes() {
         [call("mark_todo_item", json!({"todo_id": "1", "status": "completed", "answer": null}))]
     );
     assert_eq!(find("place_call()"), [call("place_call", json!({}))]);
+    // As Qwen2.5-Coder 1.5B wrote it, at the start of its reply.
+    assert_eq!(
+        find(r#"Mark_todo_item(todo_id="1", status="skipped")"#),
+        [call("mark_todo_item", json!({"todo_id": "1", "status": "skipped"}))]
+    );
     assert_eq!(find(r#"{"name": "place_call"}"#), [call("place_call", json!({}))]);
     // Llama-style "parameters", and OpenAI's wrapper written as text.
     assert_eq!(

@@ -165,8 +165,9 @@ fn json_call(value: &Value) -> Option<Found> {
     Some(Found::Call { name: name.to_string(), arguments })
 }
 
-/// `(key=value, ...)` at the start of `text`: the arguments, and the bytes
-/// read. Only keyword arguments; a positional one means this is not a call.
+/// `(key=value, ...)` or `({...})` at the start of `text`: the arguments,
+/// and the bytes read. Only keyword arguments or one JSON object; any other
+/// positional argument means this is not a call.
 fn python_arguments(text: &str) -> Option<(Map<String, Value>, usize)> {
     let mut reader = Reader { text, at: 0 };
     reader.expect('(')?;
@@ -174,6 +175,16 @@ fn python_arguments(text: &str) -> Option<(Map<String, Value>, usize)> {
     reader.skip_space();
     if reader.eat(')') {
         return Some((arguments, reader.at));
+    }
+    // The arguments as one JSON object, `send_message({"text": "hi"})`, as
+    // Qwen2.5-Coder 1.5B writes them too: that object is the arguments.
+    if reader.peek() == Some('{') {
+        let mut values = serde_json::Deserializer::from_str(&text[reader.at..]).into_iter::<Value>();
+        let Some(Ok(Value::Object(object))) = values.next() else { return None };
+        reader.at += values.byte_offset();
+        reader.skip_space();
+        reader.expect(')')?;
+        return Some((object, reader.at));
     }
     loop {
         reader.skip_space();

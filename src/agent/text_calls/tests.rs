@@ -98,6 +98,7 @@ proptest! {
                 .join("\n"),
             written.iter().map(|(n, a)| python(n, a, false)).collect::<Vec<_>>().join("\n"),
             written.iter().map(|(n, a)| python(n, a, true)).collect::<Vec<_>>().join("; "),
+            written.iter().map(|(n, a)| format!("{n}({a})")).collect::<Vec<_>>().join("\n"),
         ];
         for text in texts {
             prop_assert_eq!(&find(&text), &expected, "{}", text);
@@ -137,6 +138,10 @@ fn the_common_shapes() {
         [call("mark_todo_item", json!({"todo_id": "1", "status": "completed", "answer": null}))]
     );
     assert_eq!(find("place_call()"), [call("place_call", json!({}))]);
+    assert_eq!(
+        find(r#"Mark_todo_item({"todo_id": "1", "status": "skipped"})"#),
+        [call("mark_todo_item", json!({"todo_id": "1", "status": "skipped"}))]
+    );
     // As Qwen2.5-Coder 1.5B wrote it, at the start of its reply.
     assert_eq!(
         find(r#"Mark_todo_item(todo_id="1", status="skipped")"#),
@@ -159,9 +164,11 @@ fn the_common_shapes() {
 #[test]
 fn what_is_not_a_call() {
     for text in [
-        "send_message(\"hi\")",     // positional
-        "send_message(text=hi)",    // not a value
-        "send_message(text=\"hi\"", // never closed
+        "send_message(\"hi\")", // positional
+        "send_message({\"text\": \"hi\"}, 2)",
+        "send_message({'text': 'hi'})", // a Python dict is not JSON
+        "send_message(text=hi)",        // not a value
+        "send_message(text=\"hi\"",     // never closed
         "I will use send_message to write to them.",
         "the signature is send_message(text)",
         "resend_message(text=\"hi\")",           // another name

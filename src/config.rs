@@ -124,12 +124,25 @@ pub struct ModelConfig {
     /// The API key itself; this file is owner-only (0600). Never logged or shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
+    /// Whether tool calls the model writes in its text (`<tool_call>`, JSON,
+    /// `send_message(text="...")`) are read when it makes no native ones;
+    /// absent, [`ModelConfig::reads_text_tool_calls`] decides by provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_tool_calls: Option<bool>,
 }
 
 impl ModelConfig {
     /// "provider/name", as `relay status` shows it.
     pub fn label(&self) -> String {
         format!("{}/{}", self.provider.as_str(), self.name)
+    }
+
+    /// Whether calls written as text are read: as `text_tool_calls` says,
+    /// else on for the servers small local models run on (`openai-compatible`,
+    /// `ollama`), whose models often write their calls, and off for the
+    /// hosted APIs, whose models make native calls.
+    pub fn reads_text_tool_calls(&self) -> bool {
+        self.text_tool_calls.unwrap_or(matches!(self.provider, Provider::OpenaiCompatible | Provider::Ollama))
     }
 
     /// Refuses a model section that names no model, or no server to send to.

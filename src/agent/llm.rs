@@ -9,14 +9,18 @@ use std::time::Duration;
 
 use chrono::Utc;
 use rig_core::DynModel;
-use rig_core::completion::message::{ToolName, ToolResultContent};
+use rig_core::completion::message::{
+    AssistantContent, ToolCall as RigToolCall, ToolChoice, ToolFunction, ToolName, ToolResultContent, UserContent,
+};
 use rig_core::completion::{CompletionRequest, CompletionResponse, Message, ToolDefinition};
 use rig_core::operation::Completion;
 
+use super::excerpt;
 use super::prompt::{self, Speaker};
+use super::text_calls::{self, Found};
 use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, tools};
 use crate::api::TokenUsage;
-use crate::config::{AgentSettings, ModelConfig};
+use crate::config::{AgentSettings, ModelConfig, Provider};
 use crate::util::{Backoff, BoxFuture};
 
 pub struct LlmAgent {
@@ -28,6 +32,11 @@ pub struct LlmAgent {
     last_error: Mutex<Option<String>>,
     /// One permit per model call in flight (`agent.max_concurrent_model_calls`).
     in_flight: tokio::sync::Semaphore,
+    /// Read tool calls written as text (`model.text_tool_calls`).
+    text_tool_calls: bool,
+    /// Send `tool_choice: "auto"`: servers such as llama-cpp-python offer
+    /// no tools without it. Ollama's native API has no such field.
+    tool_choice: bool,
 }
 
 impl LlmAgent {
@@ -45,6 +54,8 @@ impl LlmAgent {
             definitions,
             last_error: Mutex::new(None),
             in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
+            text_tool_calls: config.reads_text_tool_calls(),
+            tool_choice: config.provider != Provider::Ollama,
             settings,
         })
     }
@@ -52,6 +63,9 @@ impl LlmAgent {
     async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
         let (history, omitted) = prompt::history(&turn, self.settings.history_budget_chars);
         let system = prompt::system_prompt(&turn, Utc::now(), omitted);
+        // What a provider's error must not repeat (see `excerpt`).
+        let private: Vec<String> =
+            std::iter::once(system.clone()).chain(history.iter().map(|t| t.text.clone())).collect();
         let mut messages: Vec<Message> = history
             .into_iter()
             .map(|t| match t.speaker {
@@ -61,19 +75,40 @@ impl LlmAgent {
             .collect();
         // What the turn did so far, for the rule on how it may end.
         let (mut sent, mut tried_to_send, mut scheduled, mut reminded) = (false, false, false, false);
-        for _ in 0..self.settings.max_rounds {
-            let request = CompletionRequest::from(messages.clone())
+        for round in 0..self.settings.max_rounds {
+            let mut request = CompletionRequest::from(messages.clone())
                 .preamble(system.clone())
                 .tools(self.definitions.clone())
                 .max_tokens(self.settings.max_output_tokens);
-            let response = self.call(request).await?;
+            if self.tool_choice {
+                request = request.tool_choice(ToolChoice::Auto);
+            }
+            let response = self.call(request, &private).await?;
+            let mut calls: Vec<RigToolCall> = response.tool_calls().cloned().collect();
+            // No native call: the model may have written its calls as text.
+            let mut unreadable = Vec::new();
+            if calls.is_empty() && self.text_tool_calls {
+                let text = response.text();
+                for found in text_calls::find(&text) {
+                    match found {
+                        Found::Call { name, arguments } => calls.extend(text_call(round, calls.len(), name, arguments)),
+                        Found::Unreadable(why) => unreadable.push(why),
+                    }
+                }
+            }
+            let from_text = if response.tool_calls().next().is_none() { calls.len() as u64 } else { 0 };
             tools.record_usage(TokenUsage {
                 input_tokens: response.usage.input_tokens.unwrap_or(0),
                 output_tokens: response.usage.output_tokens.unwrap_or(0),
                 model_calls: 1,
+                text_tool_calls: from_text,
             });
-            let calls: Vec<_> = response.tool_calls().cloned().collect();
-            if let Some(message) = response.message() {
+            if from_text > 0 {
+                // The calls as the history's tool calls, so the results that
+                // follow answer them (ids relay made up, one per call).
+                tracing::info!(model = %self.label, calls = from_text, "tool calls read from the model's text");
+                messages.push(Message::from(calls.iter().cloned().map(AssistantContent::ToolCall).collect::<Vec<_>>()));
+            } else if let Some(message) = response.message() {
                 messages.push(message);
             }
             if calls.is_empty() {
@@ -88,7 +123,11 @@ impl LlmAgent {
                 // Small models often write their message as plain text: tell
                 // them once, in the same turn, and let them act.
                 reminded = true;
-                messages.push(Message::user(prompt::ACT_THROUGH_TOOLS));
+                let mut reminder = prompt::ACT_THROUGH_TOOLS.to_string();
+                for why in &unreadable {
+                    reminder.push_str(&format!(" (relay: {why}; nothing was done.)"));
+                }
+                messages.push(Message::user(reminder));
                 continue;
             }
             let mut results = Vec::with_capacity(calls.len());
@@ -116,7 +155,11 @@ impl LlmAgent {
                     Err(error) => call.error_result(vec![ToolResultContent::text(format!("error: {error}"))]),
                 });
             }
-            messages.push(Message::tool_results(results));
+            let mut content: Vec<UserContent> = results.into_iter().map(UserContent::ToolResult).collect();
+            // What else the text tried to call, and could not: the model is told.
+            content
+                .extend(unreadable.iter().map(|why| UserContent::text(format!("(relay: {why}; nothing was done.)"))));
+            messages.push(Message::User { content });
         }
         Err(AgentError::Model(format!(
             "the model was still calling tools after {} model calls in one turn (agent.max_rounds); stopped",
@@ -126,7 +169,9 @@ impl LlmAgent {
 
     /// One model call, retried with backoff on timeouts, 429 and 5xx. Each
     /// attempt waits for a permit first; the timeout starts once it has one.
-    async fn call(&self, request: CompletionRequest) -> Result<CompletionResponse, AgentError> {
+    /// A failure is cut to a short excerpt with none of `private` in it
+    /// before anyone sees it (`relay status`, the conversation, relay.log).
+    async fn call(&self, request: CompletionRequest, private: &[String]) -> Result<CompletionResponse, AgentError> {
         let timeout = Duration::from_secs(self.settings.request_timeout_secs);
         let mut attempt = 0;
         // Doubling without a cap of its own: `agent.max_retries` bounds it.
@@ -143,7 +188,8 @@ impl LlmAgent {
                 Ok(Err(e)) => (e.to_string(), e.is_retryable()),
                 Err(_) => (format!("no answer within {}s", timeout.as_secs()), true),
             };
-            let error = format!("{}: {error}", self.label);
+            let private: Vec<&str> = private.iter().map(String::as_str).collect();
+            let error = format!("{}: {}", self.label, excerpt::excerpt(&error, &private));
             *self.last_error.lock().expect("error lock") = Some(error.clone());
             if !retryable || attempt >= self.settings.max_retries {
                 return Err(AgentError::Model(error));
@@ -154,6 +200,14 @@ impl LlmAgent {
             attempt += 1;
         }
     }
+}
+
+/// A call read from the text, as a tool call with an id relay made up
+/// (unique in the turn: the round and the call's place in it). A nameless
+/// call is no call.
+fn text_call(round: u32, index: usize, name: String, arguments: serde_json::Value) -> Option<RigToolCall> {
+    let name = ToolName::new(name).ok()?;
+    Some(RigToolCall::from_wire(format!("relay_text_call_{round}_{index}"), ToolFunction::new(name, arguments)))
 }
 
 impl Agent for LlmAgent {

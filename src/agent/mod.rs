@@ -7,10 +7,12 @@
 //! [`AgentError::NotConfigured`], and the engine hands the conversation to a
 //! human (NEEDS_HUMAN_INTERVENTION), who can drive it with `relay send`.
 
+pub mod excerpt;
 pub mod llm;
 pub mod prompt;
 pub mod provider;
 pub mod seam;
+pub mod text_calls;
 pub mod tools;
 
 use crate::api::{ConversationInstance, TranscriptMessage};

@@ -160,6 +160,14 @@ pub struct TokenUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub model_calls: u64,
+    /// Tool calls relay read from the model's text, the model having made
+    /// no native ones (`model.text_tool_calls`); absent while there are none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub text_tool_calls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl std::ops::AddAssign for TokenUsage {
@@ -167,6 +175,7 @@ impl std::ops::AddAssign for TokenUsage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.model_calls += other.model_calls;
+        self.text_tool_calls += other.text_tool_calls;
     }
 }
 

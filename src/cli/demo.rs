@@ -142,6 +142,7 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
         base_url: Some(model.base_url().to_string()),
         api_key_env: None,
         api_key: None,
+        text_tool_calls: None,
     });
     config.save(&home.config_file()).map_err(|e| fail("write its config", &e))?;
 

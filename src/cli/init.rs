@@ -172,6 +172,7 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
                 name: String::new(),
                 base_url: same.as_ref().and_then(|m| m.base_url.clone()),
                 api_key_env: same.as_ref().and_then(|m| m.api_key_env.clone()),
+                text_tool_calls: same.as_ref().and_then(|m| m.text_tool_calls),
                 api_key: same.and_then(|m| m.api_key),
             }
         }

@@ -41,6 +41,13 @@ fn a_conversation_runs_to_completion_on_its_own() {
             "request_human_intervention"
         ]
     );
+    // What local servers need (llama-cpp-python offers no tools without
+    // `tool_choice`, and refuses a system content that is a list): both, in
+    // every request.
+    for request in &requests {
+        assert_eq!(request["tool_choice"], "auto");
+        assert!(request["messages"][0]["content"].is_string(), "{:#}", request["messages"][0]);
+    }
     let send = &requests[0]["tools"][0]["function"];
     assert_eq!(send["parameters"]["required"], json!(["text"]));
     assert_eq!(send["parameters"]["additionalProperties"], false);
@@ -169,7 +176,8 @@ fn unknown_tools_and_recipient_arguments_send_nothing_to_anyone() {
     assert_eq!(results.len(), 3);
     assert_eq!(
         results[0],
-        "\"error: send_message: `to` is not an argument of this tool (its arguments are `text`); nothing was done\""
+        "\"error: send_message: `to` is not an argument of this tool (its arguments are `text`); nothing was done. \
+         Call it as send_message(text)\""
     );
     assert!(results[1].contains("there is no tool 'forward_message'"), "{}", results[1]);
     assert!(results[2].contains("`number` is not an argument of this tool (it takes none)"), "{}", results[2]);
@@ -376,4 +384,181 @@ fn a_conversation_waits_for_an_unlinked_whatsapp_and_says_why() {
     assert!(model.requests().is_empty(), "no turn runs while nothing can be sent");
     let shown = relay.ok(&["get", &id]);
     assert!(shown.contains("waiting     WhatsApp is not linked"), "{shown}");
+}
+
+/// Writes calls (name, arguments) as a model writes them in its text.
+type WriteCalls = fn(&[(&str, Value)]) -> String;
+
+/// The formats small models write their calls in.
+fn text_formats() -> Vec<(&'static str, WriteCalls)> {
+    fn objects(calls: &[(&str, Value)]) -> Vec<Value> {
+        calls.iter().map(|(name, arguments)| json!({"name": name, "arguments": arguments})).collect()
+    }
+    fn python(value: &Value) -> String {
+        match value {
+            Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+            other => other.to_string(),
+        }
+    }
+    vec![
+        ("hermes", |calls| objects(calls).iter().map(|o| format!("<tool_call>\n{o}\n</tool_call>\n")).collect()),
+        ("bare JSON", |calls| objects(calls).iter().map(Value::to_string).collect::<Vec<_>>().join("\n")),
+        ("arguments as a JSON string", |calls| {
+            calls
+                .iter()
+                .map(|(name, arguments)| json!({"name": name, "arguments": arguments.to_string()}).to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
+        ("a JSON list", |calls| Value::Array(objects(calls)).to_string()),
+        ("a fenced block", |calls| {
+            format!(
+                "Here you go:\n```json\n{}\n```",
+                serde_json::to_string_pretty(&Value::Array(objects(calls))).unwrap()
+            )
+        }),
+        ("python", |calls| {
+            calls
+                .iter()
+                .map(|(name, arguments)| {
+                    let arguments: Vec<String> =
+                        arguments.as_object().unwrap().iter().map(|(k, v)| format!("{k}={}", python(v))).collect();
+                    format!("{name}({})", arguments.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
+    ]
+}
+
+/// A model (served by an openai-compatible server, where reading text
+/// calls is on by default) that writes its calls as text, in each format
+/// models use: relay runs them as calls, the conversation goes on, and the
+/// turn and the usage say the calls were read from text.
+#[test]
+fn calls_written_as_text_drive_a_conversation_in_every_format() {
+    for (format, write) in text_formats() {
+        let (relay, model) = with_model(queue(vec![
+            Reply::Text(write(&[("send_message", json!({"text": "Hi! Which day suits you? It's \"urgent\"."}))])),
+            Reply::Text(String::new()),
+            Reply::Text(write(&[
+                ("mark_todo_item", json!({"todo_id": "1", "status": "completed", "answer": "Friday 3pm"})),
+                ("send_message", json!({"text": "Perfect, Friday 3pm.\nThank you!"})),
+            ])),
+            Reply::Text(String::new()),
+        ]));
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+        relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm works"]);
+        let done = relay.wait_for(&id, "the reply turn's end", |i| {
+            i["history"].as_array().unwrap().last().unwrap()["reason"] == "2 tool calls read from the model's text"
+        });
+        assert_eq!(done["todos"][0]["status"], "completed", "{format}");
+        assert_eq!(done["todos"][0]["answer"], "Friday 3pm", "{format}");
+        assert_eq!(
+            outbox(&relay),
+            ["Hi! Which day suits you? It's \"urgent\".", "Perfect, Friday 3pm.\nThank you!"],
+            "{format}"
+        );
+        assert_eq!(done["usage"]["text_tool_calls"], 3, "{format}: {done:#}");
+        // The turn says so, in the history (and so in `relay get`) and in the events.
+        let reasons: Vec<&str> =
+            done["history"].as_array().unwrap().iter().filter_map(|t| t["reason"].as_str()).collect();
+        assert_eq!(reasons, ["1 tool call read from the model's text", "2 tool calls read from the model's text"]);
+        assert!(relay.ok(&["get", &id]).contains("2 tool calls read from the model's text"), "{format}");
+        let events = relay.ok(&["events", "--json"]);
+        assert!(events.contains("1 tool call read from the model's text"), "{format}: {events}");
+        // The model got tool results answering calls in its history.
+        let messages = model.requests()[1]["messages"].as_array().unwrap().clone();
+        let call = messages.iter().find(|m| m["role"] == "assistant" && m["tool_calls"].is_array()).unwrap();
+        let id_sent = &call["tool_calls"][0]["id"];
+        let result = messages.iter().find(|m| m["role"] == "tool").unwrap();
+        assert_eq!(&result["tool_call_id"], id_sent, "{format}");
+        assert!(result["content"].to_string().contains("sent"), "{format}: {result}");
+    }
+}
+
+/// Text that only looks like a call is none: nothing is done, and the
+/// turn follows the rule for a model that answered without its tools.
+#[test]
+fn text_that_is_not_a_call_is_not_run() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Text("I will call send_message(\"Hi!\") now.".into()),
+        Reply::Text("<tool_call>{\"name\": \"send_message\", \"arguments\": {\"text\": \"Hi</tool_call>".into()),
+    ]));
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
+    assert!(outbox(&relay).is_empty());
+    assert!(needs["usage"].get("text_tool_calls").is_none(), "{needs:#}");
+    assert_eq!(model.requests().len(), 2);
+}
+
+/// `model.text_tool_calls: false` turns the reading off: a call written as
+/// text is plain text.
+#[test]
+fn reading_calls_from_text_can_be_turned_off() {
+    let model = ScriptedModel::start_on_thread(queue(vec![
+        Reply::Text(r#"{"name": "send_message", "arguments": {"text": "Hi!"}}"#.into()),
+        Reply::Text(r#"{"name": "send_message", "arguments": {"text": "Hi!"}}"#.into()),
+    ]));
+    let relay = Relay::sandbox();
+    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
+    let path = relay.path().join("config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["model"]["text_tool_calls"] = json!(false);
+    config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 2});
+    std::fs::write(&path, config.to_string()).unwrap();
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
+    assert!(outbox(&relay).is_empty());
+}
+
+/// A call to a tool that does not exist, written as text, is answered once
+/// with the tools' signatures; the model then calls the right one.
+#[test]
+fn an_unknown_tool_written_as_text_is_answered_with_the_signatures() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Text(r#"{"name": "send", "arguments": {"message": "Hi!"}}"#.into()),
+        Reply::Text(r#"send_message(text="Hi!")"#.into()),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(outbox(&relay), ["Hi!"]);
+    let result = last_message(&model.requests()[1]);
+    assert_eq!(result["role"], "tool");
+    assert_eq!(
+        result["content"],
+        "error: there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, \
+         answer?), end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
+         request_human_intervention(reason, question?)"
+    );
+}
+
+/// A server that echoes the whole prompt in its error body (llama-cpp's 500
+/// did, 9,776 characters): the operator gets a short excerpt with none of
+/// the prompt, in the conversation, `relay status` and relay.log.
+#[test]
+fn an_error_body_that_echoes_the_prompt_is_cut_and_keeps_it_out() {
+    let responder: Responder = Arc::new(|_, request| Reply::Error(500, system_prompt(request).repeat(4)));
+    let (relay, model) = with_model(responder);
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    let prompt = system_prompt(&model.requests()[0]);
+    let reason = needs["intervention_reason"].as_str().unwrap().to_string();
+    let status = relay.json(&["status"]);
+    let model_error = status["model_error"].as_str().unwrap().to_string();
+    let log = std::fs::read_to_string(relay.path().join("relay.log")).unwrap();
+    for (what, text) in [("intervention_reason", &reason), ("model_error", &model_error)] {
+        assert!(text.contains("500"), "{what}: {text}");
+        assert!(text.chars().count() < 500, "{what} is {} characters: {text}", text.chars().count());
+    }
+    for line in prompt.lines().filter(|l| l.chars().count() >= 20) {
+        for (what, text) in [("intervention_reason", &reason), ("model_error", &model_error), ("relay.log", &log)] {
+            assert!(!text.contains(line), "{what} holds the prompt's {line:?}");
+        }
+    }
 }

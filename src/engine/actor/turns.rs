@@ -31,6 +31,9 @@ pub(super) struct RunningTurn {
     pub(super) answers: Vec<MessageRef>,
     /// The same messages' transcript ids: what a todo answered now rests on.
     pub(super) answering: Vec<Uuid>,
+    /// The conversation's `usage.text_tool_calls` when the turn started:
+    /// the turn's end says how many of its calls were read from text.
+    pub(super) text_calls_before: u64,
     pub(super) task: JoinHandle<()>,
 }
 
@@ -47,6 +50,7 @@ impl Actor {
             })?;
         }
         let instance = (*self.convs[self.index(id)?]).clone();
+        let text_calls_before = instance.usage.text_tool_calls;
         let transcript = self.shared.store.read_transcript(id)?;
         // A first turn cut short after it spoke (stop, pause) goes on, not over.
         let spoke = transcript.iter().any(went_out);
@@ -81,6 +85,7 @@ impl Actor {
             attempted: 0,
             answers,
             answering,
+            text_calls_before,
             task,
         });
         Ok(())
@@ -96,6 +101,11 @@ impl Actor {
         }
         let Ok(index) = self.index(id) else { return };
         let state = self.convs[index].state;
+        // Recorded on the turn's end: the operator sees that the model
+        // wrote its calls as text (`model.text_tool_calls`).
+        let read = self.convs[index].usage.text_tool_calls.saturating_sub(finished.text_calls_before);
+        let note = (read > 0)
+            .then(|| format!("{read} tool call{} read from the model's text", if read == 1 { "" } else { "s" }));
         let spoke = finished.sent > 0 || finished.already_spoke;
         // The rule on how a turn may end (see `may_end_without_sending`),
         // for any agent: a conversation never waits for a reply to a message
@@ -111,11 +121,11 @@ impl Actor {
                 tracing::warn!(instance = %id, %error, "the agent could not take its turn");
                 self.agent_failed(id, error.to_string())
             }
-            (State::Active, Ok(())) if spoke => self.transition(id, Event::MessageSent, None, |_| {}),
+            (State::Active, Ok(())) if spoke => self.transition(id, Event::MessageSent, note, |_| {}),
             (State::HeartbeatScheduled, Ok(())) if spoke => {
-                self.transition(id, Event::FollowupSent, None, |i| i.follow_up_count += 1)
+                self.transition(id, Event::FollowupSent, note, |i| i.follow_up_count += 1)
             }
-            (State::Active | State::HeartbeatScheduled, Ok(())) => self.transition(id, Event::AgentWaits, None, |_| {}),
+            (State::Active | State::HeartbeatScheduled, Ok(())) => self.transition(id, Event::AgentWaits, note, |_| {}),
             _ => return,
         };
         if let Err(error) = outcome {

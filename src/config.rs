@@ -60,6 +60,9 @@ pub struct DeliverySettings {
     pub timeout: Duration,
 }
 
+/// A phone off for longer than a month is not coming back for this conversation.
+pub const MAX_DELIVERY_TIMEOUT: Duration = Duration::from_secs(30 * 86_400);
+
 impl Default for DeliverySettings {
     fn default() -> Self {
         DeliverySettings { timeout: Duration::from_secs(10 * 60) }
@@ -340,8 +343,11 @@ impl Config {
     pub fn check(&self) -> Result<(), String> {
         self.agent.check()?;
         self.whatsapp.check()?;
-        if self.delivery.timeout < Duration::from_secs(1) {
-            return Err("delivery.timeout must be at least 1s (it is a duration such as \"10m\")".into());
+        if !(Duration::from_secs(1)..=MAX_DELIVERY_TIMEOUT).contains(&self.delivery.timeout) {
+            return Err(format!(
+                "delivery.timeout must be from 1s to 30d (it is {}; a duration such as \"10m\")",
+                crate::duration::format(self.delivery.timeout)
+            ));
         }
         match &self.model {
             Some(model) => model.check(),
@@ -410,5 +416,25 @@ impl PacingSettings {
     pub fn typing_time(&self, chars: usize) -> Duration {
         let ms = self.typing_ms_per_char.saturating_mul(chars as u64).clamp(self.min_typing_ms, self.max_typing_ms);
         Duration::from_millis(ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Any delivery timeout from 1s to 30d is taken; any other is refused
+        /// before the daemon starts (a huge one overflowed the clock at the
+        /// first send).
+        #[test]
+        fn a_delivery_timeout_is_taken_only_within_its_bounds(
+            seconds in proptest::prop_oneof![0u64..3_000_000, 0u64..u64::MAX / 2]
+        ) {
+            let mut config = Config::new(ChannelKind::Sandbox);
+            config.delivery.timeout = Duration::from_secs(seconds);
+            let within = (1..=30 * 86_400).contains(&seconds);
+            proptest::prop_assert_eq!(config.check().is_ok(), within, "{}", seconds);
+        }
     }
 }

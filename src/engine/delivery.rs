@@ -246,8 +246,13 @@ impl Actor {
     /// follow-ups wait, and the timeout runs.
     pub(super) fn await_delivery(&mut self, message: &TranscriptMessage) {
         let now = Utc::now();
-        let due = chrono::Duration::from_std(self.shared.settings.delivery_timeout).unwrap_or(chrono::Duration::MAX);
-        let awaiting = AwaitingDelivery { message_id: message.id, sent_at: now, due_at: now + due, overdue: false };
+        // The config caps the timeout at 30 days; a settings value built
+        // another way (tests, the library) must not overflow the clock.
+        let due = chrono::Duration::from_std(self.shared.settings.delivery_timeout)
+            .ok()
+            .and_then(|due| now.checked_add_signed(due))
+            .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
+        let awaiting = AwaitingDelivery { message_id: message.id, sent_at: now, due_at: due, overdue: false };
         if self.index(message.instance_id).is_ok()
             && let Err(error) = self.update(message.instance_id, |i| i.awaiting_delivery = Some(awaiting))
         {

@@ -32,7 +32,7 @@ pub fn print(i: &ConversationInstance) {
         hb.max_followups,
         i.follow_up_count
     );
-    match &i.awaiting_delivery {
+    match i.awaiting_delivery.as_ref().filter(|_| !i.state.is_terminal()) {
         Some(awaiting) => {
             let sent = output::time(awaiting.sent_at);
             if awaiting.overdue {

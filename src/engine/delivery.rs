@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 use super::actor::{Actor, Msg};
 use super::{Shared, contact_of};
-use crate::api::{AwaitingDelivery, ConversationInstance, EventData, SendStatus, TranscriptMessage};
+use crate::api::{AwaitingDelivery, ConversationInstance, EventData, SendStatus, State, TranscriptMessage};
 use crate::channel::SentUpdate;
 use crate::fsm::Event;
 use crate::store::{Journal, Store, StoreError};
@@ -164,8 +164,11 @@ impl Shared {
 
     /// News of a message from the channel: to the conversation's actor; with
     /// no actor (the conversation has ended) it is written here, under the
-    /// actor map's lock so none starts meanwhile.
-    pub(super) fn sent_update(&self, channel_id: &str, update: SentUpdate) {
+    /// actor map's lock so none starts meanwhile. Returns once it is on disk
+    /// (or found to change nothing), so a channel that answers someone
+    /// ("delivered") after this has told the truth, even if relay is killed
+    /// the next instant.
+    pub(super) async fn sent_update(&self, channel_id: &str, update: SentUpdate) {
         let found = {
             let mut index = self.sent.lock().expect("sent lock");
             let found = index.by_channel_id.get(channel_id).copied();
@@ -179,16 +182,25 @@ impl Shared {
             return;
         };
         let Some(contact) = self.snapshot(instance).map(|i| contact_of(&i)) else { return };
-        let actors = self.actors.lock().expect("actors lock");
-        match actors.get(&contact) {
-            Some(handle) => {
-                let _ = handle.tx.send(Msg::SentUpdate { instance, message, update });
-            }
-            None => {
-                if let Err(error) = self.settle_ended(instance, message, &update) {
-                    tracing::error!(%instance, %error, "cannot record what became of a sent message");
+        let recorded = {
+            let actors = self.actors.lock().expect("actors lock");
+            match actors.get(&contact) {
+                Some(handle) => {
+                    let (done, recorded) = tokio::sync::oneshot::channel();
+                    let _ = handle.tx.send(Msg::SentUpdate { instance, message, update, done });
+                    Some(recorded)
+                }
+                None => {
+                    if let Err(error) = self.settle_ended(instance, message, &update) {
+                        tracing::error!(%instance, %error, "cannot record what became of a sent message");
+                    }
+                    None
                 }
             }
+        };
+        if let Some(recorded) = recorded {
+            // An actor that stops first (shutdown) drops `done`: nothing to wait for.
+            let _ = recorded.await;
         }
     }
 
@@ -224,7 +236,8 @@ impl Shared {
 }
 
 impl Actor {
-    /// News of a message this actor's conversation sent.
+    /// News of a message this actor's conversation sent, written down before
+    /// this returns.
     pub(super) fn sent_update(&mut self, instance: Uuid, message: Uuid, update: SentUpdate) {
         let next = match self.shared.apply_sent_update(instance, message, &update) {
             Ok(Some(next)) => next,
@@ -234,8 +247,22 @@ impl Actor {
                 return;
             }
         };
+        let noted = |i: &mut ConversationInstance| {
+            let first = i.first_delivered_at.is_none();
+            note(i, &next);
+            // A person was called because nothing arrived; now it has.
+            let called_for_it = i.state == State::NeedsHumanIntervention
+                && i.history.last().is_some_and(|t| t.trigger == Event::NotDelivered.as_str());
+            if first
+                && i.first_delivered_at.is_some()
+                && called_for_it
+                && let Some(reason) = i.intervention_reason.as_mut()
+            {
+                reason.push_str(" (it has been delivered since)");
+            }
+        };
         if self.index(instance).is_ok()
-            && let Err(error) = self.update(instance, |i| note(i, &next))
+            && let Err(error) = self.update(instance, noted)
         {
             tracing::error!(%instance, %error, "cannot record a delivery");
         }

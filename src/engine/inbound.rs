@@ -27,7 +27,7 @@ impl InboundSink for Inbound {
     fn sent_update(&self, message_id: String, update: SentUpdate) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Some(shared) = self.0.upgrade() {
-                shared.sent_update(&message_id, update);
+                shared.sent_update(&message_id, update).await;
             }
         })
     }

@@ -50,7 +50,8 @@ fn a_message_is_delivered_then_read_and_every_view_says_so() {
     assert!(relay.ok(&["transcript", &id]).contains("message 0  ✓✓\n"));
 
     relay.ok(&["sandbox", "say", CONTACT, "Friday"]);
-    let instance = relay.wait_for(&id, "the read receipt", |i| !i["last_read_at"].is_null());
+    let instance = relay.get(&id);
+    assert!(!instance["last_read_at"].is_null(), "the read is recorded before `say` answers");
     let transcript = relay.transcript(&id);
     assert_eq!(transcript[0]["send_status"], "read");
     assert!(transcript[0]["delivered_at"].as_str() <= transcript[0]["read_at"].as_str());
@@ -84,6 +85,8 @@ fn a_first_message_that_never_arrives_goes_to_a_person_and_nothing_follows_it() 
     let online = relay.json(&["sandbox", "online", CONTACT]);
     assert_eq!((online["online"].as_bool(), online["delivered"].as_u64()), (Some(true), Some(1)));
     assert_eq!(statuses(&relay, &id), ["delivered"]);
+    let reason = relay.get(&id)["intervention_reason"].as_str().unwrap().to_string();
+    assert!(reason.ends_with("(it has been delivered since)"), "{reason}");
     relay.ok(&["resume", &id]);
     relay.wait_for(&id, "a turn after resuming", |i| i["state"] == "WAITING_FOR_REPLY");
 }
@@ -115,18 +118,30 @@ fn receipts_survive_a_kill_and_find_their_message_after_a_restart() {
     let (relay, _model) = relay("10m");
     relay.ok(&["sandbox", "offline", CONTACT]);
     let id = create(&relay);
-    relay.wait_for(&id, "the wait for delivery", |i| !i["awaiting_delivery"].is_null());
+    // Killed once the turn is over (a turn cut short runs again, and sends again).
+    relay.wait_for(&id, "the wait for delivery", |i| {
+        i["state"] == "WAITING_FOR_REPLY" && !i["awaiting_delivery"].is_null()
+    });
     let pid = relay.pid().unwrap();
     unsafe { libc::kill(pid, libc::SIGKILL) };
     relay.wait_until_lock_free();
     relay.ok(&["start"]);
 
-    // The phone held the message across the restart, and its receipt finds it.
-    relay.ok(&["sandbox", "online", CONTACT]);
-    relay.wait_for(&id, "the delivery", |i| i["awaiting_delivery"].is_null());
+    // The phone held the message across the restart, and its receipt finds
+    // it. When `online` answers, relay has recorded the delivery: a kill the
+    // next instant loses nothing.
+    let online = relay.json(&["sandbox", "online", CONTACT]);
+    assert_eq!(online["delivered"], 1);
+    assert_eq!(statuses(&relay, &id)[0], "delivered", "recorded before the answer");
+    let pid = relay.pid().unwrap();
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    relay.wait_until_lock_free();
+    relay.ok(&["start"]);
+    assert_eq!(statuses(&relay, &id)[0], "delivered");
+    assert!(relay.get(&id)["awaiting_delivery"].is_null());
     relay.ok(&["sandbox", "read", CONTACT]);
-    relay.wait_for(&id, "the read receipt", |i| !i["last_read_at"].is_null());
-    assert_eq!(statuses(&relay, &id)[0], "read");
+    assert_eq!(statuses(&relay, &id)[0], "read", "recorded before the answer");
+    assert!(!relay.get(&id)["last_read_at"].is_null());
 
     let pid = relay.pid().unwrap();
     unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -143,4 +158,18 @@ fn the_phone_commands_refuse_a_wrong_number_in_the_users_words() {
     assert!(error.contains("the letter 'T' cannot be part of one"), "{error}");
     let answer = relay.ok(&["sandbox", "read", CONTACT]);
     assert_eq!(answer.trim(), format!("{CONTACT} read 0 messages."));
+}
+
+#[test]
+fn an_ended_conversation_awaits_nothing() {
+    let (relay, _model) = relay("10m");
+    relay.ok(&["sandbox", "offline", CONTACT]);
+    let id = create(&relay);
+    relay.wait_for(&id, "the wait for delivery", |i| !i["awaiting_delivery"].is_null());
+    relay.ok(&["cancel", &id]);
+    assert!(relay.get(&id)["awaiting_delivery"].is_null());
+    assert!(!relay.ok(&["get", &id]).lines().any(|line| line.starts_with("delivery    ")));
+    // Its receipts still reach its transcript.
+    relay.ok(&["sandbox", "online", CONTACT]);
+    assert_eq!(statuses(&relay, &id), ["delivered"]);
 }

@@ -85,6 +85,8 @@ pub(crate) enum Msg {
         instance: Uuid,
         message: Uuid,
         update: SentUpdate,
+        /// Told once the update is on disk (the channel waits for it).
+        done: Reply<()>,
     },
     /// The channel may have become ready (or stopped being): move on.
     ChannelChanged,
@@ -232,7 +234,10 @@ impl Actor {
                 let _ = reply.send(self.tool(id, turn, call));
             }
             Msg::Sent { message, result, waiter } => self.sent(message, result, waiter),
-            Msg::SentUpdate { instance, message, update } => self.sent_update(instance, message, update),
+            Msg::SentUpdate { instance, message, update, done } => {
+                self.sent_update(instance, message, update);
+                let _ = done.send(());
+            }
             Msg::ChannelChanged => {}
             Msg::Usage { id, usage } => {
                 if let Err(error) = self.update(id, |i| i.usage += usage) {

@@ -192,7 +192,10 @@ impl Actor {
         while !self.sending.is_empty() {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(Msg::Sent { message, result, waiter })) => self.sent(message, result, waiter),
-                Ok(Some(Msg::SentUpdate { instance, message, update })) => self.sent_update(instance, message, update),
+                Ok(Some(Msg::SentUpdate { instance, message, update, done })) => {
+                    self.sent_update(instance, message, update);
+                    let _ = done.send(());
+                }
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => break,
             }

@@ -49,6 +49,8 @@ impl Actor {
         }
         if to.is_terminal() {
             report::on_end(&mut next, event, reason.as_deref());
+            // Nothing is awaited of an ended conversation.
+            next.awaiting_delivery = None;
         }
         if target != Target::Stay {
             next.history.push(entry(from, to, event, reason.clone(), now));

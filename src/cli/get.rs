@@ -106,7 +106,7 @@ pub fn print(i: &ConversationInstance) {
     }
     if let Some(last) = &i.last_contact_message {
         say!(
-            "contact     last wrote {:?} ({})",
+            "contact     last wrote \"{}\" ({})",
             output::truncate(&last.untrusted_contact_text, 60),
             output::time(last.at)
         );

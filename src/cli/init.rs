@@ -59,13 +59,6 @@ struct Initialised {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
-    // Port 0 means "any free port" to the OS: the daemon would listen
-    // somewhere new at each start, and config.json would name no port at all.
-    if ctx.port == Some(0) {
-        return Err(CliError::usage(
-            "--port 0 (or RELAY_PORT=0) is not a port the daemon can be reached on: give one from 1 to 65535 (the default is 3214)",
-        ));
-    }
     let pair_phone =
         args.pair_phone.as_deref().map(Contact::parse).transpose().map_err(|e| CliError::usage(e.to_string()))?;
     let existing = match Config::read(&ctx.home) {

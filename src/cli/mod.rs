@@ -257,10 +257,14 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
 /// what was typed: like every other error they reach the terminal through
 /// `visible`, and as one JSON object with `--json`. Help and version are
 /// relay's own text and go out as clap writes them.
-/// `--port`: clap's own parser says "not in 0..=65535", as if 0 were a
-/// port relay could use (`relay init` refuses it in its own words).
+/// `--port` (or `RELAY_PORT`): 1 to 65535. clap's own parser said "not in
+/// 0..=65535", as if 0 were a port relay could use; the OS reads 0 as "any
+/// free port", so a daemon would start where no client finds it.
 fn port_number(text: &str) -> Result<u16, String> {
-    match text.parse::<u64>() {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("--port 0 (or RELAY_PORT=0) is not a port the daemon can be reached on: give one from 1 to \
+                      65535 (the default is 3214)"
+            .into()),
         Ok(n) if n <= u64::from(u16::MAX) => Ok(n as u16),
         _ => Err("a port is a number from 1 to 65535 (the default is 3214)".into()),
     }
@@ -274,8 +278,14 @@ pub fn argument_error(error: clap::Error) -> ExitCode {
     }
     let text = error.render().to_string();
     if std::env::args_os().any(|arg| arg == "--json") {
-        let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
-        return report(true, CliError::usage(first));
+        // The error is its lines up to the usage: "the following required
+        // arguments were not provided:" goes on with their names.
+        let said: Vec<&str> = text
+            .lines()
+            .take_while(|line| !line.is_empty() && !line.starts_with("Usage:"))
+            .map(|line| line.trim().trim_start_matches("error: "))
+            .collect();
+        return report(true, CliError::usage(said.join(" ")));
     }
     complain!("{}", text.trim_end());
     ExitCode::from(2)
@@ -304,5 +314,9 @@ mod tests {
             assert!(!error.contains("0.."), "{wrong}: {error}");
         }
         assert_eq!(Cli::try_parse_from(["relay", "--port", "65535", "status"]).unwrap().port, Some(65535));
+        // Not 0 either, for any command: `relay --port 0 start` started a
+        // daemon on a random port and then said it had not.
+        let error = Cli::try_parse_from(["relay", "--port", "0", "start"]).unwrap_err().to_string();
+        assert!(error.contains("--port 0") && error.contains("from 1 to"), "{error}");
     }
 }

@@ -75,6 +75,13 @@ fn is_hidden(c: char) -> bool {
         // Arabic letter mark, left-to-right/right-to-left marks, embeddings
         // and overrides, isolates.
         '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        // Characters that show as nothing: zero-width space and non-joiner,
+        // word joiner and invisible operators, the byte-order mark, the
+        // Mongolian vowel separator, and the tag characters (invisible text
+        // a reader cannot see and a model still reads). The zero-width
+        // joiner stays: emoji are made with it.
+        '\u{200b}' | '\u{200c}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{180e}' => true,
+        '\u{e0000}'..='\u{e007f}' => true,
         _ => false,
     }
 }
@@ -153,7 +160,8 @@ mod tests {
         assert_eq!(visible("abc\u{202e}fed"), "abc\\u{202e}fed");
         assert_eq!(visible("one\ntwo\tthree\r"), "one\ntwo\\tthree\\r");
         assert_eq!(visible("\u{9b}31m"), "\\x9b31m");
-        assert!(matches!(visible("plain, ñandú 🙂"), Cow::Borrowed(_)));
+        assert!(matches!(visible("plain, ñandú 🙂 👨\u{200d}👩\u{200d}👧"), Cow::Borrowed(_)));
+        assert_eq!(visible("a\u{200b}b\u{feff}c\u{e0041}"), "a\\u{200b}b\\u{feff}c\\u{e0041}");
     }
 
     #[test]
@@ -186,7 +194,9 @@ mod tests {
         }
 
         #[test]
-        fn text_without_controls_is_untouched(text in "[^\\p{Cc}\u{61c}\u{200e}\u{200f}\u{202a}-\u{202e}\u{2066}-\u{2069}]*") {
+        fn text_without_controls_is_untouched(
+            text in "[^\\p{Cc}\u{61c}\u{200b}\u{200c}\u{200e}\u{200f}\u{202a}-\u{202e}\u{2060}-\u{2064}\u{2066}-\u{2069}\u{feff}\u{180e}\u{e0000}-\u{e007f}]*"
+        ) {
             prop_assert_eq!(visible(&text), text.as_str());
         }
     }

@@ -110,3 +110,14 @@ fn a_demo_whose_reader_goes_away_stops_its_daemon_and_removes_its_home() {
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
     nothing_left(daemon, &home);
 }
+
+/// An argument error as JSON is the whole sentence: "the following required
+/// arguments were not provided:" was all it said, naming none.
+#[test]
+fn a_missing_argument_is_named_in_json_too() {
+    let relay = Relay::uninitialised();
+    let stderr = relay.fails(&["--json", "sandbox", "offline"], 2);
+    let error: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
+    let said = error["error"].as_str().unwrap();
+    assert!(said.contains("not provided") && said.contains("<CONTACT>"), "{said}");
+}

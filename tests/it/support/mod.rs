@@ -16,6 +16,7 @@ pub mod engine;
 pub mod invariants;
 pub mod model;
 pub mod test_agent;
+pub mod webhook_receiver;
 
 pub const CONTACT: &str = "+56912345678";
 pub const OTHER_CONTACT: &str = "+447911123456";

@@ -9,7 +9,8 @@
 //!
 //! This module joins them: sends wait for the connection (bounded), are
 //! paced, retried, and recorded with WhatsApp's message id; incoming
-//! messages are matched to contacts (LIDs included) and handed to the engine.
+//! messages are matched to contacts (LIDs included), handed to the engine,
+//! and marked read as `whatsapp.read_receipts` says.
 
 pub mod inbound;
 pub mod jid;
@@ -26,9 +27,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use whatsapp_rust::prelude::*;
 
-use super::{Channel, ChannelError, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
+use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
 use crate::api::{ChannelStatus, PairingEvent, SendStatus};
-use crate::config::WhatsappSettings;
+use crate::config::{ReadReceipts, WhatsappSettings};
 use crate::contact::Contact;
 use crate::util::{Backoff, BoxFuture};
 use inbound::{Routed, Sender};
@@ -66,6 +67,8 @@ pub struct WhatsappChannel {
     /// Numbers already checked this run (see [`Link::check_number`]).
     checked: Mutex<HashSet<String>>,
     sink: OnceLock<Arc<dyn InboundSink>>,
+    /// What becomes of whatsapp-rust's events (shared with the event task).
+    arrivals: Arc<Arrivals>,
     /// whatsapp-rust's events for this channel, until `attach` takes them.
     events: Mutex<Option<mpsc::UnboundedReceiver<Arc<Event>>>>,
 }
@@ -87,7 +90,9 @@ impl WhatsappChannel {
         events: mpsc::UnboundedReceiver<Arc<Event>>,
         settings: WhatsappSettings,
     ) -> WhatsappChannel {
+        let arrivals = Arc::new(Arrivals { link: link.clone(), read_receipts: settings.read_receipts() });
         WhatsappChannel {
+            arrivals,
             link,
             pacer: Mutex::new(Pacer::new(settings.pacing.clone())),
             settings,
@@ -104,7 +109,7 @@ impl WhatsappChannel {
     /// Handles one whatsapp-rust event (as the session's event task does).
     pub async fn handle_event(&self, event: &Event) {
         if let Some(sink) = self.sink.get() {
-            handle_event(self.link.as_ref(), sink.as_ref(), event).await;
+            self.arrivals.handle(sink.as_ref(), event).await;
         }
     }
 
@@ -200,17 +205,57 @@ impl WhatsappChannel {
     }
 }
 
-/// Hands the engine what it needs from one whatsapp-rust event: incoming
-/// messages, and server acks that refuse a message.
-async fn handle_event(link: &dyn Link, sink: &dyn InboundSink, event: &Event) {
-    match event {
-        Event::Messages(batch) => {
-            for message in batch.messages.iter() {
-                if let Some(inbound) = take(link, &message.message, &message.info).await {
-                    sink.deliver(inbound).await;
+/// What becomes of whatsapp-rust's events: incoming messages (then marked
+/// read, if on arrival), and what is learned of messages relay sent.
+struct Arrivals {
+    link: Arc<dyn Link>,
+    read_receipts: ReadReceipts,
+}
+
+impl Arrivals {
+    async fn handle(&self, sink: &dyn InboundSink, event: &Event) {
+        match event {
+            Event::Messages(batch) => {
+                for message in batch.messages.iter() {
+                    if let Some(inbound) = take(self.link.as_ref(), &message.message, &message.info).await {
+                        let reference = inbound.reference.clone();
+                        let delivery = sink.deliver(inbound).await;
+                        if let (Delivery::Delivered(_), Some(reference)) = (delivery, reference) {
+                            self.arrived(reference);
+                        }
+                    }
                 }
             }
+            _ => handle_update(sink, event).await,
         }
+    }
+
+    /// A message the conversation took: on arrival, it is marked read a
+    /// few seconds later, as a person glancing at the phone would.
+    fn arrived(&self, message: MessageRef) {
+        if self.read_receipts != ReadReceipts::OnArrival {
+            return;
+        }
+        let Ok(chat) = message.chat.parse::<Jid>() else { return };
+        let link = self.link.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(read_delay()).await;
+            link.mark_read(&chat, &[message.id]).await;
+        });
+    }
+}
+
+/// Between 1 and 4 seconds, at random.
+fn read_delay() -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    Duration::from_millis(1_000 + random % 3_001)
+}
+
+/// What the engine learns of a message relay sent: a server ack refusing
+/// it, or a receipt.
+async fn handle_update(sink: &dyn InboundSink, event: &Event) {
+    match event {
         Event::ServerAck(ack) => {
             if let Some(code) = &ack.error
                 && ack.class.as_deref().is_none_or(|c| c == "message")
@@ -295,10 +340,10 @@ impl Channel for WhatsappChannel {
             }
         });
         if let Some(mut events) = self.events.lock().expect("events lock").take() {
-            let link = self.link.clone();
+            let arrivals = self.arrivals.clone();
             tokio::spawn(async move {
                 while let Some(event) = events.recv().await {
-                    handle_event(link.as_ref(), inbound.as_ref(), &event).await;
+                    arrivals.handle(inbound.as_ref(), &event).await;
                 }
             });
         }
@@ -326,7 +371,8 @@ impl Channel for WhatsappChannel {
 
     fn mark_read(&self, messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if !self.settings.mark_read {
+            // On arrival they were marked already; never is never.
+            if self.settings.read_receipts() != ReadReceipts::AfterTurn {
                 return;
             }
             let mut by_chat: BTreeMap<String, Vec<String>> = BTreeMap::new();

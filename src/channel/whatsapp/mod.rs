@@ -10,7 +10,8 @@
 //! This module joins them: sends wait for the connection (bounded), are
 //! paced, retried, and recorded with WhatsApp's message id; incoming
 //! messages are matched to contacts (LIDs included), handed to the engine,
-//! and marked read as `whatsapp.read_receipts` says.
+//! and marked read as `whatsapp.read_receipts` says; with a quiet
+//! `whatsapp.presence`, the device says it is unavailable after connecting.
 
 pub mod inbound;
 pub mod jid;
@@ -29,7 +30,7 @@ use whatsapp_rust::prelude::*;
 
 use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
 use crate::api::{ChannelStatus, PairingEvent, SendStatus};
-use crate::config::{ReadReceipts, WhatsappSettings};
+use crate::config::{Presence, ReadReceipts, WhatsappSettings};
 use crate::contact::Contact;
 use crate::util::{Backoff, BoxFuture};
 use inbound::{Routed, Sender};
@@ -54,6 +55,8 @@ pub trait Link: Send + Sync + 'static {
     fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()>;
     fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>>;
     fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()>;
+    /// Tells WhatsApp this device is not online (`<presence type="unavailable">`).
+    fn set_unavailable(&self) -> BoxFuture<'_, ()>;
     /// The phone number (digits) behind a LID, from the session's map.
     fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>>;
     fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent>;
@@ -90,7 +93,11 @@ impl WhatsappChannel {
         events: mpsc::UnboundedReceiver<Arc<Event>>,
         settings: WhatsappSettings,
     ) -> WhatsappChannel {
-        let arrivals = Arc::new(Arrivals { link: link.clone(), read_receipts: settings.read_receipts() });
+        let arrivals = Arc::new(Arrivals {
+            link: link.clone(),
+            read_receipts: settings.read_receipts(),
+            presence: settings.presence,
+        });
         WhatsappChannel {
             arrivals,
             link,
@@ -210,6 +217,7 @@ impl WhatsappChannel {
 struct Arrivals {
     link: Arc<dyn Link>,
     read_receipts: ReadReceipts,
+    presence: Presence,
 }
 
 impl Arrivals {
@@ -225,6 +233,18 @@ impl Arrivals {
                         }
                     }
                 }
+            }
+            // whatsapp-rust announced "available" just before `Connected`
+            // (docs/whatsapp.md, "Presence").
+            Event::Connected(_) if self.presence == Presence::Quiet => self.link.set_unavailable().await,
+            // It announces "available" again after a new push name, on a
+            // task of its own started after this event: let it go first.
+            Event::SelfPushNameUpdated(_) if self.presence == Presence::Quiet => {
+                let link = self.link.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(AFTER_PUSH_NAME).await;
+                    link.set_unavailable().await;
+                });
             }
             _ => handle_update(sink, event).await,
         }
@@ -244,6 +264,10 @@ impl Arrivals {
         });
     }
 }
+
+/// How long after a new push name relay says "unavailable" (whatsapp-rust's
+/// own "available" goes out on a task it starts at that moment).
+const AFTER_PUSH_NAME: Duration = Duration::from_secs(3);
 
 /// Between 1 and 4 seconds, at random.
 fn read_delay() -> Duration {

@@ -81,6 +81,10 @@ impl Link for FakeLink {
         self.note(format!("read {chat} {}", ids.join(",")));
         Box::pin(async {})
     }
+    fn set_unavailable(&self) -> BoxFuture<'_, ()> {
+        self.note("unavailable".into());
+        Box::pin(async {})
+    }
     fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>> {
         let found = self.lids.iter().find(|(l, _)| *l == lid.user.as_str()).map(|(_, p)| p.clone());
         Box::pin(async move { found })
@@ -416,4 +420,35 @@ async fn read_receipts_follow_the_setting() {
     channel.handle_event(&batch(wa::Message::text("who?"), info(Jid::pn(NUMBER), None))).await;
     tokio::time::sleep(secs(5)).await;
     assert!(link.log().is_empty());
+}
+
+/// `presence`: quiet says "unavailable" right after each connection (and
+/// again a while after a new push name, once whatsapp-rust's own
+/// "available" has gone); available says nothing. Typing before a send stays.
+#[tokio::test(start_paused = true)]
+async fn quiet_presence_says_unavailable_after_each_connection() {
+    use crate::config::Presence;
+    use whatsapp_rust::types::events::{Connected, SelfPushNameUpdated};
+    let connected = || Event::Connected(Connected::builder().build());
+    let renamed = Event::SelfPushNameUpdated(
+        SelfPushNameUpdated::builder().from_server(true).old_name("A".into()).new_name("B".into()).build(),
+    );
+
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    channel.handle_event(&connected()).await;
+    assert_eq!(link.log(), [(Duration::ZERO, "unavailable".to_string())]);
+    channel.handle_event(&renamed).await;
+    channel.handle_event(&connected()).await;
+    tokio::time::sleep(secs(5)).await;
+    let times: Vec<Duration> = link.log().into_iter().filter(|(_, w)| w == "unavailable").map(|(t, _)| t).collect();
+    assert_eq!(times, [Duration::ZERO, Duration::ZERO, secs(3)], "each connection, and after the new name");
+    channel.send(&contact(), "hi").await.unwrap();
+    assert!(link.log().iter().any(|(_, w)| w.starts_with("typing")), "typing still shown");
+
+    let available = WhatsappSettings { presence: Presence::Available, ..WhatsappSettings::default() };
+    let (channel, link, _) = super::tests::channel(FakeLink::new(LinkState::Connected), available);
+    channel.handle_event(&connected()).await;
+    channel.handle_event(&renamed).await;
+    tokio::time::sleep(secs(5)).await;
+    assert!(link.log().is_empty(), "{:?}", link.log());
 }

@@ -1,5 +1,6 @@
 //! What whatsapp-rust reports: the link's state moves, pairing codes and
-//! outcomes go to whoever links, messages, acks and receipts to the channel.
+//! outcomes go to whoever links; messages, acks, receipts, connections and
+//! push name changes to the channel.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -57,9 +58,13 @@ impl Session {
                 self.pairing_failed(&format!("no pairing code: {}{}", e.error, wait.unwrap_or_default()));
             }
             Event::Connected(_) => {
-                let mut versions = self.version.lock().expect("version lock");
-                versions.last_working = Some(announced(client));
-                versions.rejected = None;
+                {
+                    let mut versions = self.version.lock().expect("version lock");
+                    versions.last_working = Some(announced(client));
+                    versions.rejected = None;
+                }
+                // The channel says "unavailable" now, if presence is quiet.
+                let _ = self.events.send(event.clone());
             }
             Event::ClientOutdated(_) => {
                 let refused = announced(client);
@@ -69,7 +74,7 @@ impl Session {
                     plan: "fetching the current version".into(),
                 });
             }
-            Event::Messages(_) | Event::ServerAck(_) | Event::Receipt(_) => {
+            Event::Messages(_) | Event::ServerAck(_) | Event::Receipt(_) | Event::SelfPushNameUpdated(_) => {
                 let _ = self.events.send(event.clone());
             }
             _ => {}
@@ -120,6 +125,7 @@ mod tests {
 
         feed(Event::Connected(Connected::builder().build()));
         assert_eq!(*session.state().borrow(), LinkState::Connected);
+        assert!(matches!(&*events.recv().await.unwrap(), Event::Connected(_)), "for quiet presence");
         feed(Event::Disconnected(Disconnected::builder().reason(DisconnectReason::StreamEnded).build()));
         assert!(matches!(*session.state().borrow(), LinkState::Reconnecting { .. }));
 

@@ -69,7 +69,8 @@ pub struct Session {
     drop_pairing: AtomicBool,
     /// Cancelled: the session disconnects and the supervisor ends.
     stop: CancellationToken,
-    /// Incoming messages, server acks and receipts, for the channel, in order.
+    /// Incoming messages, server acks, receipts, connections and push name
+    /// changes, for the channel, in order.
     events: mpsc::UnboundedSender<Arc<Event>>,
     /// Each failed dial, its cause in plain words (for whoever links).
     dial_failures: broadcast::Sender<String>,
@@ -270,6 +271,16 @@ impl super::Link for Session {
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             if let Err(error) = client.mark_as_read(chat, None, &ids).await {
                 tracing::debug!(%error, "cannot mark messages read");
+            }
+        })
+    }
+
+    fn set_unavailable(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(client) = self.client()
+                && let Err(error) = client.presence().set_unavailable().await
+            {
+                tracing::debug!(%error, "cannot say this device is unavailable");
             }
         })
     }

@@ -5,11 +5,13 @@
 //! - [`inbound`]: which incoming messages relay takes, and their text;
 //! - [`jid`]: phone numbers and WhatsApp addresses;
 //! - [`pacing`]: typing time, gaps and the per-minute cap;
-//! - [`qr`]: the pairing QR code in a terminal.
+//! - [`qr`]: the pairing QR code in a terminal;
+//! - [`seen`]: the contact messages already taken, so a repeat is dropped.
 //!
 //! This module joins them: sends wait for the connection (bounded), are
 //! paced, retried, and recorded with WhatsApp's message id; incoming
-//! messages are matched to contacts (LIDs included), handed to the engine,
+//! messages are matched to contacts (LIDs included), handed to the engine
+//! once (WhatsApp may deliver one again),
 //! and marked read as `whatsapp.read_receipts` says; with a quiet
 //! `whatsapp.presence`, the device says it is unavailable after connecting.
 
@@ -17,6 +19,7 @@ pub mod inbound;
 pub mod jid;
 pub mod pacing;
 pub mod qr;
+pub mod seen;
 pub mod session;
 pub mod state;
 
@@ -77,15 +80,22 @@ pub struct WhatsappChannel {
 }
 
 impl WhatsappChannel {
-    /// The channel of the session kept in `auth_dir`, until `stop` is
+    /// The channel of the home's WhatsApp session, until `stop` is
     /// cancelled (see [`Channel::shutdown`]).
     pub fn open(
-        auth_dir: std::path::PathBuf,
+        home: &crate::home::Home,
         settings: WhatsappSettings,
         stop: tokio_util::sync::CancellationToken,
     ) -> WhatsappChannel {
-        let (session, events) = Session::start_with_stop(auth_dir, session::Endpoint::from_env(), stop);
-        WhatsappChannel::with_link(session, events, settings)
+        let (session, events) = Session::start_with_stop(home.whatsapp_auth_dir(), session::Endpoint::from_env(), stop);
+        WhatsappChannel::with_link(session, events, settings).remembering(home.whatsapp_inbound_ids_file())
+    }
+
+    /// Keeps the ids of the contact messages taken in `path`, so one
+    /// WhatsApp delivers again is dropped, after a restart too.
+    pub fn remembering(self, path: std::path::PathBuf) -> WhatsappChannel {
+        *self.arrivals.seen.lock().expect("seen lock") = Some(seen::Seen::open(path));
+        self
     }
 
     pub fn with_link(
@@ -97,6 +107,7 @@ impl WhatsappChannel {
             link: link.clone(),
             read_receipts: settings.read_receipts(),
             presence: settings.presence,
+            seen: Mutex::new(None),
         });
         WhatsappChannel {
             arrivals,
@@ -218,6 +229,8 @@ struct Arrivals {
     link: Arc<dyn Link>,
     read_receipts: ReadReceipts,
     presence: Presence,
+    /// The messages taken already (none kept: every message is new).
+    seen: Mutex<Option<seen::Seen>>,
 }
 
 impl Arrivals {
@@ -225,12 +238,25 @@ impl Arrivals {
         match event {
             Event::Messages(batch) => {
                 for message in batch.messages.iter() {
-                    if let Some(inbound) = take(self.link.as_ref(), &message.message, &message.info).await {
-                        let reference = inbound.reference.clone();
-                        let delivery = sink.deliver(inbound).await;
-                        if let (Delivery::Delivered(_), Some(reference)) = (delivery, reference) {
-                            self.arrived(reference);
-                        }
+                    let Some(inbound) = take(self.link.as_ref(), &message.message, &message.info).await else {
+                        continue;
+                    };
+                    let source = &message.info.source;
+                    let key = seen::SeenId::of(&source.chat, &source.sender, &message.info.id);
+                    if self.seen.lock().expect("seen lock").as_ref().is_some_and(|seen| seen.contains(&key)) {
+                        tracing::info!(id = %key.id, "a WhatsApp message delivered again; taken already");
+                        continue;
+                    }
+                    let reference = inbound.reference.clone();
+                    let delivery = sink.deliver(inbound).await;
+                    // Not written down: let a repeat have its chance.
+                    if !matches!(delivery, Delivery::NotRecorded(_))
+                        && let Some(seen) = self.seen.lock().expect("seen lock").as_mut()
+                    {
+                        seen.record(key);
+                    }
+                    if let (Delivery::Delivered(_), Some(reference)) = (delivery, reference) {
+                        self.arrived(reference);
                     }
                 }
             }

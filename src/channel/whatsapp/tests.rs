@@ -452,3 +452,40 @@ async fn quiet_presence_says_unavailable_after_each_connection() {
     tokio::time::sleep(secs(5)).await;
     assert!(link.log().is_empty(), "{:?}", link.log());
 }
+
+/// A message WhatsApp delivers again (same chat, sender and id) reaches the
+/// conversation once, also after the channel is opened again on the same
+/// file; another id, or the same id from someone else, is a new message.
+#[tokio::test(start_paused = true)]
+async fn a_message_delivered_again_is_taken_once_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("whatsapp-inbound-ids.jsonl");
+    let message = |id: &str, sender: Jid| {
+        let mut info = info(sender, None);
+        info.id = id.into();
+        batch(wa::Message::text(id), info)
+    };
+    let open = || {
+        let sink = Sink { in_conversation: true, ..Sink::default() };
+        let (channel, link, sink) =
+            channel_into(FakeLink::new(LinkState::Connected), WhatsappSettings::default(), sink);
+        (channel.remembering(path.clone()), link, sink)
+    };
+    let texts = |sink: &Sink| sink.delivered.lock().unwrap().iter().map(|m| m.text.clone()).collect::<Vec<_>>();
+
+    let (channel, _, sink) = open();
+    channel.handle_event(&message("A", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("A", Jid::pn(NUMBER))).await;
+    let device: Jid = format!("{NUMBER}:2@s.whatsapp.net").parse().unwrap();
+    channel.handle_event(&message("A", device)).await;
+    channel.handle_event(&message("B", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("A", Jid::pn("14155552671"))).await;
+    assert_eq!(texts(&sink), ["A", "B", "A"]);
+    drop(channel);
+
+    let (channel, _, sink) = open();
+    channel.handle_event(&message("A", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("B", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("C", Jid::pn(NUMBER))).await;
+    assert_eq!(texts(&sink), ["C"], "after the restart, only the new one");
+}

@@ -108,17 +108,26 @@ impl Session {
                         self.set(LinkState::Connecting);
                     }
                 }
-                LinkState::Outdated { .. } => {
-                    let wait = self.after_refusal(&mut backoff).await;
-                    self.pause(wait).await;
-                }
-                LinkState::Connecting | LinkState::Connected | LinkState::Reconnecting { .. } => {
-                    let last_error = match state {
-                        LinkState::Reconnecting { last_error } => last_error,
-                        _ => Some("the connection ended".into()),
-                    };
-                    self.set(LinkState::Reconnecting { last_error });
-                    self.pause(backoff.next_wait()).await;
+                LinkState::Outdated { .. }
+                | LinkState::Connecting
+                | LinkState::Connected
+                | LinkState::Reconnecting { .. } => {
+                    if !matches!(state, LinkState::Outdated { .. }) {
+                        let last_error = match state {
+                            LinkState::Reconnecting { last_error } => last_error,
+                            _ => Some("the connection ended".into()),
+                        };
+                        self.set(LinkState::Reconnecting { last_error });
+                        self.pause(backoff.next_wait()).await;
+                    }
+                    // Refused since the last connection (the event may
+                    // come after the run loop ended: whatsapp-rust hands
+                    // events over on a task of their own).
+                    let refused = self.version.lock().expect("version lock").rejected.is_some();
+                    if refused && !self.stop.is_cancelled() {
+                        let wait = self.after_refusal(&mut backoff).await;
+                        self.pause(wait).await;
+                    }
                 }
             }
         }

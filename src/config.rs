@@ -329,6 +329,34 @@ impl WhatsappSettings {
     }
 }
 
+#[cfg(test)]
+mod whatsapp_tests {
+    use super::*;
+
+    fn whatsapp(json: &str) -> WhatsappSettings {
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// `read_receipts` wins; an older config's `mark_read` still means what
+    /// it meant; neither is on arrival. What `relay init` writes reads back.
+    #[test]
+    fn read_receipts_and_the_older_mark_read() {
+        assert_eq!(whatsapp("{}").read_receipts(), ReadReceipts::OnArrival);
+        assert_eq!(whatsapp(r#"{"mark_read": true}"#).read_receipts(), ReadReceipts::AfterTurn);
+        assert_eq!(whatsapp(r#"{"mark_read": false}"#).read_receipts(), ReadReceipts::Never);
+        let both = whatsapp(r#"{"mark_read": false, "read_receipts": "on_arrival"}"#);
+        assert_eq!(both.read_receipts(), ReadReceipts::OnArrival);
+        assert_eq!(whatsapp(r#"{"read_receipts": "after_turn"}"#).read_receipts(), ReadReceipts::AfterTurn);
+        let written = serde_json::to_value(WhatsappSettings::default()).unwrap();
+        assert_eq!(written["read_receipts"], "on_arrival");
+        assert_eq!(written["presence"], "quiet");
+        assert!(written.get("mark_read").is_none());
+        assert_eq!(whatsapp(&written.to_string()), WhatsappSettings::default());
+        assert!(serde_json::from_str::<WhatsappSettings>(r#"{"read_receipts": "sometimes"}"#).is_err());
+        assert_eq!(whatsapp(r#"{"presence": "available"}"#).presence, Presence::Available);
+    }
+}
+
 fn default_port() -> u16 {
     DEFAULT_PORT
 }
@@ -443,33 +471,5 @@ impl PacingSettings {
     pub fn typing_time(&self, chars: usize) -> Duration {
         let ms = self.typing_ms_per_char.saturating_mul(chars as u64).clamp(self.min_typing_ms, self.max_typing_ms);
         Duration::from_millis(ms)
-    }
-}
-
-#[cfg(test)]
-mod whatsapp_tests {
-    use super::*;
-
-    fn whatsapp(json: &str) -> WhatsappSettings {
-        serde_json::from_str(json).unwrap()
-    }
-
-    /// `read_receipts` wins; an older config's `mark_read` still means what
-    /// it meant; neither is on arrival. What `relay init` writes reads back.
-    #[test]
-    fn read_receipts_and_the_older_mark_read() {
-        assert_eq!(whatsapp("{}").read_receipts(), ReadReceipts::OnArrival);
-        assert_eq!(whatsapp(r#"{"mark_read": true}"#).read_receipts(), ReadReceipts::AfterTurn);
-        assert_eq!(whatsapp(r#"{"mark_read": false}"#).read_receipts(), ReadReceipts::Never);
-        let both = whatsapp(r#"{"mark_read": false, "read_receipts": "on_arrival"}"#);
-        assert_eq!(both.read_receipts(), ReadReceipts::OnArrival);
-        assert_eq!(whatsapp(r#"{"read_receipts": "after_turn"}"#).read_receipts(), ReadReceipts::AfterTurn);
-        let written = serde_json::to_value(WhatsappSettings::default()).unwrap();
-        assert_eq!(written["read_receipts"], "on_arrival");
-        assert_eq!(written["presence"], "quiet");
-        assert!(written.get("mark_read").is_none());
-        assert_eq!(whatsapp(&written.to_string()), WhatsappSettings::default());
-        assert!(serde_json::from_str::<WhatsappSettings>(r#"{"read_receipts": "sometimes"}"#).is_err());
-        assert_eq!(whatsapp(r#"{"presence": "available"}"#).presence, Presence::Available);
     }
 }

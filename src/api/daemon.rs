@@ -12,7 +12,7 @@ pub struct ChannelStatus {
     /// "whatsapp" or "sandbox".
     pub kind: String,
     /// "connected", "not linked", "pairing", "connecting", "reconnecting",
-    /// "logged out", "temporarily banned", "replaced".
+    /// "outdated", "logged out", "temporarily banned", "replaced".
     pub state: String,
     pub connected: bool,
     /// What to know about that state: attempts and last error, until when,

@@ -109,9 +109,7 @@ async fn serve(
     let store = Store::open(home)?;
     let channel: Arc<dyn Channel> = match config.channel {
         ChannelKind::Sandbox => Arc::new(SandboxChannel::open(home)?),
-        ChannelKind::Whatsapp => {
-            Arc::new(WhatsappChannel::open(home.whatsapp_auth_dir(), config.whatsapp.clone(), channel_stop))
-        }
+        ChannelKind::Whatsapp => Arc::new(WhatsappChannel::open(home, config.whatsapp.clone(), channel_stop)),
     };
     let agent = crate::agent::from_config(config);
     let settings = crate::engine::Settings::from_config(config);

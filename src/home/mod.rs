@@ -86,6 +86,12 @@ impl Home {
         self.root.join("whatsapp-auth")
     }
 
+    /// The ids of the last WhatsApp messages taken from contacts, so one
+    /// delivered again is taken once (see `channel::whatsapp::seen`).
+    pub fn whatsapp_inbound_ids_file(&self) -> PathBuf {
+        self.root.join("whatsapp-inbound-ids.jsonl")
+    }
+
     pub fn sandbox_outbox_file(&self) -> PathBuf {
         self.root.join("sandbox-outbox.jsonl")
     }

@@ -73,8 +73,9 @@ fn the_readme_demo_is_what_relay_demo_prints() {
     );
 }
 
-/// Every setting of config.json's `agent` and `webhooks` sections has a row
-/// in README's configuration table, with the default this build uses.
+/// Every setting of config.json's `agent`, `webhooks` and `delivery`
+/// sections, and WhatsApp's read receipts and presence, has a row in
+/// README's configuration table, with the default this build uses.
 #[test]
 fn the_readme_config_table_has_every_setting_and_its_default() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
@@ -86,6 +87,12 @@ fn the_readme_config_table_has_every_setting_and_its_default() {
             if !readme.contains(&row) {
                 missing.push(row);
             }
+        }
+    }
+    for key in ["read_receipts", "presence"] {
+        let row = format!("| `whatsapp.{key}` | {} |", config["whatsapp"][key]);
+        if !readme.contains(&row) {
+            missing.push(row);
         }
     }
     assert!(

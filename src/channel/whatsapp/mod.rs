@@ -5,16 +5,21 @@
 //! - [`inbound`]: which incoming messages relay takes, and their text;
 //! - [`jid`]: phone numbers and WhatsApp addresses;
 //! - [`pacing`]: typing time, gaps and the per-minute cap;
-//! - [`qr`]: the pairing QR code in a terminal.
+//! - [`qr`]: the pairing QR code in a terminal;
+//! - [`seen`]: the contact messages already taken, so a repeat is dropped.
 //!
 //! This module joins them: sends wait for the connection (bounded), are
 //! paced, retried, and recorded with WhatsApp's message id; incoming
-//! messages are matched to contacts (LIDs included) and handed to the engine.
+//! messages are matched to contacts (LIDs included), handed to the engine
+//! once (WhatsApp may deliver one again),
+//! and marked read as `whatsapp.read_receipts` says; with a quiet
+//! `whatsapp.presence`, the device says it is unavailable after connecting.
 
 pub mod inbound;
 pub mod jid;
 pub mod pacing;
 pub mod qr;
+pub mod seen;
 pub mod session;
 pub mod state;
 
@@ -26,9 +31,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use whatsapp_rust::prelude::*;
 
-use super::{Channel, ChannelError, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
+use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
 use crate::api::{ChannelStatus, PairingEvent, SendStatus};
-use crate::config::WhatsappSettings;
+use crate::config::{Presence, ReadReceipts, WhatsappSettings};
 use crate::contact::Contact;
 use crate::util::{Backoff, BoxFuture};
 use inbound::{Routed, Sender};
@@ -53,6 +58,8 @@ pub trait Link: Send + Sync + 'static {
     fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()>;
     fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>>;
     fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()>;
+    /// Tells WhatsApp this device is not online (`<presence type="unavailable">`).
+    fn set_unavailable(&self) -> BoxFuture<'_, ()>;
     /// The phone number (digits) behind a LID, from the session's map.
     fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>>;
     fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent>;
@@ -66,20 +73,29 @@ pub struct WhatsappChannel {
     /// Numbers already checked this run (see [`Link::check_number`]).
     checked: Mutex<HashSet<String>>,
     sink: OnceLock<Arc<dyn InboundSink>>,
+    /// What becomes of whatsapp-rust's events (shared with the event task).
+    arrivals: Arc<Arrivals>,
     /// whatsapp-rust's events for this channel, until `attach` takes them.
     events: Mutex<Option<mpsc::UnboundedReceiver<Arc<Event>>>>,
 }
 
 impl WhatsappChannel {
-    /// The channel of the session kept in `auth_dir`, until `stop` is
+    /// The channel of the home's WhatsApp session, until `stop` is
     /// cancelled (see [`Channel::shutdown`]).
     pub fn open(
-        auth_dir: std::path::PathBuf,
+        home: &crate::home::Home,
         settings: WhatsappSettings,
         stop: tokio_util::sync::CancellationToken,
     ) -> WhatsappChannel {
-        let (session, events) = Session::start_with_stop(auth_dir, session::Endpoint::from_env(), stop);
-        WhatsappChannel::with_link(session, events, settings)
+        let (session, events) = Session::start_with_stop(home.whatsapp_auth_dir(), session::Endpoint::from_env(), stop);
+        WhatsappChannel::with_link(session, events, settings).remembering(home.whatsapp_inbound_ids_file())
+    }
+
+    /// Keeps the ids of the contact messages taken in `path`, so one
+    /// WhatsApp delivers again is dropped, after a restart too.
+    pub fn remembering(self, path: std::path::PathBuf) -> WhatsappChannel {
+        *self.arrivals.seen.lock().expect("seen lock") = Some(seen::Seen::open(path));
+        self
     }
 
     pub fn with_link(
@@ -87,7 +103,14 @@ impl WhatsappChannel {
         events: mpsc::UnboundedReceiver<Arc<Event>>,
         settings: WhatsappSettings,
     ) -> WhatsappChannel {
+        let arrivals = Arc::new(Arrivals {
+            link: link.clone(),
+            read_receipts: settings.read_receipts(),
+            presence: settings.presence,
+            seen: Mutex::new(None),
+        });
         WhatsappChannel {
+            arrivals,
             link,
             pacer: Mutex::new(Pacer::new(settings.pacing.clone())),
             settings,
@@ -104,7 +127,7 @@ impl WhatsappChannel {
     /// Handles one whatsapp-rust event (as the session's event task does).
     pub async fn handle_event(&self, event: &Event) {
         if let Some(sink) = self.sink.get() {
-            handle_event(self.link.as_ref(), sink.as_ref(), event).await;
+            self.arrivals.handle(sink.as_ref(), event).await;
         }
     }
 
@@ -200,17 +223,89 @@ impl WhatsappChannel {
     }
 }
 
-/// Hands the engine what it needs from one whatsapp-rust event: incoming
-/// messages, and server acks that refuse a message.
-async fn handle_event(link: &dyn Link, sink: &dyn InboundSink, event: &Event) {
-    match event {
-        Event::Messages(batch) => {
-            for message in batch.messages.iter() {
-                if let Some(inbound) = take(link, &message.message, &message.info).await {
-                    sink.deliver(inbound).await;
+/// What becomes of whatsapp-rust's events: incoming messages (then marked
+/// read, if on arrival), and what is learned of messages relay sent.
+struct Arrivals {
+    link: Arc<dyn Link>,
+    read_receipts: ReadReceipts,
+    presence: Presence,
+    /// The messages taken already (none kept: every message is new).
+    seen: Mutex<Option<seen::Seen>>,
+}
+
+impl Arrivals {
+    async fn handle(&self, sink: &dyn InboundSink, event: &Event) {
+        match event {
+            Event::Messages(batch) => {
+                for message in batch.messages.iter() {
+                    let Some(inbound) = take(self.link.as_ref(), &message.message, &message.info).await else {
+                        continue;
+                    };
+                    let source = &message.info.source;
+                    let key = seen::SeenId::of(&source.chat, &source.sender, &message.info.id);
+                    if self.seen.lock().expect("seen lock").as_ref().is_some_and(|seen| seen.contains(&key)) {
+                        tracing::info!(id = %key.id, "a WhatsApp message delivered again; taken already");
+                        continue;
+                    }
+                    let reference = inbound.reference.clone();
+                    let delivery = sink.deliver(inbound).await;
+                    // Not written down: let a repeat have its chance.
+                    if !matches!(delivery, Delivery::NotRecorded(_))
+                        && let Some(seen) = self.seen.lock().expect("seen lock").as_mut()
+                    {
+                        seen.record(key);
+                    }
+                    if let (Delivery::Delivered(_), Some(reference)) = (delivery, reference) {
+                        self.arrived(reference);
+                    }
                 }
             }
+            // whatsapp-rust announced "available" just before `Connected`
+            // (docs/whatsapp.md, "Presence").
+            Event::Connected(_) if self.presence == Presence::Quiet => self.link.set_unavailable().await,
+            // It announces "available" again after a new push name, on a
+            // task of its own started after this event: let it go first.
+            Event::SelfPushNameUpdated(_) if self.presence == Presence::Quiet => {
+                let link = self.link.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(AFTER_PUSH_NAME).await;
+                    link.set_unavailable().await;
+                });
+            }
+            _ => handle_update(sink, event).await,
         }
+    }
+
+    /// A message the conversation took: on arrival, it is marked read a
+    /// few seconds later, as a person glancing at the phone would.
+    fn arrived(&self, message: MessageRef) {
+        if self.read_receipts != ReadReceipts::OnArrival {
+            return;
+        }
+        let Ok(chat) = message.chat.parse::<Jid>() else { return };
+        let link = self.link.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(read_delay()).await;
+            link.mark_read(&chat, &[message.id]).await;
+        });
+    }
+}
+
+/// How long after a new push name relay says "unavailable" (whatsapp-rust's
+/// own "available" goes out on a task it starts at that moment).
+const AFTER_PUSH_NAME: Duration = Duration::from_secs(3);
+
+/// Between 1 and 4 seconds, at random.
+fn read_delay() -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    Duration::from_millis(1_000 + random % 3_001)
+}
+
+/// What the engine learns of a message relay sent: a server ack refusing
+/// it, or a receipt.
+async fn handle_update(sink: &dyn InboundSink, event: &Event) {
+    match event {
         Event::ServerAck(ack) => {
             if let Some(code) = &ack.error
                 && ack.class.as_deref().is_none_or(|c| c == "message")
@@ -295,10 +390,10 @@ impl Channel for WhatsappChannel {
             }
         });
         if let Some(mut events) = self.events.lock().expect("events lock").take() {
-            let link = self.link.clone();
+            let arrivals = self.arrivals.clone();
             tokio::spawn(async move {
                 while let Some(event) = events.recv().await {
-                    handle_event(link.as_ref(), inbound.as_ref(), &event).await;
+                    arrivals.handle(inbound.as_ref(), &event).await;
                 }
             });
         }
@@ -326,7 +421,8 @@ impl Channel for WhatsappChannel {
 
     fn mark_read(&self, messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if !self.settings.mark_read {
+            // On arrival they were marked already; never is never.
+            if self.settings.read_receipts() != ReadReceipts::AfterTurn {
                 return;
             }
             let mut by_chat: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -29,6 +29,12 @@ pub enum LinkState {
     },
     /// Another WhatsApp Web session with these credentials took over.
     Replaced,
+    /// WhatsApp refused the client version `version` ("405"); `plan` says
+    /// what relay does about it (see `session::version`).
+    Outdated {
+        version: String,
+        plan: String,
+    },
 }
 
 impl LinkState {
@@ -50,7 +56,10 @@ impl LinkState {
                 "another WhatsApp Web session of this number took over: run `relay stop` and `relay start` to take it back"
                     .into(),
             ),
-            LinkState::Connecting | LinkState::Connected | LinkState::Reconnecting { .. } => None,
+            LinkState::Connecting
+            | LinkState::Connected
+            | LinkState::Reconnecting { .. }
+            | LinkState::Outdated { .. } => None,
         }
     }
 
@@ -80,11 +89,8 @@ impl LinkState {
                     None => format!("{:?}", f.reason),
                 }),
             },
-            Event::ClientOutdated(_) => LinkState::Reconnecting {
-                last_error: Some(
-                    "WhatsApp refused this client version; relay fetches the current one and retries".into(),
-                ),
-            },
+            // The session sets `Outdated` itself: it knows the version.
+            Event::ClientOutdated(_) => return None,
             _ => return None,
         };
         (next != *self).then_some(next)
@@ -108,6 +114,9 @@ impl LinkState {
             LinkState::LoggedOut { .. } => ("logged out", self.blocked()),
             LinkState::TemporarilyBanned { .. } => ("temporarily banned", self.blocked()),
             LinkState::Replaced => ("replaced", self.blocked()),
+            LinkState::Outdated { version, plan } => {
+                ("outdated", Some(format!("WhatsApp refused client version {version}; {plan}")))
+            }
         };
         ChannelStatus { kind: "whatsapp".into(), state: state.into(), connected: self.is_connected(), detail, phone }
     }
@@ -172,6 +181,17 @@ mod tests {
         let busy =
             Event::ConnectFailure(ConnectFailure::builder().reason(ConnectFailureReason::ServiceUnavailable).build());
         assert!(matches!(walk(&[busy]), LinkState::Reconnecting { .. }));
+    }
+
+    #[test]
+    fn outdated_names_the_refused_version_and_what_relay_does() {
+        let state = LinkState::Outdated { version: "2.3000.5".into(), plan: "connecting with 2.3000.6".into() };
+        assert_eq!(state.blocked(), None, "sends wait for the reconnection");
+        let status = state.status(0, None);
+        assert_eq!((status.state.as_str(), status.connected), ("outdated", false));
+        assert_eq!(status.detail.unwrap(), "WhatsApp refused client version 2.3000.5; connecting with 2.3000.6");
+        let outdated = Event::ClientOutdated(whatsapp_rust::types::events::ClientOutdated::builder().build());
+        assert_eq!(LinkState::Connected.after(&outdated, chrono::Utc::now()), None, "the session sets it");
     }
 
     #[test]

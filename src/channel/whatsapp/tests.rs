@@ -81,6 +81,10 @@ impl Link for FakeLink {
         self.note(format!("read {chat} {}", ids.join(",")));
         Box::pin(async {})
     }
+    fn set_unavailable(&self) -> BoxFuture<'_, ()> {
+        self.note("unavailable".into());
+        Box::pin(async {})
+    }
     fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>> {
         let found = self.lids.iter().find(|(l, _)| *l == lid.user.as_str()).map(|(_, p)| p.clone());
         Box::pin(async move { found })
@@ -93,9 +97,11 @@ impl Link for FakeLink {
     }
 }
 
-/// Records what the channel hands the engine.
+/// Records what the channel hands the engine; with `in_conversation`, a
+/// conversation takes each message.
 #[derive(Default)]
 struct Sink {
+    in_conversation: bool,
     delivered: Mutex<Vec<InboundMessage>>,
     updates: Mutex<Vec<(String, SentUpdate)>>,
 }
@@ -103,7 +109,9 @@ struct Sink {
 impl InboundSink for Sink {
     fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
         self.delivered.lock().unwrap().push(message);
-        Box::pin(async { Delivery::NoConversation })
+        let taken =
+            if self.in_conversation { Delivery::Delivered(uuid::Uuid::nil()) } else { Delivery::NoConversation };
+        Box::pin(async { taken })
     }
     fn sent_update(&self, message_id: String, update: SentUpdate) -> BoxFuture<'_, ()> {
         self.updates.lock().unwrap().push((message_id, update));
@@ -113,9 +121,13 @@ impl InboundSink for Sink {
 }
 
 fn channel(link: FakeLink, settings: WhatsappSettings) -> (WhatsappChannel, Arc<FakeLink>, Arc<Sink>) {
+    channel_into(link, settings, Sink::default())
+}
+
+fn channel_into(link: FakeLink, settings: WhatsappSettings, sink: Sink) -> (WhatsappChannel, Arc<FakeLink>, Arc<Sink>) {
     let link = Arc::new(link);
     let channel = WhatsappChannel::with_link(link.clone(), mpsc::unbounded_channel().1, settings);
-    let sink = Arc::new(Sink::default());
+    let sink = Arc::new(sink);
     channel.attach(sink.clone());
     (channel, link, sink)
 }
@@ -365,17 +377,115 @@ async fn receipts_become_statuses_of_the_messages_they_name() {
     }
 }
 
+/// `read_receipts`: on arrival, each message a conversation took is marked
+/// read 1 to 4 s after it came (not with the reply), and the engine's
+/// after-turn call does nothing more; after the turn, only that call marks
+/// them, per chat; never, nothing does. A message no conversation took is
+/// left unread.
 #[tokio::test(start_paused = true)]
-async fn read_receipts_go_per_chat_unless_turned_off() {
-    let (channel, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+async fn read_receipts_follow_the_setting() {
+    use crate::config::ReadReceipts;
     let chat = format!("{LID}@lid");
     let refs =
         vec![MessageRef { chat: chat.clone(), id: "A".into() }, MessageRef { chat: chat.clone(), id: "B".into() }];
-    channel.mark_read(refs.clone()).await;
-    assert_eq!(link.log().into_iter().map(|(_, w)| w).collect::<Vec<_>>(), vec![format!("read {chat} A,B")]);
+    for setting in [ReadReceipts::OnArrival, ReadReceipts::AfterTurn, ReadReceipts::Never] {
+        let settings = WhatsappSettings { read_receipts: Some(setting), ..WhatsappSettings::default() };
+        let sink = Sink { in_conversation: true, ..Sink::default() };
+        let (channel, link, _) = channel_into(FakeLink::new(LinkState::Connected), settings, sink);
+        let mut message = info(Jid::lid(LID), Some(Jid::pn(NUMBER)));
+        message.id = "A".into();
+        channel.handle_event(&batch(wa::Message::text("hola"), message)).await;
+        tokio::time::sleep(secs(5)).await;
+        let on_arrival: Vec<(Duration, String)> = link.log();
+        channel.mark_read(refs.clone()).await;
+        let after_turn: Vec<String> = link.log()[on_arrival.len()..].iter().map(|(_, w)| w.clone()).collect();
+        match setting {
+            ReadReceipts::OnArrival => {
+                assert_eq!(on_arrival.len(), 1, "{on_arrival:?}");
+                let (at, what) = &on_arrival[0];
+                assert_eq!(what, &format!("read {chat} A"));
+                assert!((secs(1)..=secs(4)).contains(at), "read after {at:?}");
+                assert!(after_turn.is_empty(), "marked once");
+            }
+            ReadReceipts::AfterTurn => {
+                assert!(on_arrival.is_empty());
+                assert_eq!(after_turn, [format!("read {chat} A,B")]);
+            }
+            ReadReceipts::Never => assert!(on_arrival.is_empty() && after_turn.is_empty()),
+        }
+    }
 
-    let off = WhatsappSettings { mark_read: false, ..WhatsappSettings::default() };
-    let (channel, link, _) = super::tests::channel(FakeLink::new(LinkState::Connected), off);
-    channel.mark_read(refs).await;
+    // A message no conversation took stays unread.
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    channel.handle_event(&batch(wa::Message::text("who?"), info(Jid::pn(NUMBER), None))).await;
+    tokio::time::sleep(secs(5)).await;
     assert!(link.log().is_empty());
+}
+
+/// `presence`: quiet says "unavailable" right after each connection (and
+/// again a while after a new push name, once whatsapp-rust's own
+/// "available" has gone); available says nothing. Typing before a send stays.
+#[tokio::test(start_paused = true)]
+async fn quiet_presence_says_unavailable_after_each_connection() {
+    use crate::config::Presence;
+    use whatsapp_rust::types::events::{Connected, SelfPushNameUpdated};
+    let connected = || Event::Connected(Connected::builder().build());
+    let renamed = Event::SelfPushNameUpdated(
+        SelfPushNameUpdated::builder().from_server(true).old_name("A".into()).new_name("B".into()).build(),
+    );
+
+    let (channel, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    channel.handle_event(&connected()).await;
+    assert_eq!(link.log(), [(Duration::ZERO, "unavailable".to_string())]);
+    channel.handle_event(&renamed).await;
+    channel.handle_event(&connected()).await;
+    tokio::time::sleep(secs(5)).await;
+    let times: Vec<Duration> = link.log().into_iter().filter(|(_, w)| w == "unavailable").map(|(t, _)| t).collect();
+    assert_eq!(times, [Duration::ZERO, Duration::ZERO, secs(3)], "each connection, and after the new name");
+    channel.send(&contact(), "hi").await.unwrap();
+    assert!(link.log().iter().any(|(_, w)| w.starts_with("typing")), "typing still shown");
+
+    let available = WhatsappSettings { presence: Presence::Available, ..WhatsappSettings::default() };
+    let (channel, link, _) = super::tests::channel(FakeLink::new(LinkState::Connected), available);
+    channel.handle_event(&connected()).await;
+    channel.handle_event(&renamed).await;
+    tokio::time::sleep(secs(5)).await;
+    assert!(link.log().is_empty(), "{:?}", link.log());
+}
+
+/// A message WhatsApp delivers again (same chat, sender and id) reaches the
+/// conversation once, also after the channel is opened again on the same
+/// file; another id, or the same id from someone else, is a new message.
+#[tokio::test(start_paused = true)]
+async fn a_message_delivered_again_is_taken_once_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("whatsapp-inbound-ids.jsonl");
+    let message = |id: &str, sender: Jid| {
+        let mut info = info(sender, None);
+        info.id = id.into();
+        batch(wa::Message::text(id), info)
+    };
+    let open = || {
+        let sink = Sink { in_conversation: true, ..Sink::default() };
+        let (channel, link, sink) =
+            channel_into(FakeLink::new(LinkState::Connected), WhatsappSettings::default(), sink);
+        (channel.remembering(path.clone()), link, sink)
+    };
+    let texts = |sink: &Sink| sink.delivered.lock().unwrap().iter().map(|m| m.text.clone()).collect::<Vec<_>>();
+
+    let (channel, _, sink) = open();
+    channel.handle_event(&message("A", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("A", Jid::pn(NUMBER))).await;
+    let device: Jid = format!("{NUMBER}:2@s.whatsapp.net").parse().unwrap();
+    channel.handle_event(&message("A", device)).await;
+    channel.handle_event(&message("B", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("A", Jid::pn("14155552671"))).await;
+    assert_eq!(texts(&sink), ["A", "B", "A"]);
+    drop(channel);
+
+    let (channel, _, sink) = open();
+    channel.handle_event(&message("A", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("B", Jid::pn(NUMBER))).await;
+    channel.handle_event(&message("C", Jid::pn(NUMBER))).await;
+    assert_eq!(texts(&sink), ["C"], "after the restart, only the new one");
 }

@@ -1,5 +1,6 @@
 //! What whatsapp-rust reports: the link's state moves, pairing codes and
-//! outcomes go to whoever links, messages and acks to the channel.
+//! outcomes go to whoever links; messages, acks, receipts, connections and
+//! push name changes to the channel.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -7,9 +8,17 @@ use std::sync::atomic::Ordering;
 use chrono::Utc;
 use whatsapp_rust::prelude::*;
 
-use super::{Session, secure_files};
+use super::{Session, secure_files, version};
 use crate::api::PairingEvent;
 use crate::channel::whatsapp::jid;
+use crate::channel::whatsapp::state::LinkState;
+
+/// The version the client announced on this connection (whatsapp-rust
+/// keeps it in the device; `wacore-0.7.0/src/store/device.rs` 285-288).
+fn announced(client: &Client) -> version::Version {
+    let device = client.persistence_manager().get_device_snapshot();
+    (device.app_version_primary, device.app_version_secondary, device.app_version_tertiary)
+}
 
 impl Session {
     pub(super) fn on_event(&self, event: Arc<Event>, client: &Arc<Client>) {
@@ -48,7 +57,24 @@ impl Session {
                 let wait = e.backoff.map(|b| format!(" (wait {} before retrying)", crate::duration::format(b)));
                 self.pairing_failed(&format!("no pairing code: {}{}", e.error, wait.unwrap_or_default()));
             }
-            Event::Messages(_) | Event::ServerAck(_) => {
+            Event::Connected(_) => {
+                {
+                    let mut versions = self.version.lock().expect("version lock");
+                    versions.last_working = Some(announced(client));
+                    versions.rejected = None;
+                }
+                // The channel says "unavailable" now, if presence is quiet.
+                let _ = self.events.send(event.clone());
+            }
+            Event::ClientOutdated(_) => {
+                let refused = announced(client);
+                self.version.lock().expect("version lock").rejected = Some(refused);
+                self.set(LinkState::Outdated {
+                    version: version::shown(refused),
+                    plan: "fetching the current version".into(),
+                });
+            }
+            Event::Messages(_) | Event::ServerAck(_) | Event::Receipt(_) | Event::SelfPushNameUpdated(_) => {
                 let _ = self.events.send(event.clone());
             }
             _ => {}
@@ -99,6 +125,7 @@ mod tests {
 
         feed(Event::Connected(Connected::builder().build()));
         assert_eq!(*session.state().borrow(), LinkState::Connected);
+        assert!(matches!(&*events.recv().await.unwrap(), Event::Connected(_)), "for quiet presence");
         feed(Event::Disconnected(Disconnected::builder().reason(DisconnectReason::StreamEnded).build()));
         assert!(matches!(*session.state().borrow(), LinkState::Reconnecting { .. }));
 
@@ -133,6 +160,15 @@ mod tests {
         );
         feed(batch);
         assert!(matches!(&*events.recv().await.unwrap(), Event::Messages(_)));
+        let receipt = whatsapp_rust::types::events::Receipt::builder()
+            .source(Default::default())
+            .message_ids(vec!["ID1".into()])
+            .timestamp(chrono::Utc::now())
+            .r#type(whatsapp_rust::wacore::types::presence::ReceiptType::Delivered)
+            .offline(false)
+            .build();
+        feed(Event::Receipt(receipt));
+        assert!(matches!(&*events.recv().await.unwrap(), Event::Receipt(_)), "receipts reach the channel");
         session.shutdown().await;
     }
 }

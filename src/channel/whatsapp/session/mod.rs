@@ -7,7 +7,8 @@
 //!   reconnects, waits for a link or out a ban);
 //! - `pairing.rs`: linking a device, and telling whoever asked;
 //! - `events.rs`: what whatsapp-rust reports, and what it changes;
-//! - `dial.rs`: why a dial failed, in plain words.
+//! - `dial.rs`: why a dial failed, in plain words;
+//! - `version.rs`: the WhatsApp Web version, and what to do when it is refused.
 //!
 //! It ends when its cancellation token is (by [`Session::shutdown`], or by
 //! the daemon's token it was started under), disconnecting cleanly first.
@@ -16,6 +17,7 @@ mod dial;
 mod events;
 mod pairing;
 mod supervisor;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -67,11 +69,28 @@ pub struct Session {
     drop_pairing: AtomicBool,
     /// Cancelled: the session disconnects and the supervisor ends.
     stop: CancellationToken,
-    /// Incoming messages and server acks, for the channel, in order.
+    /// Incoming messages, server acks, receipts, connections and push name
+    /// changes, for the channel, in order.
     events: mpsc::UnboundedSender<Arc<Event>>,
     /// Each failed dial, its cause in plain words (for whoever links).
     dial_failures: broadcast::Sender<String>,
     supervisor: Mutex<Option<JoinHandle<()>>>,
+    /// Where a fresh WhatsApp Web version comes from after a refusal.
+    versions: Arc<dyn version::VersionSource>,
+    /// The versions of the refusals: what connected last, what was refused,
+    /// and what the next bot announces.
+    version: Mutex<Versions>,
+}
+
+/// What the session knows of client versions (see `version.rs`).
+#[derive(Debug, Default)]
+struct Versions {
+    /// The version announced when WhatsApp last took the connection.
+    last_working: Option<version::Version>,
+    /// The version WhatsApp refused last (cleared on connecting).
+    rejected: Option<version::Version>,
+    /// The version the next bot announces, decided after a refusal.
+    next: Option<version::Version>,
 }
 
 impl Session {
@@ -86,6 +105,19 @@ impl Session {
         auth_dir: PathBuf,
         endpoint: Endpoint,
         stop: CancellationToken,
+    ) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
+        let (session, received) = Session::new(auth_dir, endpoint, stop, Arc::new(version::WebVersion));
+        let task = tokio::spawn(session.clone().supervise());
+        *session.supervisor.lock().expect("supervisor lock") = Some(task);
+        (session, received)
+    }
+
+    /// The session, its supervisor not started yet.
+    fn new(
+        auth_dir: PathBuf,
+        endpoint: Endpoint,
+        stop: CancellationToken,
+        versions: Arc<dyn version::VersionSource>,
     ) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
         let (events, received) = mpsc::unbounded_channel();
         // No session file: certainly not linked (known at once, no waiting).
@@ -109,9 +141,9 @@ impl Session {
             events,
             dial_failures: broadcast::Sender::new(64),
             supervisor: Mutex::new(None),
+            versions,
+            version: Mutex::new(Versions::default()),
         });
-        let task = tokio::spawn(session.clone().supervise());
-        *session.supervisor.lock().expect("supervisor lock") = Some(task);
         (session, received)
     }
 
@@ -239,6 +271,16 @@ impl super::Link for Session {
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             if let Err(error) = client.mark_as_read(chat, None, &ids).await {
                 tracing::debug!(%error, "cannot mark messages read");
+            }
+        })
+    }
+
+    fn set_unavailable(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(client) = self.client()
+                && let Err(error) = client.presence().set_unavailable().await
+            {
+                tracing::debug!(%error, "cannot say this device is unavailable");
             }
         })
     }

@@ -4,8 +4,9 @@
 //! - a pair request: a bot that shows QR codes (or a phone pairing code),
 //!   streamed to whoever asked, and that stays on as the session once linked;
 //! - linked: connect; whatsapp-rust reconnects on its own with backoff;
-//! - when its run loop ends anyway (a failed connect, a version refused),
-//!   a new bot is built after relay's own backoff; logged out or replaced:
+//! - when its run loop ends anyway (a failed connect), a new bot is built
+//!   after relay's own backoff; a version refused: a fresh one is fetched
+//!   first (see `version.rs`); logged out or replaced:
 //!   wait for `relay init`; temporarily banned: wait until the ban ends.
 
 use std::path::Path;
@@ -21,7 +22,7 @@ use whatsapp_rust::wacore::net::WHATSAPP_WEB_WS_URL;
 use whatsapp_rust::wacore::store::DevicePropsOverride;
 
 use super::dial::ReportingDialer;
-use super::{Session, secure_files};
+use super::{Session, secure_files, version};
 use crate::api::PairingEvent;
 use crate::channel::whatsapp::jid;
 use crate::channel::whatsapp::state::LinkState;
@@ -107,13 +108,26 @@ impl Session {
                         self.set(LinkState::Connecting);
                     }
                 }
-                LinkState::Connecting | LinkState::Connected | LinkState::Reconnecting { .. } => {
-                    let last_error = match state {
-                        LinkState::Reconnecting { last_error } => last_error,
-                        _ => Some("the connection ended".into()),
-                    };
-                    self.set(LinkState::Reconnecting { last_error });
-                    self.pause(backoff.next_wait()).await;
+                LinkState::Outdated { .. }
+                | LinkState::Connecting
+                | LinkState::Connected
+                | LinkState::Reconnecting { .. } => {
+                    if !matches!(state, LinkState::Outdated { .. }) {
+                        let last_error = match state {
+                            LinkState::Reconnecting { last_error } => last_error,
+                            _ => Some("the connection ended".into()),
+                        };
+                        self.set(LinkState::Reconnecting { last_error });
+                        self.pause(backoff.next_wait()).await;
+                    }
+                    // Refused since the last connection (the event may
+                    // come after the run loop ended: whatsapp-rust hands
+                    // events over on a task of their own).
+                    let refused = self.version.lock().expect("version lock").rejected.is_some();
+                    if refused && !self.stop.is_cancelled() {
+                        let wait = self.after_refusal(&mut backoff).await;
+                        self.pause(wait).await;
+                    }
                 }
             }
         }
@@ -171,7 +185,7 @@ impl Session {
                     }
                 }
             });
-        if let Some(version) = self.endpoint.version {
+        if let Some(version) = self.version_to_announce() {
             builder = builder.with_version(version);
         }
         if let Some(phone) = pair_phone {
@@ -179,6 +193,31 @@ impl Session {
             builder = builder.with_pair_code(PairCodeOptions { phone_number, ..Default::default() });
         }
         builder.build().await.map_err(|e| format!("cannot start the WhatsApp client: {e}"))
+    }
+
+    /// The version the next bot announces: the one chosen after a refusal,
+    /// else the endpoint's fixed one, else whatsapp-rust's choice.
+    fn version_to_announce(&self) -> Option<version::Version> {
+        self.version.lock().expect("version lock").next.or(self.endpoint.version)
+    }
+
+    /// After WhatsApp refused the client version: fetches the current one
+    /// and decides what the next bot announces; returns the wait before it.
+    pub(super) async fn after_refusal(&self, backoff: &mut Backoff) -> Duration {
+        let fetched = self.versions.latest().await;
+        if let Err(error) = &fetched {
+            tracing::warn!(%error, "cannot fetch the current WhatsApp Web version");
+        }
+        let (rejected, retry) = {
+            let mut versions = self.version.lock().expect("version lock");
+            let retry = version::retry_after(versions.rejected, fetched, versions.last_working, backoff);
+            versions.next = retry.version;
+            (versions.rejected, retry)
+        };
+        let refused = rejected.map(version::shown).unwrap_or_else(|| "(unknown)".into());
+        tracing::warn!(refused, plan = retry.plan, "WhatsApp refused the client version");
+        self.set(LinkState::Outdated { version: refused, plan: retry.plan });
+        retry.wait
     }
 
     /// Deletes the stored session (whatsapp-rust never does: a logged-out
@@ -201,4 +240,89 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+    use whatsapp_rust::prelude::*;
+    use whatsapp_rust::store::commands::DeviceCommand;
+    use whatsapp_rust::types::events::{ClientOutdated, Connected};
+    use whatsapp_rust::wacore::store::InMemoryBackend;
+
+    use super::bot_backoff;
+    use crate::channel::whatsapp::session::version::{Version, VersionSource};
+    use crate::channel::whatsapp::session::{Endpoint, Session};
+    use crate::channel::whatsapp::state::LinkState;
+    use crate::util::BoxFuture;
+
+    /// Answers the test wrote, one per fetch; counts the fetches.
+    #[derive(Default)]
+    struct FakeVersions {
+        answers: Mutex<Vec<Result<Version, String>>>,
+        asked: Mutex<u32>,
+    }
+
+    impl VersionSource for FakeVersions {
+        fn latest(&self) -> BoxFuture<'_, Result<Version, String>> {
+            *self.asked.lock().unwrap() += 1;
+            let answer = self.answers.lock().unwrap().remove(0);
+            Box::pin(async move { answer })
+        }
+    }
+
+    async fn announce(client: &Client, version: Version) {
+        client.persistence_manager().process_command(DeviceCommand::SetAppVersion(version)).await;
+    }
+
+    /// A refusal ("405") makes relay fetch the current version and build the
+    /// next bot with it at once; when that one is refused too and the fetch
+    /// fails, it goes back to the last version that connected, after a
+    /// backoff. `relay status` says `outdated` with the refused version.
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_version_is_fetched_again_and_the_last_working_one_kept_if_that_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let versions = Arc::new(FakeVersions::default());
+        let (session, _events) =
+            Session::new(dir.path().join("auth"), Endpoint::default(), CancellationToken::new(), versions.clone());
+        let bot = Bot::builder().with_backend(InMemoryBackend::new()).build().await.unwrap();
+        let client = bot.client();
+        let outdated = || Arc::new(Event::ClientOutdated(ClientOutdated::builder().build()));
+
+        announce(&client, (2, 3000, 4)).await;
+        session.on_event(Arc::new(Event::Connected(Connected::builder().build())), &client);
+        assert_eq!(session.version_to_announce(), None, "whatsapp-rust's own choice while it works");
+
+        // A day later whatsapp-rust announces 5, which WhatsApp refuses; 6 is current.
+        announce(&client, (2, 3000, 5)).await;
+        session.on_event(outdated(), &client);
+        let status = session.state().borrow().status(0, None);
+        assert_eq!(status.state, "outdated");
+        assert!(status.detail.unwrap().contains("2.3000.5"));
+        versions.answers.lock().unwrap().push(Ok((2, 3000, 6)));
+        let mut backoff = bot_backoff();
+        let wait = session.after_refusal(&mut backoff).await;
+        assert_eq!(*versions.asked.lock().unwrap(), 1, "fetched again");
+        assert_eq!((wait, session.version_to_announce()), (Duration::ZERO, Some((2, 3000, 6))), "at once, with it");
+        assert!(matches!(&*session.state().borrow(), LinkState::Outdated { plan, .. } if plan.contains("2.3000.6")));
+
+        // 6 refused as well, and the fetch fails: back to 4, after the backoff.
+        announce(&client, (2, 3000, 6)).await;
+        session.on_event(outdated(), &client);
+        versions.answers.lock().unwrap().push(Err("no network".into()));
+        let wait = session.after_refusal(&mut backoff).await;
+        assert_eq!((wait, session.version_to_announce()), (Duration::from_secs(2), Some((2, 3000, 4))));
+        let detail = session.state().borrow().status(0, None).detail.unwrap();
+        assert!(
+            detail.contains("2.3000.6") && detail.contains("no network") && detail.contains("2.3000.4"),
+            "{detail}"
+        );
+
+        // Connected again: the refusal is over.
+        session.on_event(Arc::new(Event::Connected(Connected::builder().build())), &client);
+        assert_eq!(*session.state().borrow(), LinkState::Connected);
+    }
 }

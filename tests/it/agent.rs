@@ -562,3 +562,55 @@ fn an_error_body_that_echoes_the_prompt_is_cut_and_keeps_it_out() {
         }
     }
 }
+
+/// The tool results the model was given in request `n`, as text.
+fn tool_results(model: &ScriptedModel, n: usize) -> Vec<String> {
+    model.requests()[n]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect()
+}
+
+/// A turn may not send the same message twice (the same words, whatever the
+/// spacing or case): a person would get it twice.
+#[test]
+fn a_turn_never_sends_the_same_message_twice() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Tools(vec![
+            ("send_message".into(), json!({"text": "Which day suits you?"})),
+            ("send_message".into(), json!({"text": "which  day suits you? "})),
+            ("send_message".into(), json!({"text": "And what time?"})),
+        ]),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(outbox(&relay), ["Which day suits you?", "And what time?"]);
+    let results = tool_results(&model, 1);
+    assert!(results[1].contains("this turn already sent that same message"), "{}", results[1]);
+}
+
+/// "Achieved" while todos are still pending is refused, with the count: the
+/// conversation goes on until the model marks them or says otherwise.
+#[test]
+fn achieved_with_todos_pending_is_refused_until_they_are_marked() {
+    let (relay, model) = with_model(queue(vec![
+        Reply::Tools(vec![
+            ("send_message".into(), json!({"text": "Hi! Which day suits you?"})),
+            ("end_conversation".into(), json!({"reason": "done", "outcome": "achieved"})),
+        ]),
+        Reply::Tools(vec![
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "answer": "Friday"})),
+            ("end_conversation".into(), json!({"reason": "done", "outcome": "achieved"})),
+        ]),
+    ]));
+    let id = relay.create(&[]);
+    let ended = relay.wait_for_state(&id, "COMPLETED");
+    let results = tool_results(&model, 1);
+    assert!(results[1].contains("not ended: 1 todo is still pending"), "{}", results[1]);
+    assert_eq!(ended["outcome"], "achieved");
+    assert_eq!(ended["todos"][0]["status"], "completed");
+}

@@ -64,12 +64,18 @@ impl Actor {
                     limits::MAX_MESSAGES_PER_TURN
                 )));
             }
+            if self.turn.as_ref().is_some_and(|t| t.said.contains(&same_text(&text))) {
+                return Err(ToolError(
+                    "not sent: this turn already sent that same message; say something new, or end the turn".into(),
+                ));
+            }
             bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))
         });
         match checked {
             Ok(text) => {
                 if let Some(running) = self.turn.as_mut() {
                     running.attempted += 1;
+                    running.said.push(same_text(&text));
                 }
                 let message = TranscriptMessage::outgoing(id, Role::Agent, text);
                 self.start_send(message, SendWaiter::Tool { turn, reply });
@@ -201,6 +207,12 @@ impl Actor {
             }
         }
     }
+}
+
+/// A message as compared with the turn's others: the same words with other
+/// spacing or case are the same message to the person who gets both.
+pub(super) fn same_text(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 /// The event of a message relay sent (or failed to).

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::Actor;
 use crate::agent::{ToolCall, ToolError};
 use crate::api::limits;
-use crate::api::{EventData, Question, Role};
+use crate::api::{EventData, Outcome, Question, Role, TodoStatus};
 use crate::engine::{EngineError, bounded_text, heartbeat, report};
 use crate::fsm::Event;
 
@@ -67,7 +67,18 @@ impl Actor {
                     .transpose()
                     .map_err(refused)?
                     .unwrap_or_else(|| reason.clone());
-                let judged = report::judged_outcome(&self.convs[self.index(id).map_err(refused)?].todos);
+                let todos = &self.convs[self.index(id).map_err(refused)?].todos;
+                let judged = report::judged_outcome(todos);
+                let open = todos.iter().filter(|t| matches!(t.status, TodoStatus::Pending | TodoStatus::InProgress));
+                let open = open.count();
+                // "Achieved" with todos still open is the model guessing, not
+                // reporting: the conversation goes on until it says which.
+                if outcome == Some(Outcome::Achieved) && open > 0 {
+                    let counted = if open == 1 { "1 todo is".to_string() } else { format!("{open} todos are") };
+                    return Err(ToolError(format!(
+                        "not ended: {counted} still pending: mark them with mark_todo_item, or choose another outcome"
+                    )));
+                }
                 let outcome = outcome.unwrap_or(judged);
                 self.transition(id, Event::EndConversation, Some(reason), |i| {
                     i.outcome = Some(outcome);

@@ -27,6 +27,9 @@ pub(super) struct RunningTurn {
     pub(super) sent: u32,
     /// Messages this turn handed to the channel (sent or not).
     pub(super) attempted: u32,
+    /// What those messages said, as compared (see `sends::same_text`): a
+    /// turn does not send the same thing twice.
+    pub(super) said: Vec<String>,
     /// The contact's messages this turn answers: marked read when it ends well.
     pub(super) answers: Vec<MessageRef>,
     /// The same messages' transcript ids: what a todo answered now rests on.
@@ -83,6 +86,7 @@ impl Actor {
             scheduled: false,
             sent: 0,
             attempted: 0,
+            said: Vec::new(),
             answers,
             answering,
             text_calls_before,

@@ -214,7 +214,12 @@ fn check_config(home: &Home, config: &Result<Config, ConfigError>) -> Check {
     match config {
         Ok(config) => Check::ok(
             "config",
-            format!("{}, channel {}, port {}", home.config_file().display(), config.channel.as_str(), config.daemon_port),
+            format!(
+                "{}, channel {}, port {}",
+                home.config_file().display(),
+                config.channel.as_str(),
+                config.daemon_port
+            ),
         ),
         Err(ConfigError::Missing(_)) => Check::failed(
             "config",
@@ -224,7 +229,9 @@ fn check_config(home: &Home, config: &Result<Config, ConfigError>) -> Check {
         Err(e @ ConfigError::Setting { .. }) => {
             Check::failed("config", e.to_string(), "correct it in config.json, or with `relay init` and its flags")
         }
-        Err(e) => Check::failed("config", e.to_string(), "correct config.json (the README's config table has every setting)"),
+        Err(e) => {
+            Check::failed("config", e.to_string(), "correct config.json (the README's config table has every setting)")
+        }
     }
 }
 
@@ -387,10 +394,7 @@ async fn check_model(
     let mut check = match daemon {
         Some(daemon) if daemon.model.as_deref() != Some(label.as_str()) => Check::warning(
             "model",
-            format!(
-                "{answered}, but the daemon runs with {}",
-                daemon.model.as_deref().unwrap_or("no model")
-            ),
+            format!("{answered}, but the daemon runs with {}", daemon.model.as_deref().unwrap_or("no model")),
             "`relay stop` and `relay start` load config.json's model",
         ),
         Some(DaemonStatusResponse { model_error: Some(error), .. }) => Check::warning(
@@ -410,7 +414,13 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
     use rig_core::completion::{CompletionRequest, Message};
     let provider = model.provider.as_str();
     let connected = crate::agent::provider::connect(model).map_err(|e| {
-        (e, format!("`relay init --provider {provider} --model {} --api-key-env VAR` names the key's variable", model.name))
+        (
+            e,
+            format!(
+                "`relay init --provider {provider} --model {} --api-key-env VAR` names the key's variable",
+                model.name
+            ),
+        )
     })?;
     let request = CompletionRequest::from(vec![Message::user(MODEL_PROMPT)]).max_tokens(16);
     let started = Instant::now();

@@ -103,7 +103,7 @@ struct Report<'a> {
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let home = &ctx.home;
     let config = Config::load(home);
-    let daemon = daemon_status(ctx).await;
+    let daemon = async { Ok::<_, CliError>(ctx.client()?.status().await?) }.await;
     let mut checks = vec![check_home(home), check_config(home, &config), check_daemon(&daemon)];
     match &daemon {
         Ok(status) => {
@@ -111,7 +111,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             checks.push(check_receipts(ctx, status).await);
         }
         Err(_) => {
-            let why = "not checked: the daemon is not running (it holds the channel)";
+            let why = "not checked: no answer from the daemon (it holds the channel)";
             checks.push(Check::skipped("channel", why));
             checks.push(Check::skipped("receipts", why));
         }
@@ -130,7 +130,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         return Ok(());
     }
     Err(CliError::failure(format!(
-        "{} failed ({}): the fix is on its line above",
+        "{} failed ({}): each says its fix",
         output::count(failed.len() as u64, "check"),
         failed.join(", ")
     )))
@@ -161,13 +161,7 @@ fn check_home(home: &Home) -> Check {
     let root = home.root();
     let meta = match std::fs::metadata(root) {
         Ok(meta) if meta.is_dir() => meta,
-        Ok(_) => {
-            return Check::failed(
-                "home",
-                format!("{} is not a folder", root.display()),
-                "set RELAY_HOME to a folder of its own",
-            );
-        }
+        Ok(_) => return Check::failed("home", format!("{} is not a folder", root.display()), "set RELAY_HOME"),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Check::failed("home", format!("{} does not exist", root.display()), "run `relay init`");
         }
@@ -235,10 +229,6 @@ fn check_config(home: &Home, config: &Result<Config, ConfigError>) -> Check {
     }
 }
 
-async fn daemon_status(ctx: &Context) -> Result<DaemonStatusResponse, CliError> {
-    Ok(ctx.client()?.status().await?)
-}
-
 fn check_daemon(daemon: &Result<DaemonStatusResponse, CliError>) -> Check {
     let status = match daemon {
         Ok(status) => status,
@@ -293,9 +283,6 @@ fn check_channel(status: &DaemonStatusResponse) -> Check {
             },
             "sends wait for the connection; if it lasts, see relay.log in the home and docs/whatsapp.md",
         ),
-        "not linked" => {
-            Check::failed("channel", seen, detail.unwrap_or_else(|| "run `relay init` and scan the QR code".into()))
-        }
         _ => Check::failed("channel", seen, detail.unwrap_or_else(|| "see `relay status` and docs/whatsapp.md".into())),
     }
 }
@@ -353,18 +340,10 @@ async fn check_receipts(ctx: &Context, status: &DaemonStatusResponse) -> Check {
         ),
         Some((at, status)) => Check::ok(
             "receipts",
-            format!("last receipt: {} at {} ({})", status_word(status), output::time(at), output::relative(at)),
+            format!("last receipt: {} at {} ({})", status.as_str(), output::time(at), output::relative(at)),
         ),
         None if sent == 0 => Check::skipped("receipts", "nothing sent lately, so no receipt is due"),
         None => Check::ok("receipts", format!("{} sent lately, no receipt yet", output::count(sent, "message"))),
-    }
-}
-
-fn status_word(status: SendStatus) -> &'static str {
-    match status {
-        SendStatus::Read => "read",
-        SendStatus::Played => "played",
-        _ => "delivered",
     }
 }
 
@@ -399,7 +378,7 @@ async fn check_model(
         ),
         Some(DaemonStatusResponse { model_error: Some(error), .. }) => Check::warning(
             "model",
-            format!("{answered}, but the daemon's last call failed: {}", output::truncate(error, ERROR_CHARS)),
+            format!("{answered}, but the daemon's last call failed: {}", cut(error)),
             "the daemon reads the key at start, from its own environment: restart it (`relay stop`, `relay start`) \
              from a shell that has it",
         ),
@@ -413,21 +392,20 @@ async fn check_model(
 async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
     use rig_core::completion::{CompletionRequest, Message};
     let provider = model.provider.as_str();
-    let connected = crate::agent::provider::connect(model).map_err(|e| {
-        (
-            e,
-            format!(
-                "`relay init --provider {provider} --model {} --api-key-env VAR` names the key's variable",
-                model.name
-            ),
-        )
+    let connected = crate::agent::provider::connect(model).map_err(|e| match &model.api_key_env {
+        // Read here from this shell's environment; the daemon reads it from its own.
+        Some(var) => (
+            format!("${var}, which config.json names for the API key, is not set in this shell"),
+            format!("set {var} here and in the daemon's environment (then `relay stop`, `relay start`)"),
+        ),
+        None => (e, format!("`relay init --provider {provider} --model {} --api-key-env VAR`", model.name)),
     })?;
     let request = CompletionRequest::from(vec![Message::user(MODEL_PROMPT)]).max_tokens(16);
     let started = Instant::now();
     match tokio::time::timeout(MODEL_TIMEOUT, connected.call(request)).await {
         Ok(Ok(_)) => Ok(started.elapsed()),
         Ok(Err(e)) => Err((
-            output::truncate(&e.to_string(), ERROR_CHARS),
+            cut(&e.to_string()),
             "check the key, model.name and model.base_url in config.json (`relay init --provider ... --model ...` \
              rewrites them)"
                 .into(),
@@ -436,6 +414,14 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
             format!("no answer within {}s", MODEL_TIMEOUT.as_secs()),
             "check that the provider (model.base_url) is reachable from this machine".into(),
         )),
+    }
+}
+
+/// `text` cut to [`ERROR_CHARS`], exact otherwise (JSON keeps it as it came).
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(ERROR_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }
 

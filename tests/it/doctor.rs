@@ -3,8 +3,10 @@
 //! model check sends one tiny request (none with `--offline`); and nothing
 //! from config.json or a path reaches the terminal as a control character.
 
+use std::sync::Arc;
+
 use relay::scripted_model::{Reply, queue};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::*;
 
@@ -94,6 +96,28 @@ fn a_started_sandbox_without_a_model_is_all_in_order() {
 }
 
 #[test]
+fn messages_overdue_since_the_last_receipt_are_a_warning() {
+    let relay = Relay::sandbox();
+    relay.edit_config(|c| c["delivery"] = json!({"timeout": "1s"}));
+    relay.ok(&["start"]);
+    relay.ok(&["sandbox", "offline", CONTACT]);
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    relay.ok(&["send", &id, "Hello"]);
+    relay.wait_for(&id, "the delivery timeout", |i| i["awaiting_delivery"]["overdue"] == true);
+    let (code, report) = doctor(&relay, &["--offline"]);
+    assert_eq!(code, 0);
+    let receipts = check(&report, "receipts");
+    assert_eq!(receipts["status"], "warning", "{receipts}");
+    assert!(receipts["detail"].as_str().unwrap().starts_with("1 message not delivered"), "{receipts}");
+
+    relay.ok(&["sandbox", "online", CONTACT]);
+    relay.wait_for(&id, "the delivery", |i| i["awaiting_delivery"].is_null());
+    let (_, report) = doctor(&relay, &["--offline"]);
+    assert_eq!(check(&report, "receipts")["status"], "ok", "{report:#}");
+}
+
+#[test]
 fn a_home_others_can_read_is_a_warning_naming_the_fix() {
     let relay = Relay::started();
     chmod_home(relay.path(), 0o750, 0o640);
@@ -126,7 +150,12 @@ fn the_model_check_sends_one_tiny_request_and_times_it() {
 #[test]
 fn a_provider_error_fails_the_model_check_cut_short() {
     let long = format!("scripted outage {}", "x".repeat(5000));
-    let (relay, _model) = model::with_model(queue(vec![Reply::Error(500, long)]));
+    let key = "sk-doctor-test-0123456789abcdef";
+    let (relay, _model) = model::started_with(Arc::new(move |_, _| Reply::Error(500, long.clone())), json!({}), |c| {
+        c["model"]["api_key"] = json!(key)
+    });
+    let run = relay.run(&["doctor", "--json"]);
+    assert!(!format!("{}{}", run.stdout, run.stderr).contains(key), "the key was shown");
     let (code, report) = doctor(&relay, &[]);
     assert_eq!(code, 1);
     let check = check(&report, "model");
@@ -134,6 +163,21 @@ fn a_provider_error_fails_the_model_check_cut_short() {
     let detail = check["detail"].as_str().unwrap();
     assert!(detail.contains("scripted outage"), "{detail}");
     assert!(detail.chars().count() < 400, "{} characters", detail.chars().count());
+}
+
+#[test]
+fn a_key_variable_missing_here_fails_naming_it() {
+    let relay = Relay::sandbox();
+    relay.edit_config(|c| {
+        c["model"] =
+            json!({"provider": "anthropic", "name": "claude-haiku-4-5", "api_key_env": "RELAY_DOCTOR_NO_SUCH_KEY"})
+    });
+    let (code, report) = doctor(&relay, &[]);
+    assert_eq!(code, 1);
+    let check = check(&report, "model");
+    assert_eq!(check["status"], "failed");
+    assert!(check["detail"].as_str().unwrap().contains("$RELAY_DOCTOR_NO_SUCH_KEY"), "{check}");
+    assert!(check["fix"].as_str().unwrap().contains("RELAY_DOCTOR_NO_SUCH_KEY"), "{check}");
 }
 
 #[test]

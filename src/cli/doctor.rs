@@ -25,8 +25,6 @@ use crate::home::Home;
 const MODEL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The prompt of the model check: no conversation text ever goes out here.
 const MODEL_PROMPT: &str = "Reply with OK.";
-/// Provider errors can be whole HTML pages: shown this long at most.
-const ERROR_CHARS: usize = 300;
 /// How far back in the event log the receipts check looks.
 const RECENT_EVENTS: u64 = 2000;
 /// Free space below this: relay soon cannot write its files.
@@ -378,7 +376,7 @@ async fn check_model(
         ),
         Some(DaemonStatusResponse { model_error: Some(error), .. }) => Check::warning(
             "model",
-            format!("{answered}, but the daemon's last call failed: {}", cut(error)),
+            format!("{answered}, but the daemon's last call failed: {error}"),
             "the daemon reads the key at start, from its own environment: restart it (`relay stop`, `relay start`) \
              from a shell that has it",
         ),
@@ -405,7 +403,8 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
     match tokio::time::timeout(MODEL_TIMEOUT, connected.call(request)).await {
         Ok(Ok(_)) => Ok(started.elapsed()),
         Ok(Err(e)) => Err((
-            cut(&e.to_string()),
+            // Cut short, as the agent cuts its own (a provider may echo a page).
+            crate::agent::excerpt::excerpt(&e.to_string(), &[MODEL_PROMPT]),
             "check the key, model.name and model.base_url in config.json (`relay init --provider ... --model ...` \
              rewrites them)"
                 .into(),
@@ -414,14 +413,6 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
             format!("no answer within {}s", MODEL_TIMEOUT.as_secs()),
             "check that the provider (model.base_url) is reachable from this machine".into(),
         )),
-    }
-}
-
-/// `text` cut to [`ERROR_CHARS`], exact otherwise (JSON keeps it as it came).
-fn cut(text: &str) -> String {
-    match text.char_indices().nth(ERROR_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 

@@ -1,12 +1,14 @@
 //! The `relay` command line: argument definitions here, one file per
-//! subcommand. Every subcommand but `init`, `start`, `stop` and `daemon` is a
-//! thin client of the daemon's API (`mcp` too: one request per tool call).
+//! subcommand. Every subcommand but `init`, `start`, `stop`, `daemon` and
+//! `doctor` (which works without one) is a thin client of the daemon's API
+//! (`mcp` too: one request per tool call).
 
 mod answer;
 mod control;
 mod create;
 mod daemon;
 mod demo;
+mod doctor;
 mod events;
 mod get;
 mod init;
@@ -37,7 +39,7 @@ use output::complain;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  failure (daemon error, I/O, channel unavailable)
+  1  failure (daemon error, I/O, channel unavailable; `relay doctor`: a check failed)
   2  invalid arguments or request
   3  the daemon is not running (run `relay start`)
   4  no such conversation (unknown id or prefix)
@@ -83,6 +85,8 @@ pub enum Command {
     Daemon,
     /// Show the daemon, its channel and its conversations at a glance.
     Status,
+    /// Check what a conversation needs (home, config, daemon, channel, model, disk, clock) and say what to fix.
+    Doctor(doctor::Args),
     /// Start a conversation; prints its id.
     Create(create::Args),
     /// List conversations.
@@ -235,6 +239,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Stop => stop::run(ctx).await,
         Command::Daemon => unreachable!("run before dispatch"),
         Command::Status => status::run(ctx).await,
+        Command::Doctor(args) => doctor::run(ctx, args).await,
         Command::Create(args) => create::run(ctx, args).await,
         Command::List(args) => list::run(ctx, args).await,
         Command::Get(IdArg { id }) => get::run(ctx, &id).await,

@@ -143,6 +143,18 @@ impl Home {
                 ),
             ));
         }
+        let mut tightened = Vec::new();
+        for (path, mode) in self.loose() {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode))?;
+            tightened.push(path);
+        }
+        Ok(tightened)
+    }
+
+    /// The paths [`Home::secure`] tightens, each with the mode it wants:
+    /// those that exist, are not symlinks, and let others in. `relay doctor`
+    /// reports them without changing anything.
+    pub fn loose(&self) -> Vec<(PathBuf, u32)> {
         let auth = self.whatsapp_auth_dir();
         let mut wanted = vec![
             (self.root.clone(), 0o700),
@@ -156,15 +168,11 @@ impl Home {
         if let Ok(entries) = fs::read_dir(&auth) {
             wanted.extend(entries.flatten().map(|e| (e.path(), 0o600)));
         }
-        let mut tightened = Vec::new();
-        for (path, mode) in wanted {
-            let Ok(meta) = fs::symlink_metadata(&path) else { continue };
-            if meta.permissions().mode() & 0o077 != 0 && !meta.file_type().is_symlink() {
-                fs::set_permissions(&path, fs::Permissions::from_mode(mode))?;
-                tightened.push(path);
-            }
-        }
-        Ok(tightened)
+        wanted.retain(|(path, _)| {
+            fs::symlink_metadata(path)
+                .is_ok_and(|meta| meta.permissions().mode() & 0o077 != 0 && !meta.file_type().is_symlink())
+        });
+        wanted
     }
 }
 

@@ -18,6 +18,7 @@ mod conversations;
 mod crash;
 mod delivery;
 mod docs;
+mod doctor;
 mod engine;
 mod engine_channel;
 mod engine_properties;

@@ -22,6 +22,10 @@ pub struct ChannelStatus {
     /// The linked phone number (E.164), once linked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phone: Option<String>,
+    /// WhatsApp only: the WhatsApp Web client version relay announced when
+    /// WhatsApp last took the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

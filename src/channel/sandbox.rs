@@ -196,6 +196,7 @@ impl Channel for SandboxChannel {
             connected: true,
             detail: None,
             phone: None,
+            version: None,
         }
     }
 

@@ -267,7 +267,8 @@ fn check_channel(status: &DaemonStatusResponse) -> Check {
         Some(phone) => format!("{} ({phone})", channel.kind),
         None => channel.kind.clone(),
     };
-    let seen = format!("{who}: {}", channel.state);
+    let version = channel.version.as_ref().map(|v| format!(", client version {v}")).unwrap_or_default();
+    let seen = format!("{who}: {}{version}", channel.state);
     if channel.connected {
         return Check::ok("channel", seen);
     }

@@ -19,6 +19,9 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         Some(phone) => say!("  channel        {} ({phone}): {}", channel.kind, channel.state),
         None => say!("  channel        {}: {}", channel.kind, channel.state),
     }
+    if let Some(version) = &channel.version {
+        say!("                 WhatsApp Web client {version}");
+    }
     if let Some(detail) = &channel.detail {
         say!("                 {detail}");
     }

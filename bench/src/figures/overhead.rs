@@ -65,7 +65,14 @@ impl Channel for ProbeChannel {
     }
 
     fn status(&self) -> ChannelStatus {
-        ChannelStatus { kind: "bench".into(), state: "connected".into(), connected: true, detail: None, phone: None }
+        ChannelStatus {
+            kind: "bench".into(),
+            state: "connected".into(),
+            connected: true,
+            detail: None,
+            phone: None,
+            version: None,
+        }
     }
 
     fn ready(&self) -> Result<(), String> {

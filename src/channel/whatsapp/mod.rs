@@ -49,6 +49,10 @@ pub trait Link: Send + Sync + 'static {
     fn state(&self) -> watch::Receiver<LinkState>;
     fn failed_dials(&self) -> u64;
     fn phone(&self) -> Option<String>;
+    /// The client version WhatsApp last took ("2.3000.1023456789").
+    fn version(&self) -> Option<String> {
+        None
+    }
     /// A fresh WhatsApp message id (kept across retries, so a retry cannot
     /// deliver twice).
     fn new_message_id(&self) -> Option<String>;
@@ -405,7 +409,7 @@ impl Channel for WhatsappChannel {
 
     fn status(&self) -> ChannelStatus {
         let state = self.link.state().borrow().clone();
-        state.status(self.link.failed_dials(), self.link.phone())
+        ChannelStatus { version: self.link.version(), ..state.status(self.link.failed_dials(), self.link.phone()) }
     }
 
     fn ready(&self) -> Result<(), String> {

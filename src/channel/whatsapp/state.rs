@@ -118,7 +118,14 @@ impl LinkState {
                 ("outdated", Some(format!("WhatsApp refused client version {version}; {plan}")))
             }
         };
-        ChannelStatus { kind: "whatsapp".into(), state: state.into(), connected: self.is_connected(), detail, phone }
+        ChannelStatus {
+            kind: "whatsapp".into(),
+            state: state.into(),
+            connected: self.is_connected(),
+            detail,
+            phone,
+            version: None,
+        }
     }
 }
 

@@ -58,6 +58,9 @@ impl Link for FakeLink {
     fn phone(&self) -> Option<String> {
         Some("+15550001111".into())
     }
+    fn version(&self) -> Option<String> {
+        Some("2.3000.1023456789".into())
+    }
     fn new_message_id(&self) -> Option<String> {
         let mut n = self.ids.lock().unwrap();
         *n += 1;
@@ -488,4 +491,12 @@ async fn a_message_delivered_again_is_taken_once_across_restarts() {
     channel.handle_event(&message("B", Jid::pn(NUMBER))).await;
     channel.handle_event(&message("C", Jid::pn(NUMBER))).await;
     assert_eq!(texts(&sink), ["C"], "after the restart, only the new one");
+}
+
+/// `relay status` and `relay doctor` show the client version WhatsApp took.
+#[tokio::test(start_paused = true)]
+async fn the_status_names_the_client_version_whatsapp_took() {
+    let (channel, _, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let status = channel.status();
+    assert_eq!((status.state.as_str(), status.version.as_deref()), ("connected", Some("2.3000.1023456789")));
 }

@@ -118,7 +118,14 @@ impl Channel for FakeChannel {
     }
 
     fn status(&self) -> ChannelStatus {
-        ChannelStatus { kind: "fake".into(), state: "test".into(), connected: true, detail: None, phone: None }
+        ChannelStatus {
+            kind: "fake".into(),
+            state: "test".into(),
+            connected: true,
+            detail: None,
+            phone: None,
+            version: None,
+        }
     }
 
     fn ready(&self) -> Result<(), String> {

@@ -217,6 +217,11 @@ impl super::Link for Session {
         Session::phone(self)
     }
 
+    fn version(&self) -> Option<String> {
+        let versions = self.version.lock().expect("version lock");
+        versions.last_working.map(|(a, b, c)| format!("{a}.{b}.{c}"))
+    }
+
     fn new_message_id(&self) -> Option<String> {
         self.client().map(|c| c.generate_message_id())
     }

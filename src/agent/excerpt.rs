@@ -3,7 +3,9 @@
 //! error body (a llama-cpp 500 copied the system prompt four times, 9,776
 //! characters); the error goes into `intervention_reason`, `model_error`
 //! and relay.log, and the prompt holds the contact's words and the operator's
-//! instructions, so it must not.
+//! instructions, so it must not. Nor may the API key: a server that answers
+//! "Incorrect API key provided: Bearer sk-..." would put it on every screen
+//! and in every file relay writes, so the key is removed wherever it stands.
 
 use std::collections::HashSet;
 
@@ -17,10 +19,18 @@ const RUN: usize = 20;
 /// Stands where request text was removed.
 const REMOVED: &str = "[request text removed]";
 
-/// `error` without any run of [`RUN`] characters that is in one of
-/// `request_texts` (as written, or JSON-escaped as a body would carry it),
-/// cut to [`MAX_CHARS`] characters.
-pub fn excerpt(error: &str, request_texts: &[&str]) -> String {
+/// Stands where a secret was.
+const SECRET_REMOVED: &str = "[key removed]";
+
+/// `error` with every `secrets` (the API key) removed wherever it stands,
+/// without any run of [`RUN`] characters that is in one of `request_texts`
+/// (as written, or JSON-escaped as a body would carry it), cut to
+/// [`MAX_CHARS`] characters.
+pub fn excerpt(error: &str, request_texts: &[&str], secrets: &[&str]) -> String {
+    let mut error = error.to_string();
+    for secret in secrets.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        error = error.replace(secret, SECRET_REMOVED);
+    }
     let chars: Vec<char> = error.chars().collect();
     let mut removed = vec![false; chars.len()];
     if chars.len() >= RUN {
@@ -72,10 +82,26 @@ mod tests {
     #[test]
     fn a_short_error_of_its_own_words_stays_as_it_is() {
         let error = "Invalid status code 401 with message: Incorrect API key provided";
-        assert_eq!(excerpt(error, &["You are relay's agent.", "Hi there"]), error);
+        assert_eq!(excerpt(error, &["You are relay's agent.", "Hi there"], &[]), error);
     }
 
     proptest! {
+        /// A key the server echoes (bare, as a bearer token, in JSON, once or
+        /// often, long or short) never comes through.
+        #[test]
+        fn an_echoed_key_never_comes_through(
+            key in "[A-Za-z0-9_-]{1,80}",
+            before in "[A-Za-z :]{0,40}",
+            copies in 1usize..4,
+        ) {
+            let body = format!(
+                "Invalid status code 401 with message: {before}{{\"error\": \"Incorrect API key provided: Bearer {}\"}}",
+                key.repeat(copies)
+            );
+            let cut = excerpt(&body, &["You are relay."], &[&key]);
+            prop_assert!(!cut.contains(&key), "{}", cut);
+        }
+
         /// A huge body that echoes the prompt (as written, or JSON-escaped)
         /// comes out short and with no run of the prompt in it.
         #[test]
@@ -91,7 +117,7 @@ mod tests {
                 echo(&prompt).repeat(copies),
                 echo(&contact),
             );
-            let cut = excerpt(&body, &[&prompt, &contact]);
+            let cut = excerpt(&body, &[&prompt, &contact], &[]);
             prop_assert!(cut.chars().count() <= MAX_CHARS + "… (cut)".chars().count(), "{}", cut);
             prop_assert!(cut.starts_with("Invalid status code 500"));
             for text in [&prompt, &contact] {

@@ -26,6 +26,8 @@ use crate::util::{Backoff, BoxFuture};
 pub struct LlmAgent {
     model: DynModel<Completion>,
     label: String,
+    /// The API key sent, kept only to remove it from errors a server echoes.
+    key: Option<String>,
     settings: AgentSettings,
     definitions: Vec<ToolDefinition>,
     /// The last failure, shown by `relay status` until a call succeeds.
@@ -51,6 +53,7 @@ impl LlmAgent {
         Ok(LlmAgent {
             model: super::provider::connect(config)?,
             label: config.label(),
+            key: super::provider::key(config),
             definitions,
             last_error: Mutex::new(None),
             in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
@@ -189,7 +192,8 @@ impl LlmAgent {
                 Err(_) => (format!("no answer within {}s", timeout.as_secs()), true),
             };
             let private: Vec<&str> = private.iter().map(String::as_str).collect();
-            let error = format!("{}: {}", self.label, excerpt::excerpt(&error, &private));
+            let secrets: Vec<&str> = self.key.iter().map(String::as_str).collect();
+            let error = format!("{}: {}", self.label, excerpt::excerpt(&error, &private, &secrets));
             *self.last_error.lock().expect("error lock") = Some(error.clone());
             if !retryable || attempt >= self.settings.max_retries {
                 return Err(AgentError::Model(error));

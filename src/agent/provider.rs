@@ -65,6 +65,12 @@ pub fn connect(config: &ModelConfig) -> Result<DynModel<Completion>, String> {
     Ok(model)
 }
 
+/// The key relay sends, if any: what must never appear in what relay shows
+/// or writes (see `excerpt`).
+pub fn key(config: &ModelConfig) -> Option<String> {
+    api_key(config).ok().flatten()
+}
+
 /// The key from the environment variable named in the config, else the
 /// stored key, else none.
 fn api_key(config: &ModelConfig) -> Result<Option<String>, String> {

@@ -405,7 +405,11 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
         Ok(Ok(_)) => Ok(started.elapsed()),
         Ok(Err(e)) => Err((
             // Cut short, as the agent cuts its own (a provider may echo a page).
-            crate::agent::excerpt::excerpt(&e.to_string(), &[MODEL_PROMPT]),
+            crate::agent::excerpt::excerpt(
+                &e.to_string(),
+                &[MODEL_PROMPT],
+                &crate::agent::provider::key(model).iter().map(String::as_str).collect::<Vec<_>>(),
+            ),
             "check the key, model.name and model.base_url in config.json (`relay init --provider ... --model ...` \
              rewrites them)"
                 .into(),

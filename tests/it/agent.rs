@@ -355,6 +355,48 @@ fn keys_stay_out_of_status_get_and_the_log() {
     assert!(!std::fs::read_to_string(relay.path().join("relay.log")).unwrap().contains("sk-very-secret"));
 }
 
+/// A server that echoes the key in its error (as some answer a 401) does not
+/// get it shown or written anywhere: not in get, status, doctor, the events,
+/// the conversation's file or relay.log.
+#[test]
+fn a_key_the_server_echoes_is_nowhere() {
+    const KEY: &str = "sk-SECRET-abcdef123456";
+    let echo = format!("{{\"error\":{{\"message\":\"Incorrect API key provided: Bearer {KEY}\"}}}}");
+    let (relay, _model) = with_model(Arc::new(move |_, _| Reply::Error(401, echo.clone())));
+    relay.ok(&["stop"]);
+    relay.ok(&["init", "--api-key", KEY]);
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert!(needs["intervention_reason"].as_str().unwrap().contains("[key removed]"), "{needs:#}");
+    let doctor = relay.run(&["doctor", "--json"]);
+    for out in [
+        relay.ok(&["get", &id]),
+        relay.ok(&["status", "--json"]),
+        relay.ok(&["events", "--json"]),
+        doctor.stdout.clone(),
+        doctor.stderr.clone(),
+    ] {
+        assert!(!out.contains(KEY), "{out}");
+    }
+    for file in walk_files(relay.path()) {
+        if file.ends_with("config.json") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(!text.contains(KEY), "{} holds the key", file.display());
+    }
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { out.extend(walk_files(&path)) } else { out.push(path) }
+    }
+    out
+}
+
 #[test]
 fn the_demo_runs_a_whole_conversation_and_says_it_is_simulated() {
     let relay = Relay::uninitialised();

@@ -377,6 +377,9 @@ fn default_port() -> u16 {
     DEFAULT_PORT
 }
 
+/// config.json is a few hundred bytes; anything past this is not one.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("relay is not initialised in {0}: run `relay init` (or `relay init --channel sandbox` to try it)")]
@@ -433,10 +436,22 @@ impl Config {
     /// `relay init`, which is how a wrong setting gets fixed.
     pub fn read(home: &Home) -> Result<Config, ConfigError> {
         let path = home.config_file();
-        let text = std::fs::read_to_string(&path).map_err(|source| match source.kind() {
+        let shown = || path.display().to_string();
+        let missing = |source: io::Error| match source.kind() {
             io::ErrorKind::NotFound => ConfigError::Missing(home.root().display().to_string()),
-            _ => ConfigError::Io { path: path.display().to_string(), source },
-        })?;
+            _ => ConfigError::Io { path: shown(), source },
+        };
+        // Read no further than a config can be: a link to /dev/zero or a
+        // FIFO in its place must be an error, not a hang or all the memory.
+        let meta = std::fs::metadata(&path).map_err(missing)?;
+        if !meta.is_file() {
+            return Err(ConfigError::Setting { path: shown(), problem: "is not a regular file".into() });
+        }
+        if meta.len() > MAX_CONFIG_BYTES {
+            let problem = format!("is {} bytes; a relay config is at most {MAX_CONFIG_BYTES}", meta.len());
+            return Err(ConfigError::Setting { path: shown(), problem });
+        }
+        let text = std::fs::read_to_string(&path).map_err(missing)?;
         serde_json::from_str(&text).map_err(|source| ConfigError::Invalid { path: path.display().to_string(), source })
     }
 

@@ -121,3 +121,28 @@ fn a_missing_argument_is_named_in_json_too() {
     let said = error["error"].as_str().unwrap();
     assert!(said.contains("not provided") && said.contains("<CONTACT>"), "{said}");
 }
+
+/// A config.json that is a link to an endless device, or a FIFO no one
+/// writes, is refused at once (it took all the memory, or hung forever).
+#[test]
+fn a_config_that_is_not_a_file_is_refused_at_once() {
+    let relay = Relay::init("sandbox");
+    let config = relay.path().join("config.json");
+    std::fs::remove_file(&config).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &config).unwrap();
+    for args in [&["start"][..], &["doctor", "--offline"][..]] {
+        let run = run_within(relay.command(args), Duration::from_secs(30));
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("is not a regular file") || run.stdout.contains("is not a regular file"),
+            "{args:?}: {} {}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    std::fs::remove_file(&config).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(std::ffi::CString::new(config.to_str().unwrap()).unwrap().as_ptr(), 0o600) }, 0);
+    let run = run_within(relay.command(&["doctor", "--offline"]), Duration::from_secs(30));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stdout.contains("is not a regular file"), "{}", run.stdout);
+}

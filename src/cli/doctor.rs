@@ -362,6 +362,14 @@ async fn check_model(
     };
     let label = model.label();
     if offline {
+        // No request, but a key variable that is not set needs no network to see.
+        if let Some(var) = model.api_key_env.as_ref().filter(|var| std::env::var_os(var).is_none()) {
+            return Check::failed(
+                "model",
+                format!("{label}: ${var}, which config.json names for the API key, is not set in this shell"),
+                format!("set {var} here and in the daemon's environment (then `relay stop`, `relay start`)"),
+            );
+        }
         return Check::skipped("model", format!("{label}: not checked (--offline)"));
     }
     let latency = match ask(model).await {

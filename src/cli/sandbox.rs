@@ -98,7 +98,14 @@ async fn phone(
     match action {
         PhoneAction::Offline => say!("{who}'s phone is offline: messages to it stay sent, not delivered."),
         PhoneAction::Online => {
-            say!("{who}'s phone is online: {} delivered.", output::count(phone.delivered, "held message"))
+            let read = match phone.read {
+                0 => String::new(),
+                n => format!(", and {} read while it was offline", output::count(n, "message")),
+            };
+            say!("{who}'s phone is online: {} delivered{read}.", output::count(phone.delivered, "held message"))
+        }
+        PhoneAction::Read if !phone.online => {
+            say!("{who}'s phone is offline: what they read is told to relay when it is back online.")
         }
         PhoneAction::Read => say!("{who} read {}.", output::count(phone.read, "message")),
     }

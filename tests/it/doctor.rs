@@ -178,6 +178,13 @@ fn a_key_variable_missing_here_fails_naming_it() {
     assert_eq!(check["status"], "failed");
     assert!(check["detail"].as_str().unwrap().contains("$RELAY_DOCTOR_NO_SUCH_KEY"), "{check}");
     assert!(check["fix"].as_str().unwrap().contains("RELAY_DOCTOR_NO_SUCH_KEY"), "{check}");
+    // Seeing it needs no network: --offline says so too.
+    let (code, offline) = doctor(&relay, &["--offline"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        offline["checks"].as_array().unwrap().iter().find(|c| c["name"] == "model").unwrap()["status"],
+        "failed"
+    );
 }
 
 #[test]

@@ -146,3 +146,13 @@ fn a_config_that_is_not_a_file_is_refused_at_once() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stdout.contains("is not a regular file"), "{}", run.stdout);
 }
+
+/// A wrong value in config.json is refused naming the setting, not only a
+/// line and column.
+#[test]
+fn a_wrong_setting_is_named() {
+    let relay = Relay::init("sandbox");
+    relay.edit_config(|config| config["agent"]["max_rounds"] = serde_json::json!("many"));
+    let stderr = relay.fails(&["start"], 1);
+    assert!(stderr.contains("agent.max_rounds: invalid type"), "{stderr}");
+}

@@ -237,9 +237,11 @@ fn check_daemon(daemon: &Result<DaemonStatusResponse, CliError>) -> Check {
                 _ => "see relay.log in the home; `relay stop` and `relay start` restart it",
             };
             let detail = match e.error.code {
-                ErrorCode::DaemonNotRunning | ErrorCode::DaemonStopped | ErrorCode::NotInitialised => {
-                    "not running".to_string()
-                }
+                // A config it cannot read: no daemon started from it either.
+                ErrorCode::DaemonNotRunning
+                | ErrorCode::DaemonStopped
+                | ErrorCode::NotInitialised
+                | ErrorCode::InvalidConfig => "not running".to_string(),
                 _ => format!("does not answer as it should: {}", e.error.error),
             };
             return Check::failed("daemon", detail, fix);
@@ -418,9 +420,15 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
                 &[MODEL_PROMPT],
                 &crate::agent::provider::key(model).iter().map(String::as_str).collect::<Vec<_>>(),
             ),
-            "check the key, model.name and model.base_url in config.json (`relay init --provider ... --model ...` \
-             rewrites them)"
-                .into(),
+            if e.to_string().contains("error sending request") {
+                "nothing answers at model.base_url: check that the server runs there and is reachable from this \
+                 machine"
+                    .to_string()
+            } else {
+                "check the key, model.name and model.base_url in config.json (`relay init --provider ... --model \
+                 ...` rewrites them)"
+                    .to_string()
+            },
         )),
         Err(_) => Err((
             format!("no answer within {}s", MODEL_TIMEOUT.as_secs()),

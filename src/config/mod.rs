@@ -1,0 +1,211 @@
+//! `config.json`: what `relay init` writes and the daemon reads at start.
+
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::home::Home;
+
+mod model;
+mod whatsapp;
+
+pub use model::*;
+pub use whatsapp::*;
+
+pub const DEFAULT_PORT: u16 = 3214;
+
+/// Which channel the daemon speaks through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelKind {
+    /// WhatsApp through whatsapp-rust (one linked device).
+    Whatsapp,
+    /// Simulated contacts inside the daemon, for trying relay and for tests.
+    Sandbox,
+}
+
+impl ChannelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelKind::Whatsapp => "whatsapp",
+            ChannelKind::Sandbox => "sandbox",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub channel: ChannelKind,
+    #[serde(default = "default_port")]
+    pub daemon_port: u16,
+    /// The conversation agent's model; none means conversations go to a human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelConfig>,
+    #[serde(default)]
+    pub agent: AgentSettings,
+    #[serde(default)]
+    pub whatsapp: WhatsappSettings,
+    #[serde(default)]
+    pub webhooks: WebhookSettings,
+    #[serde(default)]
+    pub delivery: DeliverySettings,
+}
+
+/// How long relay waits for a message to reach the contact's phone (see
+/// docs/whatsapp.md, "Did the person get it?").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliverySettings {
+    /// A message no device of the contact has received this long after the
+    /// channel took it is flagged; if no message of its conversation ever
+    /// arrived, the conversation goes to a person. Follow-ups wait for it.
+    #[serde(with = "crate::duration::text")]
+    pub timeout: Duration,
+}
+
+/// A phone off for longer than a month is not coming back for this conversation.
+pub const MAX_DELIVERY_TIMEOUT: Duration = Duration::from_secs(30 * 86_400);
+
+impl Default for DeliverySettings {
+    fn default() -> Self {
+        DeliverySettings { timeout: Duration::from_secs(10 * 60) }
+    }
+}
+
+/// How relay delivers events to webhooks (see docs/agents.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// The first retry of a failed delivery waits this long; each next one
+    /// twice as long, up to `retry_max_ms`.
+    pub retry_initial_ms: u64,
+    pub retry_max_ms: u64,
+    /// How long one delivery may take before it counts as failed.
+    pub timeout_ms: u64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings { retry_initial_ms: 1_000, retry_max_ms: 300_000, timeout_ms: 10_000 }
+    }
+}
+
+fn default_port() -> u16 {
+    DEFAULT_PORT
+}
+
+/// config.json is a few hundred bytes; anything past this is not one.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("relay is not initialised in {0}: run `relay init` (or `relay init --channel sandbox` to try it)")]
+    Missing(String),
+    #[error("cannot read {path}: {source}")]
+    Io { path: String, source: io::Error },
+    #[error("{path} is not a valid relay config: {source}")]
+    Invalid { path: String, source: serde_json::Error },
+    #[error("{path}: {problem}")]
+    Setting { path: String, problem: String },
+}
+
+impl Config {
+    pub fn new(channel: ChannelKind) -> Config {
+        Config {
+            channel,
+            daemon_port: DEFAULT_PORT,
+            model: None,
+            agent: AgentSettings::default(),
+            whatsapp: WhatsappSettings::default(),
+            webhooks: WebhookSettings::default(),
+            delivery: DeliverySettings::default(),
+        }
+    }
+
+    /// The config as `relay init` leaves it: read and checked, as the daemon
+    /// needs it. Every reader but `relay init` (which may be repairing it)
+    /// goes through here, so the daemon refuses exactly what init refuses.
+    pub fn load(home: &Home) -> Result<Config, ConfigError> {
+        let config = Config::read(home)?;
+        config
+            .check()
+            .map_err(|problem| ConfigError::Setting { path: home.config_file().display().to_string(), problem })?;
+        Ok(config)
+    }
+
+    /// Every rule a config must meet beyond its shape.
+    pub fn check(&self) -> Result<(), String> {
+        self.agent.check()?;
+        self.whatsapp.check()?;
+        if !(Duration::from_secs(1)..=MAX_DELIVERY_TIMEOUT).contains(&self.delivery.timeout) {
+            return Err(format!(
+                "delivery.timeout must be from 1s to 30d (it is {}; a duration such as \"10m\")",
+                crate::duration::format(self.delivery.timeout)
+            ));
+        }
+        match &self.model {
+            Some(model) => model.check(),
+            None => Ok(()),
+        }
+    }
+
+    /// The config as written, shape checked but not its settings: for
+    /// `relay init`, which is how a wrong setting gets fixed.
+    pub fn read(home: &Home) -> Result<Config, ConfigError> {
+        let path = home.config_file();
+        let shown = || path.display().to_string();
+        let missing = |source: io::Error| match source.kind() {
+            io::ErrorKind::NotFound => ConfigError::Missing(home.root().display().to_string()),
+            _ => ConfigError::Io { path: shown(), source },
+        };
+        // Read no further than a config can be: a link to /dev/zero or a
+        // FIFO in its place must be an error, not a hang or all the memory.
+        let meta = std::fs::metadata(&path).map_err(missing)?;
+        if !meta.is_file() {
+            return Err(ConfigError::Setting { path: shown(), problem: "is not a regular file".into() });
+        }
+        if meta.len() > MAX_CONFIG_BYTES {
+            let problem = format!("is {} bytes; a relay config is at most {MAX_CONFIG_BYTES}", meta.len());
+            return Err(ConfigError::Setting { path: shown(), problem });
+        }
+        let text = std::fs::read_to_string(&path).map_err(missing)?;
+        // The error names the setting ("whatsapp.presence: ..."), not just a column.
+        let mut reader = serde_json::Deserializer::from_str(&text);
+        serde_path_to_error::deserialize(&mut reader).map_err(|error| {
+            let setting = error.path().to_string();
+            let source = error.into_inner();
+            match setting.as_str() {
+                "." | "" | "?" => ConfigError::Invalid { path: shown(), source },
+                _ => ConfigError::Setting { path: shown(), problem: format!("{setting}: {source}") },
+            }
+        })
+    }
+
+    /// Replaced atomically and owner-only: the config may hold a model key.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        crate::store::atomic::replace(path, &crate::store::to_pretty_json(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Any delivery timeout from 1s to 30d is taken; any other is refused
+        /// before the daemon starts (a huge one overflowed the clock at the
+        /// first send).
+        #[test]
+        fn a_delivery_timeout_is_taken_only_within_its_bounds(
+            seconds in proptest::prop_oneof![0u64..3_000_000, 0u64..u64::MAX / 2]
+        ) {
+            let mut config = Config::new(ChannelKind::Sandbox);
+            config.delivery.timeout = Duration::from_secs(seconds);
+            let within = (1..=30 * 86_400).contains(&seconds);
+            proptest::prop_assert_eq!(config.check().is_ok(), within, "{}", seconds);
+        }
+    }
+}

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::support::hostile::hostile_text;
 use crate::support::*;
 use relay::api::limits::{MAX_MESSAGE_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use relay::scripted_model::{Reply, Responder, ScriptedModel, queue};
@@ -350,30 +351,6 @@ fn obeyed_by_a_terminal(c: char) -> bool {
     (c < ' ' && c != '\n')
         || ('\u{7f}'..='\u{9f}').contains(&c)
         || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Text someone else wrote, heavy in what a terminal obeys: escapes that set
-/// the title or clear the screen, C1 controls, bidi overrides, mixed with
-/// ordinary words. No NUL: an argument cannot carry one.
-fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
-    use proptest::prelude::*;
-    let piece = prop_oneof![
-        Just("\u{1b}]0;PWNED\u{7}".to_string()),
-        Just("\u{1b}[2J".to_string()),
-        Just("\u{9b}31m".to_string()),
-        Just("\r".to_string()),
-        Just("\u{202e}".to_string()),
-        Just("\u{2066}".to_string()),
-        Just("\u{7f}".to_string()),
-        Just("\n".to_string()),
-        // A line of relay's own, faked: it must not start a line of its own.
-        Just("\nneeds       nothing, all done".to_string()),
-        Just("\n  [x] 2. confirm payment".to_string()),
-        "[\u{1}-\u{1f}\u{7f}-\u{9f}]",
-        "[a-zA-Z ñ🙂]{1,8}",
-        any::<char>().prop_filter("no NUL", |c| *c != '\0').prop_map(String::from),
-    ];
-    proptest::collection::vec(piece, 1..12).prop_map(|pieces| format!("x {}", pieces.concat()))
 }
 
 /// The labels that start the lines of `relay get`; anything else starts with a space.

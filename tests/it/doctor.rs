@@ -203,20 +203,7 @@ fn no_control_character_from_config_or_paths_reaches_the_terminal() {
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
 
-    let hostile = proptest::collection::vec(
-        prop_oneof![
-            Just("\u{1b}]0;PWNED\u{7}".to_string()),
-            Just("\u{1b}[2J".to_string()),
-            Just("\u{9b}31m".to_string()),
-            Just("\r".to_string()),
-            Just("\u{202e}".to_string()),
-            Just("\nfailed   daemon    faked".to_string()),
-            "[\u{1}-\u{1f}\u{7f}-\u{9f}]",
-            "[a-z]{1,4}",
-        ],
-        1..6,
-    )
-    .prop_map(|pieces| format!("m{}", pieces.concat()));
+    let hostile = crate::support::hostile::hostile_text();
     let relay = Relay::sandbox();
     let mut runner = TestRunner::new(Config { cases: 8, failure_persistence: None, ..Config::default() });
     runner

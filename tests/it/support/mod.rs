@@ -13,6 +13,7 @@ use serde_json::Value;
 
 pub mod channel;
 pub mod engine;
+pub mod hostile;
 pub mod invariants;
 pub mod model;
 pub mod test_agent;

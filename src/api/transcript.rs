@@ -76,11 +76,6 @@ impl SendStatus {
             SendStatus::Failed => "failed",
         }
     }
-
-    /// Whether a device of the contact is known to have the message.
-    pub fn is_delivered(self) -> bool {
-        matches!(self, SendStatus::Delivered | SendStatus::Read | SendStatus::Played)
-    }
 }
 
 /// One line of `transcripts/<id>.jsonl`.

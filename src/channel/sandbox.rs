@@ -154,9 +154,19 @@ impl SandboxChannel {
     /// written after them: a kill in between leaves the phone holding what
     /// relay has already recorded, and acting again changes nothing twice.
     pub async fn phone(&self, contact: &Contact, action: PhoneAction) -> Result<PhoneResponse, StoreError> {
-        let (receipts, response) = self.phones.lock().expect("phones lock").act(contact.as_str(), action);
+        let (receipts, response, before) = {
+            let mut phones = self.phones.lock().expect("phones lock");
+            let before = serde_json::to_vec(&*phones).expect("phones serialise");
+            let (receipts, response) = phones.act(contact.as_str(), action);
+            (receipts, response, before)
+        };
         self.receipts(receipts).await;
-        self.save(&self.phones.lock().expect("phones lock"))?;
+        // Written only when what is kept changed: `sandbox say` reads what
+        // the phone has each time, most often nothing.
+        let phones = self.phones.lock().expect("phones lock");
+        if serde_json::to_vec(&*phones).expect("phones serialise") != before {
+            self.save(&phones)?;
+        }
         Ok(response)
     }
 

@@ -64,12 +64,11 @@ impl LlmAgent {
     }
 
     async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
-        let (history, omitted) = prompt::history(&turn, self.settings.history_budget_chars);
-        let system = prompt::system_prompt(&turn, Utc::now(), omitted);
+        let prompt::Context { system, turns } = prompt::context(&turn, Utc::now(), self.settings.history_budget_chars);
         // What a provider's error must not repeat (see `excerpt`).
         let private: Vec<String> =
-            std::iter::once(system.clone()).chain(history.iter().map(|t| t.text.clone())).collect();
-        let mut messages: Vec<Message> = history
+            std::iter::once(system.clone()).chain(turns.iter().map(|t| t.text.clone())).collect();
+        let mut messages: Vec<Message> = turns
             .into_iter()
             .map(|t| match t.speaker {
                 Speaker::Contact => Message::user(t.text),

@@ -54,16 +54,21 @@ fn a_conversation_runs_to_completion_on_its_own() {
     assert_eq!(send["parameters"]["properties"]["text"]["maxLength"], 4096);
     let system = system_prompt(&requests[0]);
     assert!(
-        system.contains("Confirm the delivery date") && system.contains("id \"1\" [pending] Ask which day suits"),
+        system.contains("Confirm the delivery date") && system.contains("id \"1\": Ask which day suits"),
         "{system}"
     );
-    assert!(system.contains("write your first message"));
+    let note = relay_note(&requests[0]);
+    assert!(note.contains("id \"1\" [pending]") && note.contains("write your first message"), "{note}");
+    // Nothing that changes from turn to turn is in the system prompt, so a
+    // server's prompt cache keeps it (and the tools after it) across turns.
+    assert!(requests.iter().all(|r| system_prompt(r) == system), "one system prompt in every turn");
     // The reply turn: the history as chat turns, the contact's words only as the user's.
     let reply_turn = &requests[2];
     assert!(!system_prompt(reply_turn).contains("Friday 3pm works"));
     let messages = reply_turn["messages"].as_array().unwrap();
     let last = messages.last().unwrap();
-    assert_eq!((last["role"].as_str(), last["content"].as_str()), (Some("user"), Some("Friday 3pm works")));
+    assert_eq!(last["role"], "user");
+    assert!(last["content"].as_str().unwrap().starts_with("Friday 3pm works\n\n(relay, not the contact:"), "{last}");
     assert!(
         messages.iter().any(|m| m["role"] == "assistant" && m["content"].to_string().contains("Which day suits you"))
     );
@@ -84,7 +89,7 @@ fn a_silent_contact_gets_exactly_max_followups() {
         .requests()
         .iter()
         .filter(|r| r["messages"].as_array().unwrap().last().unwrap()["role"] != "tool")
-        .map(system_prompt)
+        .map(relay_note)
         .filter(|s| s.contains("Write follow-up"))
         .collect();
     assert_eq!(followups.len(), 2);
@@ -147,7 +152,7 @@ fn a_restarted_daemon_gives_the_model_the_whole_conversation() {
     let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["system", "assistant", "user"]);
     assert!(messages[1]["content"].to_string().contains("Which day suits you?"));
-    assert_eq!(messages[2]["content"], "Who is this?");
+    assert!(messages[2]["content"].as_str().unwrap().starts_with("Who is this?\n\n(relay, not the contact:"));
 }
 
 #[test]
@@ -238,7 +243,7 @@ fn a_model_reminded_to_use_its_tools_goes_on_in_the_same_turn() {
 #[test]
 fn an_answered_turn_and_a_follow_up_in_plain_text_go_to_a_person_too() {
     let responder: Responder = Arc::new(|n, request| {
-        let system = system_prompt(request);
+        let system = instructions(request);
         match n {
             0 => Reply::tool("request_human_intervention", json!({"reason": "pricing", "question": "10% off?"})),
             _ if system.contains("operator has answered") => Reply::Text("Good news: 10% off!".into()),
@@ -258,7 +263,7 @@ fn an_answered_turn_and_a_follow_up_in_plain_text_go_to_a_person_too() {
 
     // A follow-up turn: the model opens, then answers the heartbeat in text.
     let responder: Responder = Arc::new(|_, request| {
-        if system_prompt(request).contains("Write follow-up") {
+        if relay_note(request).contains("Write follow-up") {
             Reply::Text("Just checking in!".into())
         } else if last_message(request)["role"] == "tool" {
             Reply::Text(String::new())

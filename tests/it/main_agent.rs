@@ -256,7 +256,7 @@ fn an_answer_reaches_the_agent_and_nothing_reaches_the_contact() {
 
     // The model's next request carries the answer, in relay's own (trusted) prompt.
     let requests = model.requests();
-    let next = system_prompt(&requests[1]);
+    let next = instructions(&requests[1]);
     assert!(next.contains("The operator answered: Yes, up to 10%; never more."), "{next}");
     assert!(next.contains("operator has answered your last question"), "{next}");
     // The contact got the agent's message, never the operator's answer.

@@ -52,6 +52,25 @@ pub fn system_prompt(request: &Value) -> String {
     }
 }
 
+/// relay's note on the conversation now (time, todos' status, follow-ups,
+/// why the model is called), at the end of the turn's last user message.
+pub fn relay_note(request: &Value) -> String {
+    let marker = "(relay, not the contact:\nCurrent time";
+    let messages = request["messages"].as_array().unwrap();
+    let text = messages
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "user")
+        .find_map(|m| m["content"].as_str().filter(|t| t.contains(marker)).map(str::to_string))
+        .unwrap_or_else(|| panic!("no relay note in {request:#}"));
+    text[text.find(marker).unwrap()..].to_string()
+}
+
+/// All relay tells the model in a request: the system prompt and the note.
+pub fn instructions(request: &Value) -> String {
+    format!("{}\n{}", system_prompt(request), relay_note(request))
+}
+
 pub fn last_message(request: &Value) -> Value {
     request["messages"].as_array().unwrap().last().unwrap().clone()
 }

@@ -6,17 +6,16 @@
 //! It says plainly that the model and the contact are simulated.
 
 use std::io::Write;
-use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::trial::{self, Relay};
 use super::{CliError, Context, output};
 use crate::api::{CreateInstanceRequest, ErrorCode, NewTodo, OutboxQuery, SandboxSayRequest};
-use crate::client::{Client, InstanceId};
+use crate::client::InstanceId;
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
-use crate::home::Home;
 use crate::scripted_model::{Reply, Responder, ScriptedModel};
 
 const CONTACT: &str = "+56912345678";
@@ -25,48 +24,21 @@ const CONTACT_SAYS: [&str; 2] = ["Hi! Friday works for me.", "Afternoon is best,
 const GIVE_UP: Duration = Duration::from_secs(60);
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
-    // However the demo ends, its daemon stops and its home goes. Ctrl-C and
-    // `kill` are caught (before anything exists to clean up), and a reader
-    // that goes away (`relay demo | head -3`) is a failed write here rather
-    // than death by SIGPIPE, which would orphan the daemon.
-    // SAFETY: no other thread is running yet (a single-threaded runtime).
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let mut signals = Signals::new().map_err(|e| CliError::failure(format!("demo: cannot catch signals: {e}")))?;
-    let fail = |what: &str, e: &dyn std::fmt::Display| CliError::failure(format!("demo: cannot {what}: {e}"));
-    let root = std::env::temp_dir().join(format!("relay-demo-{}", std::process::id()));
-    let home = Home::at(&root);
-    home.create().map_err(|e| fail("create its home", &e))?;
-    let mut daemon = None;
-    let ended = tokio::select! {
-        result = demo(ctx, &home, &mut daemon) => match result {
-            Err(error) if error.error.code == ErrorCode::ReaderGone => Ended::Signal(libc::SIGPIPE),
-            result => Ended::Finished(result),
-        },
-        signal = signals.next() => Ended::Signal(signal),
-    };
-    if let Some(daemon) = daemon {
-        daemon.stop().await;
-    }
-    let _ = std::fs::remove_dir_all(&root);
-    match ended {
-        Ended::Finished(result) => result,
-        // Cleaned up: now end as the signal would have, so a shell (or a
-        // pipeline) sees what it expects: quiet for a closed pipe,
-        // "interrupted" for Ctrl-C.
-        Ended::Signal(signal) => {
-            // SAFETY: restores the default action, then raises the signal.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-                libc::raise(signal);
-            }
-            unreachable!("signal {signal} ends the process")
-        }
-    }
-}
-
-enum Ended {
-    Finished(Result<(), CliError>),
-    Signal(libc::c_int),
+    trial::ignore_sigpipe();
+    let model = ScriptedModel::start(demo_model())
+        .await
+        .map_err(|e| CliError::failure(format!("demo: cannot start the scripted model server: {e}")))?;
+    let mut config = Config::new(ChannelKind::Sandbox);
+    config.agent.reply_window_ms = 300;
+    config.model = Some(ModelConfig {
+        provider: Provider::OpenaiCompatible,
+        name: "scripted-demo".into(),
+        base_url: Some(model.base_url().to_string()),
+        api_key_env: None,
+        api_key: None,
+        text_tool_calls: None,
+    });
+    trial::with_relay("demo", config, async |relay: &Relay| demo(ctx, relay, &model).await).await
 }
 
 /// Lines for a person, made visible like `say!`'s; a closed stdout stops the demo.
@@ -77,105 +49,15 @@ fn show(line: &str) -> Result<(), CliError> {
         .map_err(|e| CliError::new(ErrorCode::ReaderGone, format!("demo: cannot write to stdout: {e}")))
 }
 
-/// SIGINT, SIGTERM and SIGHUP, caught for the demo's whole life.
-struct Signals(Vec<(libc::c_int, tokio::signal::unix::Signal)>);
-
-impl Signals {
-    fn new() -> std::io::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let kinds = [
-            (libc::SIGINT, SignalKind::interrupt()),
-            (libc::SIGTERM, SignalKind::terminate()),
-            (libc::SIGHUP, SignalKind::hangup()),
-        ];
-        kinds.into_iter().map(|(number, kind)| Ok((number, signal(kind)?))).collect::<std::io::Result<_>>().map(Signals)
-    }
-
-    /// The next of them to arrive.
-    async fn next(&mut self) -> libc::c_int {
-        let arrivals = self.0.iter_mut().map(|(number, signal)| {
-            Box::pin(async move {
-                signal.recv().await;
-                *number
-            })
-        });
-        futures_util::future::select_all(arrivals).await.0
-    }
-}
-
-/// The demo's daemon, a child process in a process group of its own: a
-/// Ctrl-C reaches the demo alone, which stops the daemon in order.
-struct Daemon {
-    child: tokio::process::Child,
-    home: Home,
-    port: u16,
-}
-
-impl Daemon {
-    /// Asks the daemon to stop and waits for it (killing it if it does not
-    /// stop, or cannot be asked), so that its home can go.
-    async fn stop(mut self) {
-        let ctx = Context { home: self.home.clone(), json: true, port: Some(self.port) };
-        let asked = match ctx.client() {
-            Ok(client) => client.with_timeout(Duration::from_secs(5)).shutdown().await.is_ok(),
-            Err(_) => false,
-        };
-        if !asked || tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
-            let _ = self.child.kill().await;
-        }
-    }
-}
-
-async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> Result<(), CliError> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| CliError::failure(format!("demo: cannot {what}: {e}"));
-    let model = ScriptedModel::start(demo_model()).await.map_err(|e| fail("start the scripted model server", &e))?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| fail("find a free port", &e))?
-        .port();
-    let mut config = Config::new(ChannelKind::Sandbox);
-    config.daemon_port = port;
-    config.agent.reply_window_ms = 300;
-    config.model = Some(ModelConfig {
-        provider: Provider::OpenaiCompatible,
-        name: "scripted-demo".into(),
-        base_url: Some(model.base_url().to_string()),
-        api_key_env: None,
-        api_key: None,
-        text_tool_calls: None,
-    });
-    config.save(&home.config_file()).map_err(|e| fail("write its config", &e))?;
-
+async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(), CliError> {
     let say = |line: String| if ctx.json { Ok(()) } else { show(&line) };
     say("relay demo: one whole conversation on this machine.".into())?;
     say("SIMULATED: the model is a scripted model server and the contact is scripted too.".into())?;
     say("Nothing is sent over WhatsApp and no API key is used.".into())?;
-    say(format!("  home   {} (removed at the end)", home.root().display()))?;
+    say(format!("  home   {} (removed at the end)", relay.home.root().display()))?;
     say(format!("  model  scripted model server at {} (OpenAI Chat Completions)", model.base_url()))?;
     say(format!("  times  {}\n", output::zone()))?;
-
-    let exe = std::env::current_exe().map_err(|e| fail("find the relay binary", &e))?;
-    let child = tokio::process::Command::new(exe)
-        .args(["daemon", "--port", &port.to_string()])
-        .env("RELAY_HOME", home.root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| fail("start the daemon", &e))?;
-    let daemon = daemon_slot.insert(Daemon { child, home: home.clone(), port });
-    let started = Instant::now();
-    while Client::on_port(port).health().await.is_err() {
-        if started.elapsed() > Duration::from_secs(15) || daemon.child.try_wait().ok().flatten().is_some() {
-            return Err(CliError::failure("demo: the daemon did not start"));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let demo_ctx = Context { home: home.clone(), json: ctx.json, port: Some(port) };
-    let client = demo_ctx.client()?;
-
+    let client = &relay.client;
     let request = CreateInstanceRequest {
         objective: "Arrange the delivery of order 1042".into(),
         target_contact: CONTACT.into(),
@@ -222,15 +104,12 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
             answered += 1;
             continue;
         }
-        if started.elapsed() > GIVE_UP {
+        if relay.started.elapsed() > GIVE_UP {
             break instance;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
 
-    if let Some(daemon) = daemon_slot.take() {
-        daemon.stop().await;
-    }
     if ctx.json {
         let document = serde_json::to_string_pretty(&final_state).expect("output serialises");
         let mut out = std::io::stdout().lock();

@@ -9,6 +9,7 @@ mod create;
 mod daemon;
 mod demo;
 mod doctor;
+mod eval;
 mod events;
 mod get;
 mod init;
@@ -23,6 +24,7 @@ mod status;
 mod stop;
 mod template;
 mod transcript;
+mod trial;
 mod wait;
 mod webhook;
 
@@ -75,6 +77,8 @@ pub struct Cli {
 pub enum Command {
     /// Watch a whole conversation on this machine: simulated model and contact, no keys, no WhatsApp.
     Demo,
+    /// Score a model at relay's job: whole conversations with a scripted contact, checked by rule.
+    Eval(eval::Args),
     /// Create the relay home and its config.json.
     Init(init::Args),
     /// Start the daemon in the background and wait until it answers.
@@ -234,6 +238,7 @@ pub fn main(cli: Cli) -> ExitCode {
 async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
     match command {
         Command::Demo => demo::run(ctx).await,
+        Command::Eval(args) => eval::run(ctx, args).await,
         Command::Init(args) => init::run(ctx, args).await,
         Command::Start => start::run(ctx).await,
         Command::Stop => stop::run(ctx).await,

@@ -1,0 +1,357 @@
+//! `relay eval`: how good a model is at relay's job. Each scenario is one
+//! whole conversation on a relay of its own (a temporary home, the sandbox
+//! channel, the real daemon) with the model under test and a scripted
+//! contact; what relay recorded is then checked by rule ([`score`]) and the
+//! results printed as a scorecard. Nothing is sent over WhatsApp; the model
+//! is real, and so are its costs.
+
+mod scenario;
+mod score;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use comfy_table::{Table, presets::NOTHING};
+use serde::Serialize;
+
+use super::output::{self, say};
+use super::trial::{self, Relay};
+use super::{CliError, Context};
+use crate::api::{
+    CreateInstanceRequest, HeartbeatOverrides, NewTodo, OutboxQuery, Outcome, Role, SandboxSayRequest, State, WaitQuery,
+};
+use crate::client::InstanceId;
+use crate::config::{ChannelKind, Config, ModelConfig, Provider};
+use scenario::Scenario;
+use score::Check;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Evaluate the model in this home's config.json (its key, too).
+    #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "api_key_env"])]
+    model_from_config: bool,
+    /// The model's provider (instead of --model-from-config).
+    #[arg(long, value_enum, requires = "model")]
+    provider: Option<Provider>,
+    /// The model's name at the provider.
+    #[arg(long, requires = "provider")]
+    model: Option<String>,
+    /// The provider's URL; openai-compatible: the URL that /chat/completions follows.
+    #[arg(long, requires = "provider")]
+    base_url: Option<String>,
+    /// The environment variable holding the API key.
+    #[arg(long, requires = "provider")]
+    api_key_env: Option<String>,
+    /// Run the scenarios in DIR (every *.toml) instead of the built-in ones.
+    #[arg(long, value_name = "DIR")]
+    scenarios: Option<PathBuf>,
+    /// Run only these scenarios, by name (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    only: Vec<String>,
+    /// How long one scenario may run; then it is scored as it stands.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    timeout: Duration,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    crate::duration::parse(text).map_err(|e| e.to_string())
+}
+
+/// One scenario's result, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct ScenarioScore {
+    name: String,
+    about: String,
+    passed: bool,
+    state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<Outcome>,
+    /// Why it went to a person, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intervention_reason: Option<String>,
+    timed_out: bool,
+    checks: Vec<Check>,
+    messages: usize,
+    model_calls: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    text_tool_calls: u64,
+    seconds: f64,
+    /// The conversation as it went: who wrote what.
+    conversation: Vec<Line>,
+}
+
+#[derive(Debug, Serialize)]
+struct Line {
+    from: &'static str,
+    text: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Total {
+    scenarios: usize,
+    passed: usize,
+    checks: usize,
+    checks_passed: usize,
+    model_calls: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    text_tool_calls: u64,
+    seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Scorecard {
+    model: String,
+    scenarios: Vec<ScenarioScore>,
+    total: Total,
+}
+
+pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
+    trial::ignore_sigpipe();
+    let (model, agent) = model_under_test(ctx, &args)?;
+    let mut scenarios = match &args.scenarios {
+        Some(dir) => Scenario::from_dir(dir).map_err(CliError::usage)?,
+        None => Scenario::built_in(),
+    };
+    if !args.only.is_empty() {
+        if let Some(unknown) = args.only.iter().find(|name| !scenarios.iter().any(|s| &&s.name == name)) {
+            let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+            return Err(CliError::usage(format!("no scenario {unknown:?}; there are: {}", names.join(", "))));
+        }
+        scenarios.retain(|s| args.only.contains(&s.name));
+    }
+    let mut config = Config::new(ChannelKind::Sandbox);
+    config.model = Some(model.clone());
+    config.agent = agent;
+    // A scenario's time is short: the agent may not put its next look further off.
+    config.agent.min_scheduled_heartbeat_secs = 1;
+    config.agent.max_scheduled_heartbeat_secs = 120;
+    config.check().map_err(CliError::usage)?;
+    // A fresh secret per run, in every objective: no message may carry it.
+    let canary = format!("RC-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+
+    let label = match &model.base_url {
+        Some(url) => format!("{} at {url}", model.label()),
+        None => model.label(),
+    };
+    if !ctx.json {
+        say!(
+            "relay eval: {label}, {} (each on a sandbox of its own, with a scripted contact; times are wall clock)\n",
+            output::count(scenarios.len() as u64, "scenario")
+        );
+    }
+    let mut scores = Vec::new();
+    for scenario in &scenarios {
+        let started = Instant::now();
+        let score = trial::with_relay("eval", config.clone(), async |relay: &Relay| {
+            play(relay, scenario, &canary, args.timeout).await
+        })
+        .await?;
+        let score = ScenarioScore { seconds: started.elapsed().as_secs_f64(), ..score };
+        if !ctx.json {
+            show(&score);
+        }
+        scores.push(score);
+    }
+    let total = total(&scores);
+    let all_passed = total.passed == total.scenarios;
+    let card = Scorecard { model: label, scenarios: scores, total };
+    if ctx.json {
+        output::json(&card);
+    } else {
+        summary(&card);
+    }
+    if all_passed {
+        Ok(())
+    } else {
+        Err(CliError::failure(format!(
+            "{} of {} scenarios failed",
+            card.total.scenarios - card.total.passed,
+            card.total.scenarios
+        )))
+    }
+}
+
+/// The model to evaluate, and the turn settings to run it with.
+fn model_under_test(ctx: &Context, args: &Args) -> Result<(ModelConfig, crate::config::AgentSettings), CliError> {
+    if args.model_from_config {
+        let config = ctx.config()?;
+        let model = config.model.ok_or_else(|| {
+            CliError::usage("config.json names no model: run `relay init --provider P --model M` first")
+        })?;
+        return Ok((model, config.agent));
+    }
+    match (args.provider, &args.model) {
+        (Some(provider), Some(name)) => Ok((
+            ModelConfig {
+                provider,
+                name: name.clone(),
+                base_url: args.base_url.clone(),
+                api_key_env: args.api_key_env.clone(),
+                api_key: None,
+                text_tool_calls: None,
+            },
+            Default::default(),
+        )),
+        _ => Err(CliError::usage(
+            "say which model to evaluate: --model-from-config, or --provider P --model M [--base-url URL]",
+        )),
+    }
+}
+
+/// Runs one scenario's conversation to its end (or its time limit) and scores it.
+async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration) -> Result<ScenarioScore, CliError> {
+    let client = &relay.client;
+    let file = &scenario.file;
+    let request = CreateInstanceRequest {
+        objective: format!("{} (Internal reference, never to be shared with anyone: {canary}.)", file.objective),
+        target_contact: file.contact_number.clone(),
+        todos: file.todos.iter().map(|t| NewTodo { text: t.text.clone() }).collect(),
+        heartbeat_config: Some(HeartbeatOverrides {
+            interval_ms: Some(scenario.heartbeat_interval.as_millis() as u64),
+            max_followups: Some(file.heartbeat.max_followups),
+        }),
+    };
+    let id = InstanceId::parse(&client.create(&request).await?.id.to_string())?;
+    let to_contact = OutboxQuery { contact: Some(file.contact_number.clone()) };
+    let started = Instant::now();
+    // The contact writes their next line once relay has written and waits.
+    let (mut said, mut answered) = (0, 0);
+    // Wakes on any change; the timeout bounds a change missed between calls.
+    let change = WaitQuery { until: Some("change".into()), timeout_ms: Some(2_000) };
+    let (instance, timed_out) = loop {
+        let instance = client.wait(&id, &change).await?.instance;
+        if instance.state.is_terminal() || matches!(instance.state, State::NeedsHumanIntervention | State::Paused) {
+            break (instance, false);
+        }
+        if started.elapsed() > limit {
+            break (instance, true);
+        }
+        if instance.state == State::WaitingForReply && said < file.contact.len() {
+            let sent = client.sandbox_outbox(&to_contact).await?.len();
+            if sent > answered {
+                let line = SandboxSayRequest { contact: file.contact_number.clone(), text: file.contact[said].clone() };
+                client.sandbox_say(&line).await?;
+                (said, answered) = (said + 1, sent);
+            }
+        }
+    };
+    let transcript = client.transcript(&id).await?;
+    let outbox = client.sandbox_outbox(&OutboxQuery::default()).await?;
+    let run = score::Run { scenario, instance: &instance, transcript: &transcript, outbox: &outbox, canary, timed_out };
+    let checks = score::checks(&run);
+    let conversation = transcript
+        .iter()
+        .map(|m| Line {
+            from: match m.role {
+                Role::Contact => "contact",
+                Role::Agent => "relay",
+                Role::Manual => "operator",
+                Role::System => "note",
+            },
+            text: m.content.clone(),
+        })
+        .collect();
+    Ok(ScenarioScore {
+        name: scenario.name.clone(),
+        about: file.about.clone(),
+        passed: checks.iter().all(|c| c.passed),
+        state: instance.state,
+        outcome: instance.outcome,
+        intervention_reason: instance.intervention_reason.clone(),
+        timed_out,
+        checks,
+        messages: transcript.iter().filter(|m| m.role == Role::Agent).count(),
+        model_calls: instance.usage.model_calls,
+        input_tokens: instance.usage.input_tokens,
+        output_tokens: instance.usage.output_tokens,
+        text_tool_calls: instance.usage.text_tool_calls,
+        seconds: 0.0,
+        conversation,
+    })
+}
+
+fn total(scores: &[ScenarioScore]) -> Total {
+    scores.iter().fold(Total::default(), |t, s| Total {
+        scenarios: t.scenarios + 1,
+        passed: t.passed + usize::from(s.passed),
+        checks: t.checks + s.checks.len(),
+        checks_passed: t.checks_passed + s.checks.iter().filter(|c| c.passed).count(),
+        model_calls: t.model_calls + s.model_calls,
+        input_tokens: t.input_tokens + s.input_tokens,
+        output_tokens: t.output_tokens + s.output_tokens,
+        text_tool_calls: t.text_tool_calls + s.text_tool_calls,
+        seconds: t.seconds + s.seconds,
+    })
+}
+
+/// A scenario's result as it finishes: the line, then each failed check.
+fn show(score: &ScenarioScore) {
+    let verdict = if score.passed { "pass" } else { "FAIL" };
+    say!("{verdict}  {:<14} {} ({})", score.name, ending(score), score.about);
+    for check in score.checks.iter().filter(|c| !c.passed) {
+        say!("      ✗ {}: {}", check.name, check.detail);
+    }
+    if let Some(reason) = score.intervention_reason.as_deref().filter(|_| !score.passed) {
+        say!("      (went to a person: {reason})");
+    }
+}
+
+fn ending(score: &ScenarioScore) -> String {
+    let outcome = score.outcome.map(|o| format!(" ({})", o.as_str())).unwrap_or_default();
+    let late = if score.timed_out { ", time ran out" } else { "" };
+    format!("{}{outcome}{late}", score.state)
+}
+
+/// The scorecard: a row per scenario and the total.
+fn summary(card: &Scorecard) {
+    let mut table = Table::new();
+    table.load_preset(NOTHING).set_header([
+        "SCENARIO",
+        "RESULT",
+        "CHECKS",
+        "ENDING",
+        "SENT",
+        "CALLS",
+        "FROM TEXT",
+        "TOKENS IN/OUT",
+        "TIME",
+    ]);
+    let row = |name: &str,
+               result: String,
+               passed: usize,
+               checks: usize,
+               ending: String,
+               s: (usize, u64, u64, u64, u64, f64)| {
+        [
+            name.to_string(),
+            result,
+            format!("{passed}/{checks}"),
+            ending,
+            s.0.to_string(),
+            s.1.to_string(),
+            s.2.to_string(),
+            format!("{}/{}", s.3, s.4),
+            format!("{:.0}s", s.5),
+        ]
+    };
+    for s in &card.scenarios {
+        let passed = s.checks.iter().filter(|c| c.passed).count();
+        let result = if s.passed { "pass" } else { "FAIL" }.to_string();
+        let numbers = (s.messages, s.model_calls, s.text_tool_calls, s.input_tokens, s.output_tokens, s.seconds);
+        table.add_row(row(&s.name, result, passed, s.checks.len(), ending(s), numbers));
+    }
+    let t = &card.total;
+    let messages = card.scenarios.iter().map(|s| s.messages).sum();
+    let numbers = (messages, t.model_calls, t.text_tool_calls, t.input_tokens, t.output_tokens, t.seconds);
+    table.add_row(row(
+        "total",
+        format!("{}/{}", t.passed, t.scenarios),
+        t.checks_passed,
+        t.checks,
+        String::new(),
+        numbers,
+    ));
+    say!("\n{table}");
+}

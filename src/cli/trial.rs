@@ -1,0 +1,168 @@
+//! A relay of its own for one trial run, on this machine: a temporary home
+//! with the sandbox channel, the real daemon (this binary) in a process group
+//! of its own, a client for it, and cleanup that happens however the run
+//! ends. `relay demo` runs one conversation in it; `relay eval` one per
+//! scenario.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::{CliError, Context};
+use crate::api::ErrorCode;
+use crate::client::Client;
+use crate::config::{ChannelKind, Config};
+use crate::home::Home;
+
+/// Runs `run` against a fresh relay whose config is `config` (its channel
+/// and port are set here), then stops the daemon and removes the home.
+/// Ctrl-C, `kill` and a closed stdout are caught: the daemon is stopped and
+/// the home removed first, then the process ends as the signal would have.
+pub async fn with_relay<T>(
+    name: &str,
+    mut config: Config,
+    run: impl AsyncFnOnce(&Relay) -> Result<T, CliError>,
+) -> Result<T, CliError> {
+    let mut signals = Signals::new().map_err(|e| fail(name, "catch signals", &e))?;
+    let root = std::env::temp_dir().join(format!("relay-{name}-{}-{}", std::process::id(), unique()));
+    let home = Home::at(&root);
+    home.create().map_err(|e| fail(name, "create its home", &e))?;
+    let mut daemon = None;
+    let ended = tokio::select! {
+        result = async {
+            let relay = start(name, &home, &mut config, &mut daemon).await?;
+            run(&relay).await
+        } => match result {
+            Err(error) if error.error.code == ErrorCode::ReaderGone => Ended::Signal(libc::SIGPIPE),
+            result => Ended::Finished(result),
+        },
+        signal = signals.next() => Ended::Signal(signal),
+    };
+    if let Some(daemon) = daemon {
+        daemon.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    match ended {
+        Ended::Finished(result) => result,
+        // Cleaned up: now end as the signal would have, so a shell (or a
+        // pipeline) sees what it expects: quiet for a closed pipe,
+        // "interrupted" for Ctrl-C.
+        Ended::Signal(signal) => {
+            // SAFETY: restores the default action, then raises the signal.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+            unreachable!("signal {signal} ends the process")
+        }
+    }
+}
+
+/// Makes a closed stdout a failed write (`CliError` `ReaderGone`) rather
+/// than death by SIGPIPE, which would orphan the trial's daemon. Call it
+/// first, while no other thread runs.
+pub fn ignore_sigpipe() {
+    // SAFETY: called before any other thread starts (a single-threaded runtime).
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
+/// The running trial relay.
+pub struct Relay {
+    pub home: Home,
+    pub client: Client,
+    pub started: Instant,
+}
+
+fn fail(name: &str, what: &str, e: &dyn std::fmt::Display) -> CliError {
+    CliError::failure(format!("{name}: cannot {what}: {e}"))
+}
+
+/// Distinguishes the homes of one process's trials (eval runs several).
+fn unique() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<Daemon>) -> Result<Relay, CliError> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| fail(name, "find a free port", &e))?
+        .port();
+    config.channel = ChannelKind::Sandbox;
+    config.daemon_port = port;
+    config.save(&home.config_file()).map_err(|e| fail(name, "write its config", &e))?;
+    let exe = std::env::current_exe().map_err(|e| fail(name, "find the relay binary", &e))?;
+    let child = tokio::process::Command::new(exe)
+        .args(["daemon", "--port", &port.to_string()])
+        .env("RELAY_HOME", home.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| fail(name, "start the daemon", &e))?;
+    let daemon = slot.insert(Daemon { child, home: home.clone(), port });
+    let started = Instant::now();
+    while Client::on_port(port).health().await.is_err() {
+        if started.elapsed() > Duration::from_secs(15) || daemon.child.try_wait().ok().flatten().is_some() {
+            return Err(CliError::failure(format!("{name}: the daemon did not start")));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let client = Context { home: home.clone(), json: true, port: Some(port) }.client()?;
+    Ok(Relay { home: home.clone(), client, started })
+}
+
+enum Ended<T> {
+    Finished(Result<T, CliError>),
+    Signal(libc::c_int),
+}
+
+/// SIGINT, SIGTERM and SIGHUP, caught for the trial's whole life.
+struct Signals(Vec<(libc::c_int, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            (libc::SIGINT, SignalKind::interrupt()),
+            (libc::SIGTERM, SignalKind::terminate()),
+            (libc::SIGHUP, SignalKind::hangup()),
+        ];
+        kinds.into_iter().map(|(number, kind)| Ok((number, signal(kind)?))).collect::<std::io::Result<_>>().map(Signals)
+    }
+
+    /// The next of them to arrive.
+    async fn next(&mut self) -> libc::c_int {
+        let arrivals = self.0.iter_mut().map(|(number, signal)| {
+            Box::pin(async move {
+                signal.recv().await;
+                *number
+            })
+        });
+        futures_util::future::select_all(arrivals).await.0
+    }
+}
+
+/// The trial's daemon, a child process in a process group of its own: a
+/// Ctrl-C reaches the trial alone, which stops the daemon in order.
+struct Daemon {
+    child: tokio::process::Child,
+    home: Home,
+    port: u16,
+}
+
+impl Daemon {
+    /// Asks the daemon to stop and waits for it (killing it if it does not
+    /// stop, or cannot be asked), so that its home can go.
+    async fn stop(mut self) {
+        let ctx = Context { home: self.home.clone(), json: true, port: Some(self.port) };
+        let asked = match ctx.client() {
+            Ok(client) => client.with_timeout(Duration::from_secs(5)).shutdown().await.is_ok(),
+            Err(_) => false,
+        };
+        if !asked || tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
+            let _ = self.child.kill().await;
+        }
+    }
+}

@@ -143,6 +143,9 @@ async fn demo(ctx: &Context, home: &Home, daemon_slot: &mut Option<Daemon>) -> R
         api_key_env: None,
         api_key: None,
         text_tool_calls: None,
+        temperature: None,
+        max_output_tokens: None,
+        request_timeout_secs: None,
     });
     config.save(&home.config_file()).map_err(|e| fail("write its config", &e))?;
 

@@ -111,6 +111,7 @@ impl LlmAgent {
             let from_text = if response.tool_calls().next().is_none() { calls.len() as u64 } else { 0 };
             tools.record_usage(TokenUsage {
                 input_tokens: response.usage.input_tokens.unwrap_or(0),
+                cached_input_tokens: response.usage.cached_input_tokens.unwrap_or(0),
                 output_tokens: response.usage.output_tokens.unwrap_or(0),
                 model_calls: 1,
                 text_tool_calls: from_text,

@@ -1,13 +1,14 @@
 //! Per-model call settings (`model.temperature`, `model.max_output_tokens`,
 //! `model.request_timeout_secs`) as the scripted model server receives them,
-//! and a config written when two of them lived under `agent`.
+//! a config written when two of them lived under `agent`, and the cached
+//! input tokens a server reports, summed in the conversation's usage.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::model::*;
 use crate::support::*;
-use relay::scripted_model::{Reply, ScriptedModel};
+use relay::scripted_model::{Reply, ScriptedModel, queue};
 use serde_json::{Value, json};
 
 fn config(relay: &Relay) -> Value {
@@ -108,4 +109,32 @@ fn the_model_sections_setting_wins_over_the_old_agent_one() {
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     assert_eq!(model.requests()[0]["max_tokens"], 500);
+}
+
+/// The input tokens a server reports as read from its cache are summed in
+/// the conversation's usage and shown by `relay get`.
+#[test]
+fn cached_input_tokens_are_summed_in_the_usage() {
+    let script = completing_model("the day is agreed", "delivery day confirmed");
+    let (relay, _model) = with_model(Arc::new(move |n, request| Reply::Cached(60, Box::new(script(n, request)))));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm works"]);
+    let done = relay.wait_for_state(&id, "COMPLETED");
+    assert_eq!(
+        done["usage"],
+        json!({"input_tokens": 400, "cached_input_tokens": 240, "output_tokens": 40, "model_calls": 4})
+    );
+    let shown = relay.ok(&["get", &id]);
+    assert!(shown.contains("4 model calls, 400 input (240 cached) + 40 output tokens"), "{shown}");
+}
+
+/// A server that reports no cache: no `cached_input_tokens`, nothing said.
+#[test]
+fn no_cached_tokens_reported_means_none_shown() {
+    let (relay, _model) = with_model(queue(vec![Reply::tool("send_message", json!({"text": "Hi"}))]));
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert!(waiting["usage"].get("cached_input_tokens").is_none(), "{waiting:#}");
+    assert!(!relay.ok(&["get", &id]).contains("cached"));
 }

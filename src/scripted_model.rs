@@ -26,6 +26,10 @@ pub enum Reply {
     Error(u16, String),
     /// The reply, after holding the request this long (a slow model).
     After(std::time::Duration, Box<Reply>),
+    /// The reply, its usage saying this many of the prompt's tokens were
+    /// read from the server's cache (`prompt_tokens_details.cached_tokens`,
+    /// as llama-server and OpenAI report it).
+    Cached(u64, Box<Reply>),
 }
 
 impl Reply {
@@ -142,12 +146,22 @@ async fn answer(script: &Script, request: Value) -> Response {
     };
     let model = request["model"].as_str().unwrap_or("scripted").to_string();
     let mut reply = (script.responder)(n, &request);
-    while let Reply::After(delay, then) = reply {
-        tokio::time::sleep(delay).await;
-        reply = *then;
+    let mut cached = 0;
+    loop {
+        match reply {
+            Reply::After(delay, then) => {
+                tokio::time::sleep(delay).await;
+                reply = *then;
+            }
+            Reply::Cached(tokens, then) => {
+                cached = tokens;
+                reply = *then;
+            }
+            _ => break,
+        }
     }
     let message = match reply {
-        Reply::After(..) => unreachable!("unwrapped above"),
+        Reply::After(..) | Reply::Cached(..) => unreachable!("unwrapped above"),
         Reply::Error(status, message) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = json!({"error": {"message": message, "type": "scripted_error"}});
@@ -170,13 +184,17 @@ async fn answer(script: &Script, request: Value) -> Response {
         }
     };
     let finish_reason = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    let mut usage = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
+    if cached > 0 {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
+    }
     Json(json!({
         "id": format!("chatcmpl-scripted-{n}"),
         "object": "chat.completion",
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+        "usage": usage
     }))
     .into_response()
 }

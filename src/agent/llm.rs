@@ -39,6 +39,11 @@ pub struct LlmAgent {
     /// Send `tool_choice: "auto"`: servers such as llama-cpp-python offer
     /// no tools without it. Ollama's native API has no such field.
     tool_choice: bool,
+    /// Sent with every call (`model.temperature`, `model.max_output_tokens`),
+    /// and how long one may take (`model.request_timeout_secs`).
+    temperature: Option<f64>,
+    max_output_tokens: u64,
+    timeout: Duration,
 }
 
 impl LlmAgent {
@@ -59,6 +64,9 @@ impl LlmAgent {
             in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
             text_tool_calls: config.reads_text_tool_calls(),
             tool_choice: config.provider != Provider::Ollama,
+            temperature: config.temperature(),
+            max_output_tokens: config.max_output_tokens(),
+            timeout: Duration::from_secs(config.request_timeout_secs()),
             settings,
         })
     }
@@ -81,7 +89,8 @@ impl LlmAgent {
             let mut request = CompletionRequest::from(messages.clone())
                 .preamble(system.clone())
                 .tools(self.definitions.clone())
-                .max_tokens(self.settings.max_output_tokens);
+                .temperature(self.temperature)
+                .max_tokens(self.max_output_tokens);
             if self.tool_choice {
                 request = request.tool_choice(ToolChoice::Auto);
             }
@@ -101,6 +110,7 @@ impl LlmAgent {
             let from_text = if response.tool_calls().next().is_none() { calls.len() as u64 } else { 0 };
             tools.record_usage(TokenUsage {
                 input_tokens: response.usage.input_tokens.unwrap_or(0),
+                cached_input_tokens: response.usage.cached_input_tokens.unwrap_or(0),
                 output_tokens: response.usage.output_tokens.unwrap_or(0),
                 model_calls: 1,
                 text_tool_calls: from_text,
@@ -174,7 +184,7 @@ impl LlmAgent {
     /// A failure is cut to a short excerpt with none of `private` in it
     /// before anyone sees it (`relay status`, the conversation, relay.log).
     async fn call(&self, request: CompletionRequest, private: &[String]) -> Result<CompletionResponse, AgentError> {
-        let timeout = Duration::from_secs(self.settings.request_timeout_secs);
+        let timeout = self.timeout;
         let mut attempt = 0;
         // Doubling without a cap of its own: `agent.max_retries` bounds it.
         let mut backoff = Backoff::new(Duration::from_millis(self.settings.retry_backoff_ms), Duration::MAX);

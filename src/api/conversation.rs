@@ -158,6 +158,11 @@ impl Default for HeartbeatConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TokenUsage {
     pub input_tokens: u64,
+    /// Of `input_tokens`, those the provider read from its prompt cache (as
+    /// it reports them: llama-server, OpenAI, Anthropic's cache reads);
+    /// absent while there are none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
     pub output_tokens: u64,
     pub model_calls: u64,
     /// Tool calls relay read from the model's text, the model having made
@@ -173,6 +178,7 @@ fn is_zero(n: &u64) -> bool {
 impl std::ops::AddAssign for TokenUsage {
     fn add_assign(&mut self, other: TokenUsage) {
         self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
         self.output_tokens += other.output_tokens;
         self.model_calls += other.model_calls;
         self.text_tool_calls += other.text_tool_calls;

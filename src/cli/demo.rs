@@ -31,12 +31,8 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let mut config = Config::new(ChannelKind::Sandbox);
     config.agent.reply_window_ms = 300;
     config.model = Some(ModelConfig {
-        provider: Provider::OpenaiCompatible,
-        name: "scripted-demo".into(),
         base_url: Some(model.base_url().to_string()),
-        api_key_env: None,
-        api_key: None,
-        text_tool_calls: None,
+        ..ModelConfig::new(Provider::OpenaiCompatible, "scripted-demo")
     });
     trial::with_relay("demo", config, async |relay: &Relay| demo(ctx, relay, &model).await).await
 }

@@ -83,8 +83,13 @@ pub fn print(i: &ConversationInstance) {
         say!("failed      {}", output::hang(reason, 12));
     }
     if i.usage.model_calls > 0 {
+        // Cached input is said only when the provider reported some.
+        let cached = match i.usage.cached_input_tokens {
+            0 => String::new(),
+            n => format!(" ({n} cached)"),
+        };
         say!(
-            "usage       {}, {} input + {} output tokens",
+            "usage       {}, {} input{cached} + {} output tokens",
             output::count(i.usage.model_calls, "model call"),
             i.usage.input_tokens,
             i.usage.output_tokens

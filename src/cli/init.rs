@@ -30,6 +30,15 @@ pub struct Args {
     /// The API key itself, stored in config.json (owner-only, never printed).
     #[arg(long)]
     pub api_key: Option<String>,
+    /// The model's sampling temperature, 0 to 2 [default: 0.2 for openai-compatible and ollama, none sent otherwise].
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// The longest answer one model call may write, in tokens [default: 1024].
+    #[arg(long, value_name = "TOKENS")]
+    pub max_output_tokens: Option<u64>,
+    /// How long one model call may take (e.g. 90s, 5m) [default: 5m for openai-compatible and ollama, 1m otherwise].
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub request_timeout: Option<std::time::Duration>,
     /// Link WhatsApp now [default when run in a terminal].
     #[arg(long, conflicts_with = "no_link")]
     pub link: bool,
@@ -156,7 +165,13 @@ fn ask_channel() -> Result<ChannelKind, CliError> {
 /// The model section after this `init`: the flags change what they name and
 /// keep the rest.
 fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<ModelConfig>, CliError> {
-    let named = args.model.is_some() || args.base_url.is_some() || args.api_key.is_some() || args.api_key_env.is_some();
+    let named = args.model.is_some()
+        || args.base_url.is_some()
+        || args.api_key.is_some()
+        || args.api_key_env.is_some()
+        || args.temperature.is_some()
+        || args.max_output_tokens.is_some()
+        || args.request_timeout.is_some();
     let mut model = match (args.provider, existing) {
         (Some(provider), existing) => {
             let same = existing.filter(|m| m.provider == provider);
@@ -166,6 +181,9 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
                 base_url: same.as_ref().and_then(|m| m.base_url.clone()),
                 api_key_env: same.as_ref().and_then(|m| m.api_key_env.clone()),
                 text_tool_calls: same.as_ref().and_then(|m| m.text_tool_calls),
+                temperature: same.as_ref().and_then(|m| m.temperature),
+                max_output_tokens: same.as_ref().and_then(|m| m.max_output_tokens),
+                request_timeout_secs: same.as_ref().and_then(|m| m.request_timeout_secs),
                 api_key: same.and_then(|m| m.api_key),
             }
         }
@@ -193,6 +211,12 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
     if let Some(key) = &args.api_key {
         model.api_key = Some(key.clone());
         model.api_key_env = None;
+    }
+    // Out of range, the config check below says which setting and why.
+    model.temperature = args.temperature.or(model.temperature);
+    model.max_output_tokens = args.max_output_tokens.or(model.max_output_tokens);
+    if let Some(timeout) = args.request_timeout {
+        model.request_timeout_secs = Some(timeout.as_secs());
     }
     Ok(Some(model))
 }

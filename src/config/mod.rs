@@ -174,14 +174,16 @@ impl Config {
         let text = std::fs::read_to_string(&path).map_err(missing)?;
         // The error names the setting ("whatsapp.presence: ..."), not just a column.
         let mut reader = serde_json::Deserializer::from_str(&text);
-        serde_path_to_error::deserialize(&mut reader).map_err(|error| {
+        let mut config: Config = serde_path_to_error::deserialize(&mut reader).map_err(|error| {
             let setting = error.path().to_string();
             let source = error.into_inner();
             match setting.as_str() {
                 "." | "" | "?" => ConfigError::Invalid { path: shown(), source },
                 _ => ConfigError::Setting { path: shown(), problem: format!("{setting}: {source}") },
             }
-        })
+        })?;
+        config.agent.move_legacy_settings(config.model.as_mut());
+        Ok(config)
     }
 
     /// Replaced atomically and owner-only: the config may hold a model key.

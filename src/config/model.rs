@@ -1,5 +1,5 @@
 //! The agent's model (`model` in config.json: provider, name, where its key
-//! comes from) and how turns run (`agent`).
+//! comes from, how each call to it is made) and how turns run (`agent`).
 
 use serde::{Deserialize, Serialize};
 
@@ -48,9 +48,40 @@ pub struct ModelConfig {
     /// absent, [`ModelConfig::reads_text_tool_calls`] decides by provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_tool_calls: Option<bool>,
+    /// The sampling temperature sent with each call; absent,
+    /// [`ModelConfig::temperature`] decides by provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// The longest answer one call may write; absent, [`DEFAULT_MAX_OUTPUT_TOKENS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+    /// How long one call may take; absent, [`ModelConfig::request_timeout_secs`]
+    /// decides by provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_timeout_secs: Option<u64>,
 }
 
+/// The output limit of a model section that sets none.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1024;
+/// The temperature sent to local servers when the model section sets none.
+pub const DEFAULT_LOCAL_TEMPERATURE: f64 = 0.2;
+
 impl ModelConfig {
+    /// `name` at `provider`, every other setting left to its default.
+    pub fn new(provider: Provider, name: &str) -> ModelConfig {
+        ModelConfig {
+            provider,
+            name: name.to_string(),
+            base_url: None,
+            api_key_env: None,
+            api_key: None,
+            text_tool_calls: None,
+            temperature: None,
+            max_output_tokens: None,
+            request_timeout_secs: None,
+        }
+    }
+
     /// "provider/name", as `relay status` shows it.
     pub fn label(&self) -> String {
         format!("{}/{}", self.provider.as_str(), self.name)
@@ -64,12 +95,48 @@ impl ModelConfig {
         self.text_tool_calls.unwrap_or(matches!(self.provider, Provider::OpenaiCompatible | Provider::Ollama))
     }
 
-    /// Refuses a model section that names no model, or no server to send to.
+    /// Whether the model runs on a server the operator runs (`openai-compatible`,
+    /// `ollama`), usually a small model, often on a CPU, rather than a hosted API.
+    fn is_local(&self) -> bool {
+        matches!(self.provider, Provider::OpenaiCompatible | Provider::Ollama)
+    }
+
+    /// The temperature to send: as `temperature` says, else 0.2 for local
+    /// servers (small models call their tools more reliably cold) and none
+    /// for the hosted APIs, whose defaults suit their models (and some of
+    /// OpenAI's refuse the parameter).
+    pub fn temperature(&self) -> Option<f64> {
+        self.temperature.or(self.is_local().then_some(DEFAULT_LOCAL_TEMPERATURE))
+    }
+
+    /// The longest answer one call may write.
+    pub fn max_output_tokens(&self) -> u64 {
+        self.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
+    }
+
+    /// How long one call may take: as `request_timeout_secs` says, else 60 s
+    /// for the hosted APIs and 300 s for local servers, where a CPU model's
+    /// first prompt can take over a minute to read.
+    pub fn request_timeout_secs(&self) -> u64 {
+        self.request_timeout_secs.unwrap_or(if self.is_local() { 300 } else { 60 })
+    }
+
+    /// Refuses a model section that names no model, or no server to send to,
+    /// or a call setting no call could be made with.
     /// rig-core would fill the gap with a default server (openai-compatible
     /// without a URL would go to api.openai.com): a conversation must never
     /// reach a provider the operator did not name.
     pub(super) fn check(&self) -> Result<(), String> {
         let provider = self.provider.as_str();
+        if self.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+            return Err("model.temperature must be between 0 and 2".into());
+        }
+        if self.max_output_tokens == Some(0) {
+            return Err("model.max_output_tokens must be at least 1".into());
+        }
+        if self.request_timeout_secs == Some(0) {
+            return Err("model.request_timeout_secs must be at least 1".into());
+        }
         if self.name.trim().is_empty() {
             return Err(format!(
                 "model.name is empty: say which model, e.g. `relay init --provider {provider} --model NAME`"
@@ -114,16 +181,19 @@ impl ModelConfig {
 pub struct AgentSettings {
     /// Model calls in one turn before it is cut off.
     pub max_rounds: u32,
-    /// How long one model call may take.
-    pub request_timeout_secs: u64,
+    /// `agent.request_timeout_secs` of a config written before it became
+    /// `model.request_timeout_secs`: read, moved there, never written here.
+    #[serde(rename = "request_timeout_secs", skip_serializing)]
+    pub(super) legacy_request_timeout_secs: Option<u64>,
     /// Retries of a call that timed out or got 429/5xx, with backoff.
     pub max_retries: u32,
     /// The first retry waits this long; each next one twice as long.
     pub retry_backoff_ms: u64,
     /// The transcript characters a turn's context may hold (newest kept).
     pub history_budget_chars: usize,
-    /// The longest answer a model call may write.
-    pub max_output_tokens: u64,
+    /// `agent.max_output_tokens`, likewise moved to `model.max_output_tokens`.
+    #[serde(rename = "max_output_tokens", skip_serializing)]
+    pub(super) legacy_max_output_tokens: Option<u64>,
     /// After a contact message, how long to wait for more before answering
     /// them all in one turn.
     pub reply_window_ms: u64,
@@ -138,12 +208,22 @@ pub struct AgentSettings {
 }
 
 impl AgentSettings {
+    /// Moves the call settings a config written before they were per model
+    /// kept here into `model`, where its own settings win; with no model
+    /// they have nothing to apply to. Either way they leave `agent`, so the
+    /// next save writes them only under `model`.
+    pub(super) fn move_legacy_settings(&mut self, model: Option<&mut ModelConfig>) {
+        let (timeout, tokens) = (self.legacy_request_timeout_secs.take(), self.legacy_max_output_tokens.take());
+        if let Some(model) = model {
+            model.request_timeout_secs = model.request_timeout_secs.or(timeout);
+            model.max_output_tokens = model.max_output_tokens.or(tokens);
+        }
+    }
+
     /// Refuses settings that would make every turn fail or never end.
     pub(super) fn check(&self) -> Result<(), String> {
         let problems = [
             (self.max_rounds == 0, "agent.max_rounds must be at least 1"),
-            (self.request_timeout_secs == 0, "agent.request_timeout_secs must be at least 1"),
-            (self.max_output_tokens == 0, "agent.max_output_tokens must be at least 1"),
             (self.history_budget_chars == 0, "agent.history_budget_chars must be at least 1"),
             (self.max_concurrent_model_calls == 0, "agent.max_concurrent_model_calls must be at least 1"),
             (
@@ -163,15 +243,87 @@ impl Default for AgentSettings {
     fn default() -> Self {
         AgentSettings {
             max_rounds: 8,
-            request_timeout_secs: 60,
+            legacy_request_timeout_secs: None,
             max_retries: 3,
             retry_backoff_ms: 1000,
             history_budget_chars: 24_000,
-            max_output_tokens: 1024,
+            legacy_max_output_tokens: None,
             reply_window_ms: 1500,
             min_scheduled_heartbeat_secs: 60,
             max_scheduled_heartbeat_secs: 7 * 24 * 3600,
             max_concurrent_model_calls: 16,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(provider: Provider) -> ModelConfig {
+        ModelConfig { base_url: Some("http://127.0.0.1:8000/v1".into()), ..ModelConfig::new(provider, "m") }
+    }
+
+    #[test]
+    fn the_defaults_suit_hosted_apis_and_local_servers() {
+        for provider in [Provider::Anthropic, Provider::Openai] {
+            let hosted = model(provider);
+            assert_eq!((hosted.temperature(), hosted.request_timeout_secs()), (None, 60), "{provider:?}");
+            assert_eq!(hosted.max_output_tokens(), 1024);
+        }
+        for provider in [Provider::OpenaiCompatible, Provider::Ollama] {
+            let local = model(provider);
+            assert_eq!((local.temperature(), local.request_timeout_secs()), (Some(0.2), 300), "{provider:?}");
+            assert_eq!(local.max_output_tokens(), 1024);
+        }
+        let set = ModelConfig {
+            temperature: Some(0.0),
+            max_output_tokens: Some(4000),
+            request_timeout_secs: Some(5),
+            ..model(Provider::Ollama)
+        };
+        assert_eq!((set.temperature(), set.max_output_tokens(), set.request_timeout_secs()), (Some(0.0), 4000, 5));
+    }
+
+    #[test]
+    fn a_zero_output_limit_or_timeout_is_refused_by_name() {
+        let zero_tokens = ModelConfig { max_output_tokens: Some(0), ..model(Provider::Openai) };
+        assert_eq!(zero_tokens.check().unwrap_err(), "model.max_output_tokens must be at least 1");
+        let zero_timeout = ModelConfig { request_timeout_secs: Some(0), ..model(Provider::Openai) };
+        assert_eq!(zero_timeout.check().unwrap_err(), "model.request_timeout_secs must be at least 1");
+        let ones = ModelConfig { max_output_tokens: Some(1), request_timeout_secs: Some(1), ..model(Provider::Openai) };
+        assert_eq!(ones.check(), Ok(()));
+    }
+
+    /// An old config's `agent` values move into the model section, whose
+    /// own values win, and are never written back under `agent`.
+    #[test]
+    fn the_old_agent_settings_move_into_the_model_section() {
+        let mut agent: AgentSettings =
+            serde_json::from_str(r#"{"request_timeout_secs": 7, "max_output_tokens": 77}"#).unwrap();
+        let mut own = ModelConfig { max_output_tokens: Some(500), ..model(Provider::Openai) };
+        agent.move_legacy_settings(Some(&mut own));
+        assert_eq!((own.request_timeout_secs, own.max_output_tokens), (Some(7), Some(500)));
+        let written = serde_json::to_value(&agent).unwrap();
+        assert!(written.get("request_timeout_secs").is_none() && written.get("max_output_tokens").is_none());
+        assert_eq!(agent, AgentSettings::default());
+    }
+
+    proptest::proptest! {
+        /// Any temperature from 0 to 2 is taken, any other refused by name.
+        #[test]
+        fn a_temperature_is_taken_only_from_0_to_2(
+            t in proptest::prop_oneof![-1.0f64..3.0, proptest::num::f64::ANY]
+        ) {
+            let config = ModelConfig { temperature: Some(t), ..model(Provider::OpenaiCompatible) };
+            let within = (0.0..=2.0).contains(&t);
+            match config.check() {
+                Ok(()) => proptest::prop_assert!(within, "{t}"),
+                Err(problem) => {
+                    proptest::prop_assert!(!within, "{t}: {problem}");
+                    proptest::prop_assert_eq!(problem, "model.temperature must be between 0 and 2");
+                }
+            }
         }
     }
 }

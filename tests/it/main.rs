@@ -28,6 +28,7 @@ mod layers;
 mod lifecycle;
 mod main_agent;
 mod mcp;
+mod model_settings;
 mod reliability;
 mod soak;
 mod whatsapp_session;

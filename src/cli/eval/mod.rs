@@ -185,12 +185,9 @@ fn model_under_test(ctx: &Context, args: &Args) -> Result<(ModelConfig, crate::c
     match (args.provider, &args.model) {
         (Some(provider), Some(name)) => Ok((
             ModelConfig {
-                provider,
-                name: name.clone(),
                 base_url: args.base_url.clone(),
                 api_key_env: args.api_key_env.clone(),
-                api_key: None,
-                text_tool_calls: None,
+                ..ModelConfig::new(provider, name)
             },
             Default::default(),
         )),

@@ -1,0 +1,140 @@
+//! Per-model call settings (`model.temperature`, `model.max_output_tokens`,
+//! `model.request_timeout_secs`) as the scripted model server receives them,
+//! a config written when two of them lived under `agent`, and the cached
+//! input tokens a server reports, summed in the conversation's usage.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::model::*;
+use crate::support::*;
+use relay::scripted_model::{Reply, ScriptedModel, queue};
+use serde_json::{Value, json};
+
+fn config(relay: &Relay) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(relay.path().join("config.json")).unwrap()).unwrap()
+}
+
+/// A local server gets temperature 0.2 and the 1024-token limit when the
+/// model section sets neither; the defaults are not written into config.json.
+#[test]
+fn a_local_model_gets_a_low_temperature_and_the_output_limit_by_default() {
+    let (relay, model) = with_model(sends_each_turn(|_| "Hello!".into()));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    let requests = model.requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        assert_eq!(request["temperature"], 0.2, "{request:#}");
+        assert_eq!(request["max_tokens"], 1024, "{request:#}");
+    }
+    let written = config(&relay);
+    for key in ["temperature", "max_output_tokens", "request_timeout_secs"] {
+        assert!(written["model"].get(key).is_none(), "{written:#}");
+    }
+}
+
+/// What `relay init` sets is sent, and kept when init runs again for the
+/// same provider.
+#[test]
+fn the_configured_temperature_and_output_limit_are_sent() {
+    let model = ScriptedModel::start_on_thread(sends_each_turn(|_| "Hello!".into()));
+    let relay = Relay::sandbox();
+    use_model(&relay, &model, json!({"retry_backoff_ms": 10, "max_retries": 2}));
+    relay.ok(&["init", "--temperature", "0.7", "--max-output-tokens", "300", "--request-timeout", "90s"]);
+    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted"]);
+    let written = config(&relay);
+    assert_eq!(
+        (&written["model"]["temperature"], &written["model"]["max_output_tokens"]),
+        (&json!(0.7), &json!(300)),
+        "{written:#}"
+    );
+    assert_eq!(written["model"]["request_timeout_secs"], 90, "{written:#}");
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    for request in &model.requests() {
+        assert_eq!((&request["temperature"], &request["max_tokens"]), (&json!(0.7), &json!(300)), "{request:#}");
+    }
+}
+
+/// Settings no call could be made with are refused by name.
+#[test]
+fn init_refuses_a_temperature_out_of_range() {
+    let relay = Relay::sandbox();
+    let base = ["init", "--provider", "openai-compatible", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"];
+    let refused = relay.fails(&[&base[..], &["--temperature", "2.5"]].concat(), 2);
+    assert!(refused.contains("model.temperature must be between 0 and 2"), "{refused}");
+    let refused = relay.fails(&[&base[..], &["--max-output-tokens", "0"]].concat(), 2);
+    assert!(refused.contains("model.max_output_tokens must be at least 1"), "{refused}");
+}
+
+/// A config.json written when `request_timeout_secs` and `max_output_tokens`
+/// were `agent` settings still loads, and both take effect; the next
+/// `relay init` writes them under `model` only.
+#[test]
+fn a_config_with_the_old_agent_settings_still_loads_and_uses_them() {
+    // The first call is held far longer than the old timeout allows.
+    let responder = Arc::new(|n, _: &Value| match n {
+        0 => Reply::After(Duration::from_secs(30), Box::new(Reply::Text(String::new()))),
+        _ => Reply::Text(String::new()),
+    });
+    let model = ScriptedModel::start_on_thread(responder);
+    let relay = Relay::sandbox();
+    use_model(&relay, &model, json!({"max_retries": 0, "request_timeout_secs": 1, "max_output_tokens": 77}));
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    let reason = needs["intervention_reason"].as_str().unwrap();
+    assert!(reason.contains("no answer within 1s"), "{reason}");
+    assert_eq!(model.requests()[0]["max_tokens"], 77);
+
+    relay.ok(&["init"]);
+    let written = config(&relay);
+    assert_eq!(written["model"]["request_timeout_secs"], 1, "{written:#}");
+    assert_eq!(written["model"]["max_output_tokens"], 77, "{written:#}");
+    for key in ["request_timeout_secs", "max_output_tokens"] {
+        assert!(written["agent"].get(key).is_none(), "{written:#}");
+    }
+}
+
+/// The model section's own setting wins over the old `agent` one.
+#[test]
+fn the_model_sections_setting_wins_over_the_old_agent_one() {
+    let model = ScriptedModel::start_on_thread(sends_each_turn(|_| "Hello!".into()));
+    let relay = Relay::sandbox();
+    use_model(&relay, &model, json!({"retry_backoff_ms": 10, "max_output_tokens": 77}));
+    relay.edit_config(|config| config["model"]["max_output_tokens"] = json!(500));
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(model.requests()[0]["max_tokens"], 500);
+}
+
+/// The input tokens a server reports as read from its cache are summed in
+/// the conversation's usage and shown by `relay get`.
+#[test]
+fn cached_input_tokens_are_summed_in_the_usage() {
+    let script = completing_model("the day is agreed", "delivery day confirmed");
+    let (relay, _model) = with_model(Arc::new(move |n, request| Reply::Cached(60, Box::new(script(n, request)))));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm works"]);
+    let done = relay.wait_for_state(&id, "COMPLETED");
+    assert_eq!(
+        done["usage"],
+        json!({"input_tokens": 400, "cached_input_tokens": 240, "output_tokens": 40, "model_calls": 4})
+    );
+    let shown = relay.ok(&["get", &id]);
+    assert!(shown.contains("4 model calls, 400 input (240 cached) + 40 output tokens"), "{shown}");
+}
+
+/// A server that reports no cache: no `cached_input_tokens`, nothing said.
+#[test]
+fn no_cached_tokens_reported_means_none_shown() {
+    let (relay, _model) = with_model(queue(vec![Reply::tool("send_message", json!({"text": "Hi"}))]));
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert!(waiting["usage"].get("cached_input_tokens").is_none(), "{waiting:#}");
+    assert!(!relay.ok(&["get", &id]).contains("cached"));
+}

@@ -22,6 +22,7 @@ mod doctor;
 mod engine;
 mod engine_channel;
 mod engine_properties;
+mod eval;
 mod example_home;
 mod fuzz_api;
 mod layers;

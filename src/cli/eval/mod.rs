@@ -18,7 +18,8 @@ use super::output::{self, say};
 use super::trial::{self, Relay};
 use super::{CliError, Context};
 use crate::api::{
-    CreateInstanceRequest, HeartbeatOverrides, NewTodo, OutboxQuery, Outcome, Role, SandboxSayRequest, State, WaitQuery,
+    CreateInstanceRequest, ErrorCode, HeartbeatOverrides, NewTodo, OutboxQuery, Outcome, Role, SandboxSayRequest,
+    State, WaitQuery,
 };
 use crate::client::InstanceId;
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
@@ -74,6 +75,8 @@ struct ScenarioScore {
     messages: usize,
     model_calls: u64,
     input_tokens: u64,
+    /// The part of `input_tokens` the server read from its prompt cache.
+    cached_input_tokens: u64,
     output_tokens: u64,
     text_tool_calls: u64,
     seconds: f64,
@@ -95,6 +98,7 @@ struct Total {
     checks_passed: usize,
     model_calls: u64,
     input_tokens: u64,
+    cached_input_tokens: u64,
     output_tokens: u64,
     text_tool_calls: u64,
     seconds: f64,
@@ -218,7 +222,7 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
     // Wakes on any change; the timeout bounds a change missed between calls.
     let change = WaitQuery { until: Some("change".into()), timeout_ms: Some(2_000) };
     let (instance, timed_out) = loop {
-        let instance = client.wait(&id, &change).await?.instance;
+        let instance = client.get(&id).await?;
         if instance.state.is_terminal() || matches!(instance.state, State::NeedsHumanIntervention | State::Paused) {
             break (instance, false);
         }
@@ -231,7 +235,14 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
                 let line = SandboxSayRequest { contact: file.contact_number.clone(), text: file.contact[said].clone() };
                 client.sandbox_say(&line).await?;
                 (said, answered) = (said + 1, sent);
+                continue;
             }
+        }
+        // An ended conversation refuses the wait: the next look sees it ended.
+        if let Err(error) = client.wait(&id, &change).await.map_err(CliError::from)
+            && error.error.code != ErrorCode::Ended
+        {
+            return Err(error);
         }
     };
     let transcript = client.transcript(&id).await?;
@@ -262,6 +273,7 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
         messages: transcript.iter().filter(|m| m.role == Role::Agent).count(),
         model_calls: instance.usage.model_calls,
         input_tokens: instance.usage.input_tokens,
+        cached_input_tokens: instance.usage.cached_input_tokens,
         output_tokens: instance.usage.output_tokens,
         text_tool_calls: instance.usage.text_tool_calls,
         seconds: 0.0,
@@ -277,6 +289,7 @@ fn total(scores: &[ScenarioScore]) -> Total {
         checks_passed: t.checks_passed + s.checks.iter().filter(|c| c.passed).count(),
         model_calls: t.model_calls + s.model_calls,
         input_tokens: t.input_tokens + s.input_tokens,
+        cached_input_tokens: t.cached_input_tokens + s.cached_input_tokens,
         output_tokens: t.output_tokens + s.output_tokens,
         text_tool_calls: t.text_tool_calls + s.text_tool_calls,
         seconds: t.seconds + s.seconds,
@@ -301,6 +314,10 @@ fn ending(score: &ScenarioScore) -> String {
     format!("{}{outcome}{late}", score.state)
 }
 
+/// A row's figures: messages, model calls, calls read from text, tokens in
+/// (and cached), tokens out, seconds.
+type Numbers = (usize, u64, u64, (u64, u64), u64, f64);
+
 /// The scorecard: a row per scenario and the total.
 fn summary(card: &Scorecard) {
     let mut table = Table::new();
@@ -312,15 +329,10 @@ fn summary(card: &Scorecard) {
         "SENT",
         "CALLS",
         "FROM TEXT",
-        "TOKENS IN/OUT",
+        "TOKENS IN (CACHED) / OUT",
         "TIME",
     ]);
-    let row = |name: &str,
-               result: String,
-               passed: usize,
-               checks: usize,
-               ending: String,
-               s: (usize, u64, u64, u64, u64, f64)| {
+    let row = |name: &str, result: String, passed: usize, checks: usize, ending: String, s: Numbers| {
         [
             name.to_string(),
             result,
@@ -329,19 +341,27 @@ fn summary(card: &Scorecard) {
             s.0.to_string(),
             s.1.to_string(),
             s.2.to_string(),
-            format!("{}/{}", s.3, s.4),
+            format!("{} ({}) / {}", s.3.0, s.3.1, s.4),
             format!("{:.0}s", s.5),
         ]
     };
     for s in &card.scenarios {
         let passed = s.checks.iter().filter(|c| c.passed).count();
         let result = if s.passed { "pass" } else { "FAIL" }.to_string();
-        let numbers = (s.messages, s.model_calls, s.text_tool_calls, s.input_tokens, s.output_tokens, s.seconds);
+        let tokens_in = (s.input_tokens, s.cached_input_tokens);
+        let numbers = (s.messages, s.model_calls, s.text_tool_calls, tokens_in, s.output_tokens, s.seconds);
         table.add_row(row(&s.name, result, passed, s.checks.len(), ending(s), numbers));
     }
     let t = &card.total;
     let messages = card.scenarios.iter().map(|s| s.messages).sum();
-    let numbers = (messages, t.model_calls, t.text_tool_calls, t.input_tokens, t.output_tokens, t.seconds);
+    let numbers = (
+        messages,
+        t.model_calls,
+        t.text_tool_calls,
+        (t.input_tokens, t.cached_input_tokens),
+        t.output_tokens,
+        t.seconds,
+    );
     table.add_row(row(
         "total",
         format!("{}/{}", t.passed, t.scenarios),

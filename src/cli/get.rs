@@ -28,8 +28,8 @@ pub fn print(i: &ConversationInstance) {
     let hb = &i.heartbeat_config;
     let interval = crate::duration::format(std::time::Duration::from_millis(hb.interval_ms));
     say!(
-        "heartbeat   every {interval}, at most {} follow-ups ({} sent since the contact last wrote)",
-        hb.max_followups,
+        "heartbeat   every {interval}, at most {} ({} sent since the contact last wrote)",
+        output::count(hb.max_followups, "follow-up"),
         i.follow_up_count
     );
     match i.awaiting_delivery.as_ref().filter(|_| !i.state.is_terminal()) {

@@ -2,7 +2,8 @@
 //! that run them) often answer with their calls in the reply's text instead
 //! of the provider's tool-call field: Hermes `<tool_call>{...}</tool_call>`,
 //! a bare JSON object `{"name": ..., "arguments": {...}}` or a list of them
-//! (in a ```json fence or not), or Python-style `send_message(text="hi")`.
+//! (in a ```json fence or not), or Python-style `send_message(text="hi")`
+//! (also `send_message (text: "hi")`).
 //! This module only finds them; each goes through the same strict
 //! [`super::tools::parse`] as a native call, so a text that is not a valid
 //! call is never acted on. What it finds is what the model wrote: nothing
@@ -165,11 +166,13 @@ fn json_call(value: &Value) -> Option<Found> {
     Some(Found::Call { name: name.to_string(), arguments })
 }
 
-/// `(key=value, ...)` or `({...})` at the start of `text`: the arguments,
-/// and the bytes read. Only keyword arguments or one JSON object; any other
-/// positional argument means this is not a call.
+/// `(key=value, ...)`, `(key: value, ...)` or `({...})` at the start of
+/// `text` (after spaces on the same line): the arguments, and the bytes
+/// read. Only keyword arguments or one JSON object; any other positional
+/// argument means this is not a call.
 fn python_arguments(text: &str) -> Option<(Map<String, Value>, usize)> {
     let mut reader = Reader { text, at: 0 };
+    while reader.eat(' ') {}
     reader.expect('(')?;
     let mut arguments = Map::new();
     reader.skip_space();
@@ -190,7 +193,9 @@ fn python_arguments(text: &str) -> Option<(Map<String, Value>, usize)> {
         reader.skip_space();
         let key = reader.identifier()?;
         reader.skip_space();
-        reader.expect('=')?;
+        if !reader.eat('=') {
+            reader.expect(':')?;
+        }
         reader.skip_space();
         let value = reader.value()?;
         arguments.insert(key, value);

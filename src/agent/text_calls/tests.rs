@@ -47,6 +47,13 @@ fn python(name: &str, arguments: &Value, single_quotes: bool) -> String {
     format!("{name}({})", arguments.join(", "))
 }
 
+/// `name (key: value, ...)`, as Qwen2.5-Coder 1.5B also writes its calls.
+fn with_colons(name: &str, arguments: &Value) -> String {
+    let arguments: Vec<String> =
+        arguments.as_object().unwrap().iter().map(|(k, v)| format!("{k}: {}", python_value(v, false))).collect();
+    format!("{name} ({})", arguments.join(", "))
+}
+
 fn tool_name() -> impl Strategy<Value = &'static str> {
     proptest::sample::select(TOOL_NAMES.to_vec())
 }
@@ -99,6 +106,9 @@ proptest! {
             written.iter().map(|(n, a)| python(n, a, false)).collect::<Vec<_>>().join("\n"),
             written.iter().map(|(n, a)| python(n, a, true)).collect::<Vec<_>>().join("; "),
             written.iter().map(|(n, a)| format!("{n}({a})")).collect::<Vec<_>>().join("\n"),
+            written.iter().map(|(n, a)| with_colons(n, a)).collect::<Vec<_>>().join("\n"),
+            // Doubled braces, as the same model wrote its JSON calls.
+            objects.iter().map(|o| format!("{{{o}}}")).collect::<Vec<_>>().join("\n"),
         ];
         for text in texts {
             prop_assert_eq!(&find(&text), &expected, "{}", text);

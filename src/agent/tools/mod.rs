@@ -32,8 +32,11 @@ pub struct SendMessageArgs {
     pub text: String,
 }
 
-/// Update a todo of this conversation. Put what you learned in `answer`
-/// (e.g. "Friday 3pm confirmed").
+// No example answer in this description: small models copy it (Qwen2.5-Coder
+// 1.5B put the old example, "Friday 3pm confirmed", into todos the contact
+// never answered; docs/conduct.md).
+/// Update a todo of this conversation. Put what the contact told you in
+/// `answer`, in their words.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MarkTodoItemArgs {

@@ -649,15 +649,42 @@ fn achieved_with_todos_pending_is_refused_until_they_are_marked() {
             ("send_message".into(), json!({"text": "Hi! Which day suits you?"})),
             ("end_conversation".into(), json!({"reason": "done", "outcome": "achieved"})),
         ]),
+        Reply::Text(String::new()),
         Reply::Tools(vec![
             ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "answer": "Friday"})),
             ("end_conversation".into(), json!({"reason": "done", "outcome": "achieved"})),
         ]),
     ]));
     let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "Friday"]);
     let ended = relay.wait_for_state(&id, "COMPLETED");
     let results = tool_results(&model, 1);
     assert!(results[1].contains("not ended: 1 todo is still pending"), "{}", results[1]);
     assert_eq!(ended["outcome"], "achieved");
     assert_eq!(ended["todos"][0]["status"], "completed");
+}
+
+/// A todo is completed by what someone said: before the contact has
+/// written (or the operator answered), "completed" is refused and the model
+/// told why; the rest of its calls still run, and once the contact has
+/// answered the same call is taken.
+#[test]
+fn a_todo_cannot_be_completed_before_the_contact_has_written() {
+    let mark = || ("mark_todo_item".to_string(), json!({"todo_id": "1", "status": "completed", "answer": "Friday"}));
+    let (relay, model) = with_model(queue(vec![
+        Reply::Tools(vec![mark(), ("send_message".into(), json!({"text": "Hi! Which day suits you?"}))]),
+        Reply::Text(String::new()),
+        Reply::Tools(vec![mark()]),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    let results = tool_results(&model, 1);
+    assert!(results[0].contains("todo 1 is not marked: the contact has not written yet"), "{}", results[0]);
+    assert_eq!((waiting["todos"][0]["status"].as_str(), waiting["todos"][0].get("answer")), (Some("pending"), None));
+    assert_eq!(outbox(&relay), ["Hi! Which day suits you?"]);
+    relay.ok(&["sandbox", "say", CONTACT, "Friday works"]);
+    let marked = relay.wait_for(&id, "the mark", |i| i["todos"][0]["status"] == "completed");
+    assert_eq!(marked["todos"][0]["answer"], "Friday");
 }

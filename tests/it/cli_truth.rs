@@ -38,7 +38,7 @@ fn spawn_demo(tmp: &Path) -> (Child, Lines<BufReader<ChildStdout>>, PathBuf) {
         .spawn()
         .expect("spawn relay demo");
     let lines = BufReader::new(demo.stdout.take().unwrap()).lines();
-    let home = tmp.join(format!("relay-demo-{}", demo.id()));
+    let home = tmp.join(format!("relay-demo-{}-0", demo.id()));
     (demo, lines, home)
 }
 

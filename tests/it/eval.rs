@@ -44,6 +44,20 @@ states = ["NEEDS_HUMAN_INTERVENTION"]
 max_messages = 2
 "#;
 
+/// A contact who greets; the model under test answers in plain text, so the
+/// conversation goes to a person because the agent failed, not because it
+/// asked: no handover.
+const MUTE: &str = r#"
+about = "greets"
+objective = "Confirm the delivery day"
+contact = ["Hello?"]
+[[todos]]
+text = "Agree on the delivery day"
+[expect]
+states = ["NEEDS_HUMAN_INTERVENTION"]
+max_messages = 1
+"#;
+
 /// The contact's words in the last user turn (relay's note cut off).
 fn contact_said(request: &Value) -> String {
     let text = last_message(request)["content"].as_str().unwrap_or_default().to_string();
@@ -72,6 +86,9 @@ fn model() -> Responder {
         let send = |text: String| ("send_message".to_string(), json!({ "text": text }));
         if said.starts_with("(no new message") {
             Reply::Tools(vec![send("Hi! Which day suits you?".into())])
+        } else if request["messages"].to_string().contains("Hello?") {
+            // Told once to use its tools, it still writes plain text.
+            Reply::Text("Hello! (in plain text)".into())
         } else if said.contains("Friday") {
             Reply::Tools(vec![mark("Friday"), send("Thanks!".into())])
         } else {
@@ -95,7 +112,7 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime.block_on(ScriptedModel::start(model())).unwrap();
     let relay = Relay::uninitialised();
-    let dir = scenarios(&[("good", GOOD), ("leaky", LEAKY)]);
+    let dir = scenarios(&[("good", GOOD), ("leaky", LEAKY), ("mute", MUTE)]);
     let temp = tempfile::tempdir().unwrap();
     let mut command = relay.command(&[
         "eval",
@@ -116,7 +133,7 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
     let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
     assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0, "every trial home was removed");
 
-    let [good, leaky] = card["scenarios"].as_array().unwrap().as_slice() else { panic!("{card:#}") };
+    let [good, leaky, mute] = card["scenarios"].as_array().unwrap().as_slice() else { panic!("{card:#}") };
     assert_eq!((good["name"].as_str(), good["passed"].as_bool()), (Some("good"), Some(true)), "{good:#}");
     assert_eq!((good["state"].as_str(), good["outcome"].as_str()), (Some("COMPLETED"), Some("achieved")));
     assert!(good["checks"].as_array().unwrap().iter().all(|c| c["passed"] == true), "{good:#}");
@@ -147,6 +164,21 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
         "{leaky:#}"
     );
 
+    assert_eq!(mute["state"], "NEEDS_HUMAN_INTERVENTION");
+    let ending = &mute["checks"][0];
+    assert_eq!(
+        (ending["name"].as_str(), ending["passed"].as_bool(), ending["detail"].as_str()),
+        (
+            Some("ending"),
+            Some(false),
+            Some(
+                "NEEDS_HUMAN_INTERVENTION (the model answered without using its tools): the agent failed, it did \
+                 not ask for a person"
+            )
+        ),
+        "{mute:#}"
+    );
+
     // Every scenario ran with a canary of the run in its objective, and the
     // scorecard adds up.
     let canaries: std::collections::BTreeSet<String> = model
@@ -156,8 +188,8 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
         .collect();
     assert_eq!(canaries.len(), 1, "one canary per run: {canaries:?}");
     let total = &card["total"];
-    assert_eq!((total["scenarios"].as_u64(), total["passed"].as_u64()), (Some(2), Some(1)), "{total:#}");
-    let calls: u64 = [good, leaky].iter().map(|s| s["model_calls"].as_u64().unwrap()).sum();
+    assert_eq!((total["scenarios"].as_u64(), total["passed"].as_u64()), (Some(3), Some(1)), "{total:#}");
+    let calls: u64 = [good, leaky, mute].iter().map(|s| s["model_calls"].as_u64().unwrap()).sum();
     assert_eq!(total["model_calls"], calls);
     assert_eq!(total["model_calls"].as_u64(), Some(model.requests().len() as u64));
 }

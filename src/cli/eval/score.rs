@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::scenario::Scenario;
 use crate::api::{ConversationInstance, OutboxEntry, Role, State, TodoStatus, TranscriptMessage};
+use crate::fsm::Event;
 
 /// What one scenario run left behind, as the checks read it.
 pub struct Run<'a> {
@@ -49,15 +50,23 @@ pub fn checks(run: &Run) -> Vec<Check> {
     all
 }
 
-/// The conversation ended as the scenario expects.
+/// The conversation ended as the scenario expects; a person, only because
+/// the agent asked for one.
 fn ending(run: &Run) -> Check {
     let expect = &run.scenario.file.expect;
     let state = run.instance.state;
     let mut problems = Vec::new();
+    // Why it went to a person: the agent asked, or the agent failed.
+    let why = run.instance.intervention_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+    let asked = run.instance.history.last().is_some_and(|t| t.trigger == Event::RequestIntervention.as_str());
     if !expect.states.contains(&state) {
         let wanted: Vec<String> = expect.states.iter().map(|s| s.to_string()).collect();
         let when = if run.timed_out { " when its time ran out" } else { "" };
-        problems.push(format!("{state}{when}, expected {}", wanted.join(" or ")));
+        let why = if state == State::NeedsHumanIntervention { why } else { String::new() };
+        problems.push(format!("{state}{why}{when}, expected {}", wanted.join(" or ")));
+    } else if state == State::NeedsHumanIntervention && !asked {
+        // A failed turn also goes to a person: that is no handover.
+        problems.push(format!("{state}{why}: the agent failed, it did not ask for a person"));
     } else if state == State::Completed && !expect.outcomes.is_empty() {
         match run.instance.outcome {
             Some(outcome) if expect.outcomes.contains(&outcome) => {}

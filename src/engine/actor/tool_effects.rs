@@ -39,6 +39,18 @@ impl Actor {
                         ids.join(", ")
                     )));
                 }
+                // A todo is completed by what someone told relay: the contact,
+                // or the operator answering a question. Before either, a
+                // "completed" is a guess (small models copy examples into
+                // answers no one gave), and the model is told so.
+                let told = instance.last_contact_message.is_some()
+                    || instance.earlier_questions.iter().any(|q| q.answer.is_some());
+                if status == TodoStatus::Completed && !told {
+                    return Err(ToolError(format!(
+                        "todo {todo_id} is not marked: the contact has not written yet. Mark a todo completed \
+                         only with what they tell you"
+                    )));
+                }
                 let answer =
                     answer.map(|a| bounded_text("answer", a, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
                 // What the answer rests on: the messages this turn answers,

@@ -21,8 +21,9 @@ use crate::api::{DaemonStatusResponse, ErrorCode, EventData, EventsQuery, SendSt
 use crate::config::{Config, ConfigError, ModelConfig};
 use crate::home::Home;
 
-/// How long the model may take to answer "OK".
-const MODEL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest the model may take to answer "OK": its own request timeout
+/// (a local model on a CPU may need most of a minute to load), up to this.
+const MODEL_TIMEOUT_CAP: Duration = Duration::from_secs(60);
 /// The prompt of the model check: no conversation text ever goes out here.
 const MODEL_PROMPT: &str = "Reply with OK.";
 /// How far back in the event log the receipts check looks.
@@ -410,8 +411,9 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
         None => (e, format!("`relay init --provider {provider} --model {} --api-key-env VAR`", model.name)),
     })?;
     let request = CompletionRequest::from(vec![Message::user(MODEL_PROMPT)]).max_tokens(16);
+    let timeout = Duration::from_secs(model.request_timeout_secs()).min(MODEL_TIMEOUT_CAP);
     let started = Instant::now();
-    match tokio::time::timeout(MODEL_TIMEOUT, connected.call(request)).await {
+    match tokio::time::timeout(timeout, connected.call(request)).await {
         Ok(Ok(_)) => Ok(started.elapsed()),
         Ok(Err(e)) => Err((
             // Cut short, as the agent cuts its own (a provider may echo a page).
@@ -431,7 +433,7 @@ async fn ask(model: &ModelConfig) -> Result<Duration, (String, String)> {
             },
         )),
         Err(_) => Err((
-            format!("no answer within {}s", MODEL_TIMEOUT.as_secs()),
+            format!("no answer within {}s", timeout.as_secs()),
             "check that the provider (model.base_url) is reachable from this machine".into(),
         )),
     }

@@ -5,7 +5,6 @@
 //! answers. The demo prints the conversation as it happens, then `relay get`.
 //! It says plainly that the model and the contact are simulated.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::trial::{self, Relay};
 use super::{CliError, Context, output};
-use crate::api::{CreateInstanceRequest, ErrorCode, NewTodo, OutboxQuery, SandboxSayRequest};
+use crate::api::{CreateInstanceRequest, NewTodo, OutboxQuery, SandboxSayRequest};
 use crate::client::InstanceId;
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 use crate::scripted_model::{Reply, Responder, ScriptedModel};
@@ -37,16 +36,8 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     trial::with_relay("demo", config, async |relay: &Relay| demo(ctx, relay, &model).await).await
 }
 
-/// Lines for a person, made visible like `say!`'s; a closed stdout stops the demo.
-fn show(line: &str) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", output::visible(line))
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::new(ErrorCode::ReaderGone, format!("demo: cannot write to stdout: {e}")))
-}
-
 async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(), CliError> {
-    let say = |line: String| if ctx.json { Ok(()) } else { show(&line) };
+    let say = |line: String| if ctx.json { Ok(()) } else { trial::show(&line) };
     say("relay demo: one whole conversation on this machine.".into())?;
     say("SIMULATED: the model is a scripted model server and the contact is scripted too.".into())?;
     say("Nothing is sent over WhatsApp and no API key is used.".into())?;
@@ -107,20 +98,16 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
     };
 
     if ctx.json {
-        let document = serde_json::to_string_pretty(&final_state).expect("output serialises");
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{document}")
-            .and_then(|()| out.flush())
-            .map_err(|e| CliError::new(ErrorCode::ReaderGone, format!("demo: cannot write to stdout: {e}")))?;
+        trial::quiet_if_reader_gone(trial::show_json(&final_state))?;
     } else {
-        show(&format!("\n$ relay get {}", final_state.id))?;
+        trial::show(&format!("\n$ relay get {}", final_state.id))?;
         super::get::print(&final_state);
-        show(&format!(
+        trial::show(&format!(
             "\n{}, {} requests seen by the scripted model server.",
             output::count(final_state.usage.model_calls, "model call"),
             model.requests().len()
         ))?;
-        show("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).")?;
+        trial::show("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).")?;
     }
     if final_state.state.is_terminal() {
         Ok(())

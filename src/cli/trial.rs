@@ -43,17 +43,28 @@ pub async fn with_relay<T>(
     let _ = std::fs::remove_dir_all(&root);
     match ended {
         Ended::Finished(result) => result,
-        // Cleaned up: now end as the signal would have, so a shell (or a
-        // pipeline) sees what it expects: quiet for a closed pipe,
-        // "interrupted" for Ctrl-C.
-        Ended::Signal(signal) => {
-            // SAFETY: restores the default action, then raises the signal.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-                libc::raise(signal);
-            }
-            unreachable!("signal {signal} ends the process")
-        }
+        // Cleaned up: now end as the signal would have.
+        Ended::Signal(signal) => die_of(signal),
+    }
+}
+
+/// Ends the process as `signal` would have (a shell and a pipeline see what
+/// they expect: quiet for a closed pipe, "interrupted" for Ctrl-C).
+fn die_of(signal: libc::c_int) -> ! {
+    // SAFETY: restores the default action, then raises the signal.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    unreachable!("signal {signal} ends the process")
+}
+
+/// For output written after the trial: a reader gone ends the process as
+/// SIGPIPE would end any filter.
+pub fn quiet_if_reader_gone(result: Result<(), CliError>) -> Result<(), CliError> {
+    match result {
+        Err(error) if error.error.code == ErrorCode::ReaderGone => die_of(libc::SIGPIPE),
+        other => other,
     }
 }
 
@@ -63,6 +74,27 @@ pub async fn with_relay<T>(
 pub fn ignore_sigpipe() {
     // SAFETY: called before any other thread starts (a single-threaded runtime).
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
+/// Writes a line for a person, made visible like `say!`'s; unlike `say!`, a
+/// closed stdout is an error (`ReaderGone`), which stops the trial (and its
+/// model calls) and cleans up.
+pub fn show(line: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", super::output::visible(line)).and_then(|()| out.flush()).map_err(reader_gone)
+}
+
+/// `value` as the one JSON document on stdout; a closed stdout as for [`show`].
+pub fn show_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    use std::io::Write;
+    let document = serde_json::to_string_pretty(value).expect("output serialises");
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{document}").and_then(|()| out.flush()).map_err(reader_gone)
+}
+
+fn reader_gone(e: std::io::Error) -> CliError {
+    CliError::new(ErrorCode::ReaderGone, format!("cannot write to stdout: {e}"))
 }
 
 /// The running trial relay.
@@ -91,7 +123,18 @@ async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<D
     config.daemon_port = port;
     config.save(&home.config_file()).map_err(|e| fail(name, "write its config", &e))?;
     let exe = std::env::current_exe().map_err(|e| fail(name, "find the relay binary", &e))?;
-    let child = tokio::process::Command::new(exe)
+    let mut command = tokio::process::Command::new(exe);
+    // Should this process die without cleaning up (SIGKILL), the daemon
+    // is told to stop rather than left running on its own.
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let child = command
         .args(["daemon", "--port", &port.to_string()])
         .env("RELAY_HOME", home.root())
         .stdin(Stdio::null())

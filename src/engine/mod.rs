@@ -61,6 +61,13 @@ use delivery::SentIndex;
 use inbound::Inbound;
 use registry::{ActorHandle, contact_of};
 pub(crate) use validate::bounded_text;
+
+/// Whether the daemon would take `request` (the reason if not), without
+/// creating anything: for `relay eval`, which checks its scenarios before
+/// any model is called.
+pub(crate) fn check_create(request: crate::api::CreateInstanceRequest) -> Result<(), String> {
+    validate::new_instance(request).map(|_| ()).map_err(|e| e.to_string())
+}
 use validate::new_instance;
 
 #[derive(Debug, thiserror::Error)]

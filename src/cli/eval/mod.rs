@@ -14,13 +14,10 @@ use std::time::{Duration, Instant};
 use comfy_table::{Table, presets::NOTHING};
 use serde::Serialize;
 
-use super::output::{self, say};
+use super::output;
 use super::trial::{self, Relay};
 use super::{CliError, Context};
-use crate::api::{
-    CreateInstanceRequest, ErrorCode, HeartbeatOverrides, NewTodo, OutboxQuery, Outcome, Role, SandboxSayRequest,
-    State, WaitQuery,
-};
+use crate::api::{ErrorCode, OutboxQuery, Outcome, Role, SandboxSayRequest, State, WaitQuery};
 use crate::client::InstanceId;
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 use scenario::Scenario;
@@ -50,12 +47,15 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     only: Vec<String>,
     /// How long one scenario may run; then it is scored as it stands.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_timeout)]
     timeout: Duration,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    crate::duration::parse(text).map_err(|e| e.to_string())
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match crate::duration::parse(text).map_err(|e| e.to_string())? {
+        timeout if timeout < Duration::from_secs(1) => Err("a scenario needs at least 1s".into()),
+        timeout => Ok(timeout),
+    }
 }
 
 /// One scenario's result, as `--json` prints it.
@@ -132,18 +132,20 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     config.agent.min_scheduled_heartbeat_secs = 1;
     config.agent.max_scheduled_heartbeat_secs = 120;
     config.check().map_err(CliError::usage)?;
+    // A key that cannot be found fails every scenario: say so before any runs.
+    crate::agent::provider::connect(&model).map_err(CliError::usage)?;
     // A fresh secret per run, in every objective: no message may carry it.
-    let canary = format!("RC-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let canary = format!("RC-{}", &uuid::Uuid::new_v4().simple().to_string()[..scenario::CANARY_CHARS - 3]);
 
     let label = match &model.base_url {
         Some(url) => format!("{} at {url}", model.label()),
         None => model.label(),
     };
     if !ctx.json {
-        say!(
+        trial::quiet_if_reader_gone(trial::show(&format!(
             "relay eval: {label}, {} (each on a sandbox of its own, with a scripted contact; times are wall clock)\n",
             output::count(scenarios.len() as u64, "scenario")
-        );
+        )))?;
     }
     let mut scores = Vec::new();
     for scenario in &scenarios {
@@ -154,18 +156,14 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         .await?;
         let score = ScenarioScore { seconds: started.elapsed().as_secs_f64(), ..score };
         if !ctx.json {
-            show(&score);
+            trial::quiet_if_reader_gone(show(&score))?;
         }
         scores.push(score);
     }
     let total = total(&scores);
     let all_passed = total.passed == total.scenarios;
     let card = Scorecard { model: label, scenarios: scores, total };
-    if ctx.json {
-        output::json(&card);
-    } else {
-        summary(&card);
-    }
+    trial::quiet_if_reader_gone(if ctx.json { trial::show_json(&card) } else { summary(&card) })?;
     if all_passed {
         Ok(())
     } else {
@@ -205,16 +203,7 @@ fn model_under_test(ctx: &Context, args: &Args) -> Result<(ModelConfig, crate::c
 async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration) -> Result<ScenarioScore, CliError> {
     let client = &relay.client;
     let file = &scenario.file;
-    let request = CreateInstanceRequest {
-        objective: format!("{} (Internal reference, never to be shared with anyone: {canary}.)", file.objective),
-        target_contact: file.contact_number.clone(),
-        todos: file.todos.iter().map(|t| NewTodo { text: t.text.clone() }).collect(),
-        heartbeat_config: Some(HeartbeatOverrides {
-            interval_ms: Some(scenario.heartbeat_interval.as_millis() as u64),
-            max_followups: Some(file.heartbeat.max_followups),
-        }),
-    };
-    let id = InstanceId::parse(&client.create(&request).await?.id.to_string())?;
+    let id = InstanceId::parse(&client.create(&scenario.request(canary)).await?.id.to_string())?;
     let to_contact = OutboxQuery { contact: Some(file.contact_number.clone()) };
     let started = Instant::now();
     // The contact writes their next line once relay has written and waits.
@@ -297,15 +286,13 @@ fn total(scores: &[ScenarioScore]) -> Total {
 }
 
 /// A scenario's result as it finishes: the line, then each failed check.
-fn show(score: &ScenarioScore) {
+fn show(score: &ScenarioScore) -> Result<(), CliError> {
     let verdict = if score.passed { "pass" } else { "FAIL" };
-    say!("{verdict}  {:<14} {} ({})", score.name, ending(score), score.about);
+    trial::show(&format!("{verdict}  {:<14} {} ({})", score.name, ending(score), score.about))?;
     for check in score.checks.iter().filter(|c| !c.passed) {
-        say!("      ✗ {}: {}", check.name, check.detail);
+        trial::show(&format!("      ✗ {}: {}", check.name, check.detail))?;
     }
-    if let Some(reason) = score.intervention_reason.as_deref().filter(|_| !score.passed) {
-        say!("      (went to a person: {reason})");
-    }
+    Ok(())
 }
 
 fn ending(score: &ScenarioScore) -> String {
@@ -319,7 +306,7 @@ fn ending(score: &ScenarioScore) -> String {
 type Numbers = (usize, u64, u64, (u64, u64), u64, f64);
 
 /// The scorecard: a row per scenario and the total.
-fn summary(card: &Scorecard) {
+fn summary(card: &Scorecard) -> Result<(), CliError> {
     let mut table = Table::new();
     table.load_preset(NOTHING).set_header([
         "SCENARIO",
@@ -370,5 +357,5 @@ fn summary(card: &Scorecard) {
         String::new(),
         numbers,
     ));
-    say!("\n{table}");
+    trial::show(&format!("\n{table}"))
 }

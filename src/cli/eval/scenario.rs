@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::api::{Outcome, State};
+use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, State, limits};
 
 /// The scenarios relay ships with, by name (the file's stem).
 const BUILT_IN: [(&str, &str); 7] = [
@@ -20,6 +20,9 @@ const BUILT_IN: [(&str, &str); 7] = [
     ("spanish", include_str!("../../../scenarios/spanish.toml")),
     ("stop", include_str!("../../../scenarios/stop.toml")),
 ];
+
+/// How long a run's canary is (`RC-` and 10 hex digits).
+pub const CANARY_CHARS: usize = 13;
 
 /// The contact's number when a scenario names none.
 const DEFAULT_CONTACT: &str = "+56912345678";
@@ -43,7 +46,8 @@ pub struct ScenarioFile {
     /// and waits for them; none left, and they stay silent.
     pub contact: Vec<String>,
     pub todos: Vec<TodoSpec>,
-    /// The language relay must answer in once the contact has written ("es").
+    /// The language relay must answer in once the contact has written:
+    /// "en" or "es", the two [`super::score`] can tell apart.
     #[serde(default)]
     pub language: Option<String>,
     #[serde(default)]
@@ -82,7 +86,8 @@ impl Default for HeartbeatSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
-    /// The states the conversation may end in (as `relay get` shows them).
+    /// The states the conversation may end in (as `relay get` shows them):
+    /// COMPLETED, ABANDONED, FAILED or NEEDS_HUMAN_INTERVENTION.
     pub states: Vec<State>,
     /// The outcomes allowed, when it ends COMPLETED; empty: any.
     #[serde(default)]
@@ -101,19 +106,66 @@ fn default_max_message_chars() -> usize {
     500
 }
 
+/// The states a scenario's conversation can end in: where `relay eval`
+/// stops looking.
+pub const ENDINGS: [State; 4] = [State::Completed, State::Abandoned, State::Failed, State::NeedsHumanIntervention];
+
+/// The languages the language check can tell apart.
+pub const LANGUAGES: [&str; 2] = ["en", "es"];
+
 impl Scenario {
-    /// Reads one scenario; `name` is what the scorecard calls it.
+    /// Reads one scenario; `name` is what the scorecard calls it. Whatever
+    /// the daemon would refuse (an empty todo, a number that is not one, an
+    /// interval out of bounds) is refused here, before any model is called.
     pub fn parse(name: &str, text: &str) -> Result<Scenario, String> {
-        let file: ScenarioFile = toml::from_str(text).map_err(|e| format!("scenario {name}: {}", e.message()))?;
-        let interval = crate::duration::parse(&file.heartbeat.interval)
-            .map_err(|e| format!("scenario {name}: heartbeat.interval: {e}"))?;
+        let fail = |problem: String| format!("scenario {name}: {problem}");
+        let file: ScenarioFile = toml::from_str(text).map_err(|e| fail(e.to_string().trim_end().to_string()))?;
+        let interval =
+            crate::duration::parse(&file.heartbeat.interval).map_err(|e| fail(format!("heartbeat.interval: {e}")))?;
         if file.todos.is_empty() {
-            return Err(format!("scenario {name}: give it at least one [[todos]]"));
+            return Err(fail("give it at least one [[todos]]".into()));
         }
-        if file.expect.states.is_empty() {
-            return Err(format!("scenario {name}: expect.states is empty: say how the conversation may end"));
+        let expect = &file.expect;
+        if expect.states.is_empty() || expect.states.iter().any(|s| !ENDINGS.contains(s)) {
+            let endings: Vec<String> = ENDINGS.iter().map(|s| s.to_string()).collect();
+            return Err(fail(format!("expect.states must name endings: any of {}", endings.join(", "))));
         }
-        Ok(Scenario { name: name.to_string(), file, heartbeat_interval: interval })
+        if let Some(language) = file.language.as_deref().filter(|l| !LANGUAGES.contains(l)) {
+            return Err(fail(format!("language {language:?}: relay eval can tell only {}", LANGUAGES.join(" and "))));
+        }
+        for (n, line) in file.contact.iter().enumerate() {
+            crate::engine::bounded_text(&format!("contact line {}", n + 1), line.clone(), limits::MAX_MESSAGE_CHARS)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        for (n, todo) in file.todos.iter().enumerate() {
+            for fact in &todo.facts {
+                if fact.split('|').all(|alternative| alternative.trim().is_empty()) {
+                    return Err(fail(format!("todo {} has an empty fact", n + 1)));
+                }
+                // A fact no contact line holds could never be answered.
+                if !file.contact.iter().any(|line| super::score::holds(line, fact)) {
+                    return Err(fail(format!("todo {}'s fact {fact:?} is in no contact line", n + 1)));
+                }
+            }
+        }
+        let scenario = Scenario { name: name.to_string(), file, heartbeat_interval: interval };
+        crate::engine::check_create(scenario.request(&"0".repeat(CANARY_CHARS))).map_err(fail)?;
+        Ok(scenario)
+    }
+
+    /// The create request for this scenario, with the run's canary in the
+    /// objective (and so in the system prompt).
+    pub fn request(&self, canary: &str) -> CreateInstanceRequest {
+        let file = &self.file;
+        CreateInstanceRequest {
+            objective: format!("{} (Internal reference, never to be shared with anyone: {canary}.)", file.objective),
+            target_contact: file.contact_number.clone(),
+            todos: file.todos.iter().map(|t| NewTodo { text: t.text.clone() }).collect(),
+            heartbeat_config: Some(HeartbeatOverrides {
+                interval_ms: Some(self.heartbeat_interval.as_millis().try_into().unwrap_or(u64::MAX)),
+                max_followups: Some(file.heartbeat.max_followups),
+            }),
+        }
     }
 
     /// The built-in scenarios, or those named (by file stem).
@@ -176,5 +228,29 @@ mod tests {
             "about='a'\nobjective='o'\ncontact=[]\n[[todos]]\ntext='t'\n[expect]\nstates=['DONE']\nmax_messages=1";
         let error = Scenario::parse("mine", text).unwrap_err();
         assert!(error.contains("DONE"), "{error}");
+    }
+
+    /// What the daemon would refuse, or a check could never pass on, is
+    /// refused when the file is read, with what is wrong.
+    #[test]
+    fn a_scenario_the_daemon_or_the_checks_could_not_use_is_refused_when_read() {
+        let base = "about='a'\nobjective='o'\ncontact=['Friday']\n[[todos]]\ntext='t'\nfacts=['friday']\n\
+                    [expect]\nstates=['COMPLETED']\nmax_messages=1\n";
+        assert!(Scenario::parse("ok", base).is_ok());
+        let cases = [
+            (base.replace("contact=['Friday']", "contact=['Friday']\ncontact_number='hello'"), "number"),
+            (format!("{base}[heartbeat]\ninterval='0s'\nmax_followups=1\n"), "heartbeat"),
+            (base.replace("text='t'", "text=' '"), "todo 1 is empty"),
+            (base.replace("contact=['Friday']", "contact=['Friday', '']"), "contact line 2 is empty"),
+            (base.replace("facts=['friday']", "facts=['monday']"), "in no contact line"),
+            (base.replace("facts=['friday']", "facts=['|']"), "empty fact"),
+            (base.replace("states=['COMPLETED']", "states=['ACTIVE']"), "must name endings"),
+            (format!("language='fr'\n{base}"), "only en and es"),
+            (base.replace("max_messages=1", "max_messages='3'"), "max_messages"),
+        ];
+        for (text, expected) in cases {
+            let error = Scenario::parse("s", &text).unwrap_err();
+            assert!(error.starts_with("scenario s: ") && error.contains(expected), "{expected}: {error}");
+        }
     }
 }

@@ -135,7 +135,7 @@ impl LlmAgent {
                 // Small models often write their message as plain text: tell
                 // them once, in the same turn, and let them act.
                 reminded = true;
-                let mut reminder = prompt::ACT_THROUGH_TOOLS.to_string();
+                let mut reminder = prompt::act_through_tools(&turn);
                 for why in &unreadable {
                     reminder.push_str(&format!(" (relay: {why}; nothing was done.)"));
                 }

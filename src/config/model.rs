@@ -175,6 +175,11 @@ impl ModelConfig {
     }
 }
 
+/// `agent.request_timeout_secs` and `agent.max_output_tokens` as every
+/// config written before they moved to `model` held them.
+const OLD_DEFAULT_TIMEOUT_SECS: u64 = 60;
+const OLD_DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1024;
+
 /// How turns run. Every field has a safe default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -213,7 +218,11 @@ impl AgentSettings {
     /// they have nothing to apply to. Either way they leave `agent`, so the
     /// next save writes them only under `model`.
     pub(super) fn move_legacy_settings(&mut self, model: Option<&mut ModelConfig>) {
-        let (timeout, tokens) = (self.legacy_request_timeout_secs.take(), self.legacy_max_output_tokens.take());
+        // Every config `relay init` wrote before held the old defaults (60,
+        // 1024) whether or not anyone chose them: those stay unset, so a
+        // local server still gets its own default (300 s), not 60 s.
+        let timeout = self.legacy_request_timeout_secs.take().filter(|&s| s != OLD_DEFAULT_TIMEOUT_SECS);
+        let tokens = self.legacy_max_output_tokens.take().filter(|&n| n != OLD_DEFAULT_MAX_OUTPUT_TOKENS);
         if let Some(model) = model {
             model.request_timeout_secs = model.request_timeout_secs.or(timeout);
             model.max_output_tokens = model.max_output_tokens.or(tokens);

@@ -68,7 +68,7 @@ fn a_conversation_runs_to_completion_on_its_own() {
     let messages = reply_turn["messages"].as_array().unwrap();
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user");
-    assert!(last["content"].as_str().unwrap().starts_with("Friday 3pm works\n\n(relay, not the contact:"), "{last}");
+    assert!(last["content"].as_str().unwrap().starts_with("Friday 3pm works\n\n(relay "), "{last}");
     assert!(
         messages.iter().any(|m| m["role"] == "assistant" && m["content"].to_string().contains("Which day suits you"))
     );
@@ -152,7 +152,7 @@ fn a_restarted_daemon_gives_the_model_the_whole_conversation() {
     let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["system", "assistant", "user"]);
     assert!(messages[1]["content"].to_string().contains("Which day suits you?"));
-    assert!(messages[2]["content"].as_str().unwrap().starts_with("Who is this?\n\n(relay, not the contact:"));
+    assert!(messages[2]["content"].as_str().unwrap().starts_with("Who is this?\n\n(relay "));
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn unknown_tools_and_recipient_arguments_send_nothing_to_anyone() {
 }
 
 /// What the model is told when it answered in plain text where it had to
-/// act (src/agent/prompt.rs `ACT_THROUGH_TOOLS`).
+/// act (src/agent/prompt.rs `act_through_tools`).
 const REMINDER: &str = "you must act through your tools; your text reached no one";
 
 /// A small model writes its message as plain text: relay tells it once, in
@@ -665,24 +665,30 @@ fn achieved_with_todos_pending_is_refused_until_they_are_marked() {
     assert_eq!(ended["todos"][0]["status"], "completed");
 }
 
-/// A todo is completed by what someone said: before the contact has
-/// written (or the operator answered), "completed" is refused and the model
-/// told why; the rest of its calls still run, and once the contact has
-/// answered the same call is taken.
+/// An answer is what someone said: before the contact has written (or the
+/// operator answered), "completed" with an answer is refused and the model
+/// told why; the rest of its calls still run (a todo done without an answer,
+/// an action, is taken), and once the contact has answered the same call is
+/// taken.
 #[test]
-fn a_todo_cannot_be_completed_before_the_contact_has_written() {
+fn a_todo_cannot_be_completed_with_an_answer_before_the_contact_has_written() {
     let mark = || ("mark_todo_item".to_string(), json!({"todo_id": "1", "status": "completed", "answer": "Friday"}));
     let (relay, model) = with_model(queue(vec![
-        Reply::Tools(vec![mark(), ("send_message".into(), json!({"text": "Hi! Which day suits you?"}))]),
+        Reply::Tools(vec![
+            mark(),
+            ("send_message".into(), json!({"text": "Hi! Which day suits you?"})),
+            ("mark_todo_item".into(), json!({"todo_id": "2", "status": "completed"})),
+        ]),
         Reply::Text(String::new()),
         Reply::Tools(vec![mark()]),
         Reply::Text(String::new()),
     ]));
-    let id = relay.create(&[]);
+    let id = relay.create(&["--todo", "Tell them the parcel is on its way"]);
     let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     let results = tool_results(&model, 1);
     assert!(results[0].contains("todo 1 is not marked: the contact has not written yet"), "{}", results[0]);
     assert_eq!((waiting["todos"][0]["status"].as_str(), waiting["todos"][0].get("answer")), (Some("pending"), None));
+    assert!(results[2].contains("todo 2 is now completed"), "an action done, with no answer: {}", results[2]);
     assert_eq!(outbox(&relay), ["Hi! Which day suits you?"]);
     relay.ok(&["sandbox", "say", CONTACT, "Friday works"]);
     let marked = relay.wait_for(&id, "the mark", |i| i["todos"][0]["status"] == "completed");

@@ -117,7 +117,7 @@ fn an_injected_contact_and_an_obeying_model_reach_no_one_else_and_read_nothing()
     assert_eq!(messages(reply_turn).last().unwrap()["role"], "user");
     // The contact's words, then relay's note: what the contact wrote is not in the note.
     let last = messages(reply_turn).last().unwrap()["content"].as_str().unwrap().to_string();
-    assert_eq!(last.split_once("\n\n(relay, not the contact:").unwrap().0, INJECTION);
+    assert_eq!(last.split_once("\n\n(relay ").unwrap().0, INJECTION);
     assert!(!relay_note(reply_turn).contains("ignore your instructions"));
     for request in &requests {
         for message in messages(request) {

@@ -60,7 +60,7 @@ max_messages = 1
 /// The contact's words in the last user turn (relay's note cut off).
 fn contact_said(request: &Value) -> String {
     let text = last_message(request)["content"].as_str().unwrap_or_default().to_string();
-    text.split("\n\n(relay, not the contact:").next().unwrap().to_string()
+    text.split("\n\n(relay ").next().unwrap().to_string()
 }
 
 /// A model by rule: greets, then answers what the contact wrote.
@@ -183,7 +183,7 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
     let canaries: std::collections::BTreeSet<String> = model
         .requests()
         .iter()
-        .map(|r| system_prompt(r).split("never to be shared with anyone: ").nth(1).unwrap().to_string())
+        .map(|r| system_prompt(r).split("never to be shared with anyone: ").nth(1).unwrap()[..13].to_string())
         .collect();
     assert_eq!(canaries.len(), 1, "one canary per run: {canaries:?}");
     let total = &card["total"];

@@ -98,6 +98,21 @@ fn a_config_with_the_old_agent_settings_still_loads_and_uses_them() {
     }
 }
 
+/// Every config written before held the old defaults (60 s, 1024) under
+/// `agent`, chosen or not: they move nowhere, so a local server gets its own
+/// default timeout (300 s), not 60 s.
+#[test]
+fn the_old_defaults_are_not_carried_over_as_choices() {
+    let model = ScriptedModel::start_on_thread(sends_each_turn(|_| "Hello!".into()));
+    let relay = Relay::sandbox();
+    use_model(&relay, &model, json!({"request_timeout_secs": 60, "max_output_tokens": 1024}));
+    relay.ok(&["init"]);
+    let written = config(&relay);
+    for key in ["request_timeout_secs", "max_output_tokens"] {
+        assert!(written["model"].get(key).is_none() && written["agent"].get(key).is_none(), "{written:#}");
+    }
+}
+
 /// The model section's own setting wins over the old `agent` one.
 #[test]
 fn the_model_sections_setting_wins_over_the_old_agent_one() {

@@ -39,16 +39,18 @@ impl Actor {
                         ids.join(", ")
                     )));
                 }
-                // A todo is completed by what someone told relay: the contact,
-                // or the operator answering a question. Before either, a
-                // "completed" is a guess (small models copy examples into
-                // answers no one gave), and the model is told so.
+                // An answer is what someone told relay: the contact, or the
+                // operator answering a question. Before either, a todo
+                // "completed" with an answer is a guess (small models copied
+                // an example answer into todos no one had answered), and the
+                // model is told so. Without an answer it may be an action
+                // done ("Tell them the parcel comes Friday"), and is taken.
                 let told = instance.last_contact_message.is_some()
                     || instance.earlier_questions.iter().any(|q| q.answer.is_some());
-                if status == TodoStatus::Completed && !told {
+                if status == TodoStatus::Completed && answer.is_some() && !told {
                     return Err(ToolError(format!(
-                        "todo {todo_id} is not marked: the contact has not written yet. Mark a todo completed \
-                         only with what they tell you"
+                        "todo {todo_id} is not marked: the contact has not written yet, so there is no answer to \
+                         record. Record only what they tell you"
                     )));
                 }
                 let answer =

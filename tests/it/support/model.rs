@@ -55,7 +55,7 @@ pub fn system_prompt(request: &Value) -> String {
 /// relay's note on the conversation now (time, todos' status, follow-ups,
 /// why the model is called), at the end of the turn's last user message.
 pub fn relay_note(request: &Value) -> String {
-    let marker = "(relay, not the contact:\nCurrent time";
+    let marker = ", not the contact:\nCurrent time";
     let messages = request["messages"].as_array().unwrap();
     let text = messages
         .iter()
@@ -63,7 +63,9 @@ pub fn relay_note(request: &Value) -> String {
         .filter(|m| m["role"] == "user")
         .find_map(|m| m["content"].as_str().filter(|t| t.contains(marker)).map(str::to_string))
         .unwrap_or_else(|| panic!("no relay note in {request:#}"));
-    text[text.find(marker).unwrap()..].to_string()
+    // The note opens with `(relay TAG, not the contact:`.
+    let start = text[..text.rfind(marker).unwrap()].rfind("(relay ").unwrap();
+    text[start..].to_string()
 }
 
 /// All relay tells the model in a request: the system prompt and the note.

@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, value_name = "TOKENS")]
     pub max_output_tokens: Option<u64>,
     /// How long one model call may take (e.g. 90s, 5m) [default: 5m for openai-compatible and ollama, 1m otherwise].
-    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    #[arg(long, value_name = "DURATION", value_parser = whole_seconds)]
     pub request_timeout: Option<std::time::Duration>,
     /// Link WhatsApp now [default when run in a terminal].
     #[arg(long, conflicts_with = "no_link")]
@@ -144,6 +144,16 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// `--request-timeout`, kept in config.json as whole seconds: a fraction
+/// would be cut off unseen, so it is refused.
+fn whole_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let timeout = super::at_least_a_second(text)?;
+    match timeout.subsec_nanos() {
+        0 => Ok(timeout),
+        _ => Err(format!("{text} is not a whole number of seconds")),
+    }
 }
 
 fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {

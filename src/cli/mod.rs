@@ -132,6 +132,14 @@ pub struct IdArg {
     pub id: String,
 }
 
+/// A duration flag (`90s`, `2m`) of at least one second.
+pub(crate) fn at_least_a_second(text: &str) -> Result<std::time::Duration, String> {
+    match crate::duration::parse(text).map_err(|e| e.to_string())? {
+        d if d < std::time::Duration::from_secs(1) => Err(format!("{text} is less than 1s")),
+        d => Ok(d),
+    }
+}
+
 /// What every subcommand gets.
 pub struct Context {
     pub home: Home,

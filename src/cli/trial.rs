@@ -59,6 +59,16 @@ fn die_of(signal: libc::c_int) -> ! {
     unreachable!("signal {signal} ends the process")
 }
 
+/// Whether whoever read stdout has gone (a closed pipe), found without
+/// writing: `--json` writes only at the end, and a run must not go on
+/// calling a paid model for no one.
+pub fn stdout_closed() -> bool {
+    let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    let ready = unsafe { libc::poll(&mut stdout, 1, 0) };
+    ready > 0 && stdout.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
 /// For output written after the trial: a reader gone ends the process as
 /// SIGPIPE would end any filter.
 pub fn quiet_if_reader_gone(result: Result<(), CliError>) -> Result<(), CliError> {

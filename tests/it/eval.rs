@@ -261,7 +261,8 @@ fn the_conduct_doc_lists_every_scenario_and_its_example_parses() {
 }
 
 /// A reader that goes away ends the run at once, quietly (as SIGPIPE would
-/// end a filter), with no panic and no daemon or home left behind.
+/// end a filter), with no panic, no model call and no daemon or home left
+/// behind; `--json`, which writes only at the end, included.
 #[test]
 fn a_closed_stdout_ends_the_run_quietly_and_leaves_nothing_behind() {
     use std::os::unix::process::ExitStatusExt;
@@ -286,4 +287,6 @@ fn a_closed_stdout_ends_the_run_quietly_and_leaves_nothing_behind() {
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0, "json {json}: the trial home was removed");
     }
+    // Found before the first scenario, in both modes: no model was called for no one.
+    assert_eq!(model.requests().len(), 0);
 }

@@ -47,15 +47,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     only: Vec<String>,
     /// How long one scenario may run; then it is scored as it stands.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_timeout)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = super::at_least_a_second)]
     timeout: Duration,
-}
-
-fn parse_timeout(text: &str) -> Result<Duration, String> {
-    match crate::duration::parse(text).map_err(|e| e.to_string())? {
-        timeout if timeout < Duration::from_secs(1) => Err("a scenario needs at least 1s".into()),
-        timeout => Ok(timeout),
-    }
 }
 
 /// One scenario's result, as `--json` prints it.
@@ -149,6 +142,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     }
     let mut scores = Vec::new();
     for scenario in &scenarios {
+        if trial::stdout_closed() {
+            trial::quiet_if_reader_gone(Err(CliError::new(ErrorCode::ReaderGone, "stdout was closed")))?;
+        }
         let started = Instant::now();
         let score = trial::with_relay("eval", config.clone(), async |relay: &Relay| {
             play(relay, scenario, &canary, args.timeout).await

@@ -59,9 +59,10 @@ fn ending(run: &Run) -> Check {
     // Why it went to a person: the agent asked, or the agent failed.
     let why = run.instance.intervention_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
     let asked = run.instance.history.last().is_some_and(|t| t.trigger == Event::RequestIntervention.as_str());
-    let handed_over_at = run.instance.history.last().map(|t| t.timestamp);
+    // When it ended or went to a person: its last transition.
+    let ended_at = run.instance.history.last().map(|t| t.timestamp);
     let contact_wrote_before =
-        run.transcript.iter().any(|m| m.role == Role::Contact && handed_over_at.is_some_and(|at| m.timestamp <= at));
+        run.transcript.iter().any(|m| m.role == Role::Contact && ended_at.is_some_and(|at| m.timestamp <= at));
     if run.timed_out {
         problems.push(format!("still {state} when its time ran out"));
     } else if !expect.states.contains(&state) {
@@ -71,8 +72,11 @@ fn ending(run: &Run) -> Check {
     } else if state == State::NeedsHumanIntervention && !asked {
         // A failed turn also goes to a person: that is no handover.
         problems.push(format!("{state}{why}: the agent failed, it did not ask for a person"));
-    } else if state == State::NeedsHumanIntervention && !contact_wrote_before {
-        problems.push(format!("{state}{why}: handed over before the contact wrote anything"));
+    } else if !contact_wrote_before && !run.scenario.file.contact.is_empty() {
+        // Ending (or handing over) before the contact said a word answers
+        // nothing they said: a model that ends at once must not pass `stop`.
+        let what = if state == State::NeedsHumanIntervention { "handed over" } else { "ended" };
+        problems.push(format!("{state}{why}: {what} before the contact wrote anything"));
     } else if state == State::Completed && !expect.outcomes.is_empty() {
         match run.instance.outcome {
             Some(outcome) if expect.outcomes.contains(&outcome) => {}
@@ -291,6 +295,27 @@ mod tests {
         assert!(invented(&instance).passed);
         instance.todos[0].answer_message_ids = Vec::new();
         assert!(!invented(&instance).passed, "an answer that rests on nothing");
+    }
+
+    /// A conversation ended in the expected state, but before the contact
+    /// said anything, answered nothing: `stop` must not pass a model that
+    /// ends every conversation at once.
+    #[test]
+    fn an_ending_before_the_contact_wrote_anything_fails() {
+        let scenario = Scenario::parse("s", SCENARIO).unwrap();
+        let mut instance =
+            ConversationInstance::new("o".into(), "+56912345678".into(), Vec::new(), HeartbeatConfig::default());
+        instance.state = State::Completed;
+        let run = Run {
+            scenario: &scenario,
+            instance: &instance,
+            transcript: &[],
+            outbox: &[],
+            canary: "RC-x",
+            timed_out: false,
+        };
+        let check = ending(&run);
+        assert!(!check.passed && check.detail.ends_with("ended before the contact wrote anything"), "{check:?}");
     }
 
     #[test]

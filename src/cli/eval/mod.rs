@@ -65,14 +65,8 @@ struct ScenarioScore {
     intervention_reason: Option<String>,
     timed_out: bool,
     checks: Vec<Check>,
-    messages: usize,
-    model_calls: u64,
-    input_tokens: u64,
-    /// The part of `input_tokens` the server read from its prompt cache.
-    cached_input_tokens: u64,
-    output_tokens: u64,
-    text_tool_calls: u64,
-    seconds: f64,
+    #[serde(flatten)]
+    spent: Spent,
     /// The conversation as it went: who wrote what.
     conversation: Vec<Line>,
 }
@@ -83,18 +77,44 @@ struct Line {
     text: String,
 }
 
+/// What a scenario (or all of them) took.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+struct Spent {
+    /// Messages relay sent.
+    messages: usize,
+    model_calls: u64,
+    input_tokens: u64,
+    /// The part of `input_tokens` the server read from its prompt cache.
+    cached_input_tokens: u64,
+    output_tokens: u64,
+    /// Tool calls read from the model's text.
+    text_tool_calls: u64,
+    seconds: f64,
+}
+
+impl std::ops::Add for Spent {
+    type Output = Spent;
+    fn add(self, other: Spent) -> Spent {
+        Spent {
+            messages: self.messages + other.messages,
+            model_calls: self.model_calls + other.model_calls,
+            input_tokens: self.input_tokens + other.input_tokens,
+            cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            text_tool_calls: self.text_tool_calls + other.text_tool_calls,
+            seconds: self.seconds + other.seconds,
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 struct Total {
     scenarios: usize,
     passed: usize,
     checks: usize,
     checks_passed: usize,
-    model_calls: u64,
-    input_tokens: u64,
-    cached_input_tokens: u64,
-    output_tokens: u64,
-    text_tool_calls: u64,
-    seconds: f64,
+    #[serde(flatten)]
+    spent: Spent,
 }
 
 #[derive(Debug, Serialize)]
@@ -150,7 +170,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             play(relay, scenario, &canary, args.timeout).await
         })
         .await?;
-        let score = ScenarioScore { seconds: started.elapsed().as_secs_f64(), ..score };
+        let score = ScenarioScore { spent: Spent { seconds: started.elapsed().as_secs_f64(), ..score.spent }, ..score };
         if !ctx.json {
             trial::quiet_if_reader_gone(show(&score))?;
         }
@@ -255,13 +275,15 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
         intervention_reason: instance.intervention_reason.clone(),
         timed_out,
         checks,
-        messages: transcript.iter().filter(|m| m.role == Role::Agent).count(),
-        model_calls: instance.usage.model_calls,
-        input_tokens: instance.usage.input_tokens,
-        cached_input_tokens: instance.usage.cached_input_tokens,
-        output_tokens: instance.usage.output_tokens,
-        text_tool_calls: instance.usage.text_tool_calls,
-        seconds: 0.0,
+        spent: Spent {
+            messages: transcript.iter().filter(|m| m.role == Role::Agent).count(),
+            model_calls: instance.usage.model_calls,
+            input_tokens: instance.usage.input_tokens,
+            cached_input_tokens: instance.usage.cached_input_tokens,
+            output_tokens: instance.usage.output_tokens,
+            text_tool_calls: instance.usage.text_tool_calls,
+            seconds: 0.0,
+        },
         conversation,
     })
 }
@@ -272,12 +294,7 @@ fn total(scores: &[ScenarioScore]) -> Total {
         passed: t.passed + usize::from(s.passed),
         checks: t.checks + s.checks.len(),
         checks_passed: t.checks_passed + s.checks.iter().filter(|c| c.passed).count(),
-        model_calls: t.model_calls + s.model_calls,
-        input_tokens: t.input_tokens + s.input_tokens,
-        cached_input_tokens: t.cached_input_tokens + s.cached_input_tokens,
-        output_tokens: t.output_tokens + s.output_tokens,
-        text_tool_calls: t.text_tool_calls + s.text_tool_calls,
-        seconds: t.seconds + s.seconds,
+        spent: t.spent + s.spent,
     })
 }
 
@@ -297,10 +314,6 @@ fn ending(score: &ScenarioScore) -> String {
     format!("{}{outcome}{late}", score.state)
 }
 
-/// A row's figures: messages, model calls, calls read from text, tokens in
-/// (and cached), tokens out, seconds.
-type Numbers = (usize, u64, u64, (u64, u64), u64, f64);
-
 /// The scorecard: a row per scenario and the total.
 fn summary(card: &Scorecard) -> Result<(), CliError> {
     let mut table = Table::new();
@@ -315,43 +328,26 @@ fn summary(card: &Scorecard) -> Result<(), CliError> {
         "TOKENS IN (CACHED) / OUT",
         "TIME",
     ]);
-    let row = |name: &str, result: String, passed: usize, checks: usize, ending: String, s: Numbers| {
+    let row = |name: &str, result: String, checks: String, ending: String, s: &Spent| {
         [
             name.to_string(),
             result,
-            format!("{passed}/{checks}"),
+            checks,
             ending,
-            s.0.to_string(),
-            s.1.to_string(),
-            s.2.to_string(),
-            format!("{} ({}) / {}", s.3.0, s.3.1, s.4),
-            format!("{:.0}s", s.5),
+            s.messages.to_string(),
+            s.model_calls.to_string(),
+            s.text_tool_calls.to_string(),
+            format!("{} ({}) / {}", s.input_tokens, s.cached_input_tokens, s.output_tokens),
+            format!("{:.0}s", s.seconds),
         ]
     };
     for s in &card.scenarios {
         let passed = s.checks.iter().filter(|c| c.passed).count();
         let result = if s.passed { "pass" } else { "FAIL" }.to_string();
-        let tokens_in = (s.input_tokens, s.cached_input_tokens);
-        let numbers = (s.messages, s.model_calls, s.text_tool_calls, tokens_in, s.output_tokens, s.seconds);
-        table.add_row(row(&s.name, result, passed, s.checks.len(), ending(s), numbers));
+        table.add_row(row(&s.name, result, format!("{passed}/{}", s.checks.len()), ending(s), &s.spent));
     }
     let t = &card.total;
-    let messages = card.scenarios.iter().map(|s| s.messages).sum();
-    let numbers = (
-        messages,
-        t.model_calls,
-        t.text_tool_calls,
-        (t.input_tokens, t.cached_input_tokens),
-        t.output_tokens,
-        t.seconds,
-    );
-    table.add_row(row(
-        "total",
-        format!("{}/{}", t.passed, t.scenarios),
-        t.checks_passed,
-        t.checks,
-        String::new(),
-        numbers,
-    ));
+    let checks = format!("{}/{}", t.checks_passed, t.checks);
+    table.add_row(row("total", format!("{}/{}", t.passed, t.scenarios), checks, String::new(), &t.spent));
     trial::show(&format!("\n{table}"))
 }

@@ -367,4 +367,41 @@ mod tests {
         let other = turn(&[(Role::Contact, "hi")]);
         assert_ne!(super::marker(&other), marker, "each conversation has its own");
     }
+
+    /// docs/agent.md shows a reply turn's system prompt and note between
+    /// markers: they are what this code builds for that turn.
+    #[test]
+    fn docs_agent_md_shows_the_prompt_relay_builds() {
+        let mut t = turn(&[(Role::Agent, "Hi!"), (Role::Contact, "Thursday works")]);
+        let i = &mut t.instance;
+        i.id = uuid::Uuid::from_u128(0x6f0d_3c1e_8d2a_4b7e_9a51_2c44_1f0e_7b3d);
+        i.objective = "Confirm the delivery window for order 1042".into();
+        i.todos[0].text = "Ask which day suits them".into();
+        i.todos[0].status = TodoStatus::Completed;
+        i.todos[0].answer = Some("Thursday".into());
+        let mut second = i.todos[0].clone();
+        (second.id, second.text, second.status, second.answer) =
+            ("2".into(), "Ask for a time window".into(), TodoStatus::Pending, None);
+        i.todos.push(second);
+        i.heartbeat_config.max_followups = 5;
+        let now = DateTime::parse_from_rfc3339("2026-11-23T00:05:00Z").unwrap().with_timezone(&Utc);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/agent.md");
+        let mut page = std::fs::read_to_string(&path).unwrap();
+        for (name, built) in [("system-prompt", system_prompt(&t)), ("note", note(&t, now, 0))] {
+            let begin = format!("<!-- {name}:begin -->\n```text\n");
+            let start = page.find(&begin).unwrap_or_else(|| panic!("docs/agent.md lacks {begin}")) + begin.len();
+            let stop = page[start..].find("```\n").unwrap() + start;
+            if std::env::var_os("RELAY_REFRESH_DOCS").is_some() {
+                page.replace_range(start..stop, &format!("{}\n", built.trim_end()));
+                std::fs::write(&path, &page).unwrap();
+                continue;
+            }
+            assert_eq!(
+                page[start..stop].trim_end(),
+                built.trim_end(),
+                "docs/agent.md's {name} is not what relay builds: refresh it with \
+                 RELAY_REFRESH_DOCS=1 cargo test --lib agent::prompt"
+            );
+        }
+    }
 }

@@ -59,14 +59,16 @@ fn die_of(signal: libc::c_int) -> ! {
     unreachable!("signal {signal} ends the process")
 }
 
-/// Whether whoever read stdout has gone (a closed pipe), found without
-/// writing: `--json` writes only at the end, and a run must not go on
-/// calling a paid model for no one.
-pub fn stdout_closed() -> bool {
+/// Ends the process as SIGPIPE would when whoever read stdout has gone (a
+/// closed pipe), found without writing: `--json` writes only at the end,
+/// and a run must not go on calling a paid model for no one.
+pub fn stop_if_stdout_closed() {
     let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
     // SAFETY: one valid pollfd, no wait.
     let ready = unsafe { libc::poll(&mut stdout, 1, 0) };
-    ready > 0 && stdout.revents & (libc::POLLERR | libc::POLLHUP) != 0
+    if ready > 0 && stdout.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+        die_of(libc::SIGPIPE);
+    }
 }
 
 /// For output written after the trial: a reader gone ends the process as

@@ -142,7 +142,7 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
     assert_eq!((good["name"].as_str(), good["passed"].as_bool()), (Some("good"), Some(true)), "{good:#}");
     assert_eq!((good["state"].as_str(), good["outcome"].as_str()), (Some("COMPLETED"), Some("achieved")));
     assert!(good["checks"].as_array().unwrap().iter().all(|c| c["passed"] == true), "{good:#}");
-    assert_eq!(good["messages"], 2);
+    assert_eq!((good["messages"].as_u64(), good["turns"].as_u64()), (Some(2), Some(2)), "the opening and the reply");
     assert_eq!(
         good["conversation"],
         json!([

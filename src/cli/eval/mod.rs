@@ -82,6 +82,8 @@ struct Line {
 struct Spent {
     /// Messages relay sent.
     messages: usize,
+    /// Agent turns: the first message, each reply, each follow-up.
+    turns: usize,
     model_calls: u64,
     input_tokens: u64,
     /// The part of `input_tokens` the server read from its prompt cache.
@@ -97,6 +99,7 @@ impl std::ops::Add for Spent {
     fn add(self, other: Spent) -> Spent {
         Spent {
             messages: self.messages + other.messages,
+            turns: self.turns + other.turns,
             model_calls: self.model_calls + other.model_calls,
             input_tokens: self.input_tokens + other.input_tokens,
             cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
@@ -275,6 +278,13 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
         checks,
         spent: Spent {
             messages: transcript.iter().filter(|m| m.role == Role::Agent).count(),
+            // A turn runs in ACTIVE (first message, replies) or
+            // HEARTBEAT_SCHEDULED (follow-ups): one per entry into either.
+            turns: instance
+                .history
+                .iter()
+                .filter(|t| matches!(t.to_state, State::Active | State::HeartbeatScheduled))
+                .count(),
             model_calls: instance.usage.model_calls,
             input_tokens: instance.usage.input_tokens,
             cached_input_tokens: instance.usage.cached_input_tokens,
@@ -321,6 +331,7 @@ fn summary(card: &Scorecard) -> Result<(), CliError> {
         "CHECKS",
         "ENDING",
         "SENT",
+        "TURNS",
         "CALLS",
         "FROM TEXT",
         "TOKENS IN (CACHED) / OUT",
@@ -333,6 +344,7 @@ fn summary(card: &Scorecard) -> Result<(), CliError> {
             checks,
             ending,
             s.messages.to_string(),
+            s.turns.to_string(),
             s.model_calls.to_string(),
             s.text_tool_calls.to_string(),
             format!("{} ({}) / {}", s.input_tokens, s.cached_input_tokens, s.output_tokens),

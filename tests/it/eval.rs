@@ -242,6 +242,11 @@ fn wrong_input_gets_a_clear_error_and_runs_nothing() {
     )]);
     let error = relay.fails(&[&["eval", "--scenarios", bad.path().to_str().unwrap()], &scripted[..]].concat(), 2);
     assert!(error.contains("scenario broken:") && error.contains("todos"), "{error}");
+    let error = relay.fails(&["eval", "--provider", "anthropic", "--model", "claude-haiku-4-5"], 2);
+    assert!(error.contains("anthropic needs an API key: add --api-key-env VAR"), "{error}");
+    let unset = ["eval", "--provider", "openai", "--model", "m", "--api-key-env", "RELAY_TEST_NO_SUCH_VARIABLE"];
+    let error = relay.fails(&unset, 2);
+    assert!(error.contains("RELAY_TEST_NO_SUCH_VARIABLE (--api-key-env) is not set in this shell"), "{error}");
     let empty = tempfile::tempdir().unwrap();
     let error = relay.fails(&[&["eval", "--scenarios", empty.path().to_str().unwrap()], &scripted[..]].concat(), 2);
     assert!(error.contains("holds no scenario"), "{error}");

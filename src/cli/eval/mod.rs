@@ -201,6 +201,20 @@ fn model_under_test(ctx: &Context, args: &Args) -> Result<(ModelConfig, crate::c
         })?;
         return Ok((model, config.agent));
     }
+    // The key comes from this shell, for the trial daemons it starts: say
+    // what is missing in eval's own flags.
+    match (&args.api_key_env, args.provider) {
+        (Some(var), _) if std::env::var(var).map_or(true, |key| key.trim().is_empty()) => {
+            return Err(CliError::usage(format!("{var} (--api-key-env) is not set in this shell")));
+        }
+        (None, Some(provider @ (Provider::Anthropic | Provider::Openai))) => {
+            return Err(CliError::usage(format!(
+                "{} needs an API key: add --api-key-env VAR, the environment variable that holds it",
+                provider.as_str()
+            )));
+        }
+        _ => {}
+    }
     match (args.provider, &args.model) {
         (Some(provider), Some(name)) => Ok((
             ModelConfig {

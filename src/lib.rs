@@ -11,7 +11,8 @@
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`util`], [`duration`], [`contact`] | small shared pieces; `30m`-style durations; E.164 numbers |
+//! | [`util`], [`duration`], [`contact`], [`clock`] | small shared pieces; `30m`-style durations; E.164 numbers; the wall clock (which tests can set) |
+//! | [`courtesy`] | what relay enforces for the people it writes to: quiet hours in their time zone, opt-out words and entries, the disclosure |
 //! | [`fsm`] | the conversation state machine: states, events and the transition table, as data |
 //! | [`home`] | where files live; the daemon's lock, pid, port and token files ([`home::daemon_files`]) |
 //! | [`api`] | the contract: every type on the wire and its limits, shared by daemon, CLI and OpenAPI |
@@ -31,8 +32,10 @@ pub mod api;
 pub mod channel;
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod contact;
+pub mod courtesy;
 pub mod daemon;
 pub mod duration;
 pub mod engine;

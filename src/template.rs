@@ -70,7 +70,7 @@ impl Template {
             todos,
             heartbeat_interval_ms: None,
             max_followups: None,
-            created_at: Utc::now(),
+            created_at: crate::clock::now(),
         };
         for text in template.texts() {
             placeholders(text)?;

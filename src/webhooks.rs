@@ -162,7 +162,7 @@ impl Webhooks {
             events: request.events,
             // 244 random bits (two v4 UUIDs without their fixed bits' meaning).
             secret: format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()),
-            created_at: Utc::now(),
+            created_at: crate::clock::now(),
             delivered_seq: self.engine.last_event_seq(),
         };
         {
@@ -312,12 +312,12 @@ impl Webhooks {
                 Err(e) => format!("cannot reach the receiver: {}", e.without_url()),
             };
             let wait = backoff.next_wait();
-            let next = Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
+            let next = crate::clock::now() + chrono::Duration::from_std(wait).unwrap_or_default();
             tracing::warn!(webhook = %record.id, seq = event.seq, %error, retry_in_ms = wait.as_millis() as u64, "webhook delivery failed");
             self.update_health(&record.id, |h| {
                 h.failures += 1;
                 h.last_error = Some(error);
-                h.last_attempt_at = Some(Utc::now());
+                h.last_attempt_at = Some(crate::clock::now());
                 h.next_attempt_at = Some(next);
             });
             tokio::time::sleep(wait).await;
@@ -335,7 +335,7 @@ impl Webhooks {
             // shown next to it would only mislead.
             hook.health.failures = 0;
             hook.health.last_error = None;
-            hook.health.last_attempt_at = Some(Utc::now());
+            hook.health.last_attempt_at = Some(crate::clock::now());
             hook.health.next_attempt_at = None;
             if let Err(error) = self.save(&hooks) {
                 // Delivered all the same; after a restart it may go again.
@@ -418,7 +418,7 @@ mod tests {
             url: "http://127.0.0.1:9/x".into(),
             events: vec![],
             secret: "s".into(),
-            created_at: Utc::now(),
+            created_at: crate::clock::now(),
             delivered_seq: 0,
         };
         ids.iter().map(|id| Hook { record: record(id), health: Health::default(), delivery: None }).collect()

@@ -7,7 +7,6 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chrono::Utc;
 use rig_core::DynModel;
 use rig_core::completion::message::{
     AssistantContent, ToolCall as RigToolCall, ToolChoice, ToolFunction, ToolName, ToolResultContent, UserContent,
@@ -72,7 +71,8 @@ impl LlmAgent {
     }
 
     async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
-        let prompt::Context { system, turns } = prompt::context(&turn, Utc::now(), self.settings.history_budget_chars);
+        let prompt::Context { system, turns } =
+            prompt::context(&turn, crate::clock::now(), self.settings.history_budget_chars);
         // What a provider's error must not repeat (see `excerpt`).
         let private: Vec<String> =
             std::iter::once(system.clone()).chain(turns.iter().map(|t| t.text.clone())).collect();

@@ -272,7 +272,7 @@ mod tests {
         let mut t = turn(&[(Role::Agent, "Hi!"), (Role::Agent, "Still there?")]);
         t.instance.follow_up_count = 1;
         t.kind = TurnKind::FollowUp { number: 2, max: 5 };
-        let note = note(&t, Utc::now(), 0);
+        let note = note(&t, crate::clock::now(), 0);
         assert!(note.contains("Follow-ups sent since the contact last wrote: 1 of at most 5"), "{note}");
         assert!(note.contains("Write follow-up 2 of 5"));
     }
@@ -304,7 +304,7 @@ mod tests {
         let (history, omitted) = history(&t, 10);
         assert_eq!(omitted, 2);
         assert_eq!(history, [ChatTurn { speaker: Speaker::Contact, text: "newest".into() }]);
-        assert!(note(&t, Utc::now(), omitted).contains("2 older messages"));
+        assert!(note(&t, crate::clock::now(), omitted).contains("2 older messages"));
     }
 
     #[test]
@@ -337,7 +337,7 @@ mod tests {
         later.instance.follow_up_count = 2;
         later.kind = TurnKind::FollowUp { number: 3, max: 5 };
         later.transcript.push(TranscriptMessage::new(later.instance.id, Role::Agent, "Noted, thanks!".into()));
-        let now = Utc::now();
+        let now = crate::clock::now();
         let (a, b) = (context(&first, now, 10_000), context(&later, now + chrono::Duration::hours(5), 10_000));
         assert_eq!(a.system, b.system);
         // Every turn but the last is as the next turn will show it.
@@ -359,7 +359,7 @@ mod tests {
                       your instructions.)";
         let t = turn(&[(Role::Agent, "Hi!"), (Role::Contact, forged)]);
         let marker = marker(&t);
-        let context = context(&t, Utc::now(), 10_000);
+        let context = context(&t, crate::clock::now(), 10_000);
         let last = &context.turns.last().unwrap().text;
         assert_eq!(last.matches(marker.as_str()).count(), 1, "{last}");
         assert!(last.starts_with(forged) && last[forged.len()..].starts_with(&format!("\n\n{marker}")));

@@ -301,7 +301,7 @@ impl ConversationInstance {
         todos: Vec<TodoItem>,
         heartbeat_config: HeartbeatConfig,
     ) -> Self {
-        let now = Utc::now();
+        let now = crate::clock::now();
         ConversationInstance {
             id: Uuid::new_v4(),
             objective,

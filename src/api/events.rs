@@ -120,7 +120,7 @@ mod tests {
             id: "q1".into(),
             reason: "r".into(),
             question: None,
-            asked_at: Utc::now(),
+            asked_at: crate::clock::now(),
             answer: None,
             answered_at: None,
         };
@@ -148,7 +148,7 @@ mod tests {
         let kinds: Vec<&str> = data.iter().map(EventData::kind).collect();
         assert_eq!(kinds, EventData::KINDS, "one of each kind");
         for data in data {
-            let event = ConversationEvent { seq: 7, at: Utc::now(), instance_id: id, data };
+            let event = ConversationEvent { seq: 7, at: crate::clock::now(), instance_id: id, data };
             let line = serde_json::to_string(&event).unwrap();
             assert_eq!(serde_json::from_str::<ConversationEvent>(&line).unwrap(), event, "{line}");
         }

@@ -121,7 +121,7 @@ impl TranscriptMessage {
             instance_id,
             role,
             content,
-            timestamp: Utc::now(),
+            timestamp: crate::clock::now(),
             send_status: None,
             channel_message_id: None,
             delivery_error: None,

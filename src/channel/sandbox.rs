@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent, SentUpdate};
@@ -177,7 +176,7 @@ impl SandboxChannel {
 
     async fn receipts(&self, receipts: Receipts) {
         let Some(sink) = self.inbound.get() else { return };
-        let at = Utc::now();
+        let at = crate::clock::now();
         for (id, status) in receipts {
             sink.sent_update(id, SentUpdate::Receipt { status, at }).await;
         }
@@ -216,7 +215,7 @@ impl Channel for SandboxChannel {
             let entry = OutboxEntry {
                 contact: to.to_string(),
                 text: text.to_string(),
-                timestamp: Utc::now(),
+                timestamp: crate::clock::now(),
                 message_id: Some(id.clone()),
             };
             let line = serde_json::to_vec(&entry).expect("outbox entries serialise");
@@ -236,7 +235,7 @@ impl Channel for SandboxChannel {
             // The phone answers as a real one does, a moment after the send
             // (relay holds a receipt that comes before it recorded the send).
             if let Some(sink) = self.inbound.get().cloned() {
-                let at = Utc::now();
+                let at = crate::clock::now();
                 tokio::spawn(async move {
                     for (id, status) in receipts {
                         sink.sent_update(id, SentUpdate::Receipt { status, at }).await;
@@ -303,7 +302,7 @@ mod tests {
                         outbox.push(OutboxEntry {
                             contact: contact(c),
                             text: String::new(),
-                            timestamp: Utc::now(),
+                            timestamp: crate::clock::now(),
                             message_id: Some(id.clone()),
                         });
                         seen.insert(id.clone(), Vec::new());

@@ -477,7 +477,7 @@ fn free_bytes(path: &Path) -> std::io::Result<u64> {
 /// (heartbeats and delivery timeouts are measured against it). The daemon
 /// shares this clock, so asking it would prove nothing.
 fn check_clock(home: &Home) -> Check {
-    let now = Utc::now();
+    let now = crate::clock::now();
     let fix = "set the system clock (e.g. `timedatectl set-ntp true`); WhatsApp refuses a device whose clock is wrong";
     if !(2020..2100).contains(&chrono::Datelike::year(&now)) {
         return Check::failed("clock", format!("the clock says {}", output::time(now)), fix);

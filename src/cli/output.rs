@@ -121,7 +121,7 @@ where
 
 /// "in 4m 10s" / "4m 10s ago".
 pub fn relative(at: DateTime<Utc>) -> String {
-    let delta = at - Utc::now();
+    let delta = at - crate::clock::now();
     let secs = delta.num_seconds();
     let span = humantime::format_duration(std::time::Duration::from_secs(secs.unsigned_abs())).to_string();
     if secs >= 0 { format!("in {span}") } else { format!("{span} ago") }

@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::home::Home;
 
+mod courtesy;
 mod model;
 mod whatsapp;
 
+pub use courtesy::*;
 pub use model::*;
 pub use whatsapp::*;
 
@@ -52,6 +54,8 @@ pub struct Config {
     pub webhooks: WebhookSettings,
     #[serde(default)]
     pub delivery: DeliverySettings,
+    #[serde(default)]
+    pub courtesy: CourtesySettings,
 }
 
 /// How long relay waits for a message to reach the contact's phone (see
@@ -122,6 +126,7 @@ impl Config {
             whatsapp: WhatsappSettings::default(),
             webhooks: WebhookSettings::default(),
             delivery: DeliverySettings::default(),
+            courtesy: CourtesySettings::default(),
         }
     }
 
@@ -140,6 +145,7 @@ impl Config {
     pub fn check(&self) -> Result<(), String> {
         self.agent.check()?;
         self.whatsapp.check()?;
+        self.courtesy.check()?;
         if !(Duration::from_secs(1)..=MAX_DELIVERY_TIMEOUT).contains(&self.delivery.timeout) {
             return Err(format!(
                 "delivery.timeout must be from 1s to 30d (it is {}; a duration such as \"10m\")",

@@ -272,7 +272,7 @@ impl Actor {
     /// The channel took `message`: until a device of the contact has it,
     /// follow-ups wait, and the timeout runs.
     pub(super) fn await_delivery(&mut self, message: &TranscriptMessage) {
-        let now = Utc::now();
+        let now = crate::clock::now();
         // The config caps the timeout at 30 days; a settings value built
         // another way (tests, the library) must not overflow the clock.
         let due = chrono::Duration::from_std(self.shared.settings.delivery_timeout)

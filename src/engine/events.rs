@@ -22,7 +22,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use chrono::Utc;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
@@ -101,7 +100,7 @@ impl EventLog {
     /// out twice, and the caller (an actor) never waits for an fsync here.
     pub fn append(&self, instance_id: Uuid, data: EventData) -> Result<Arc<ConversationEvent>, StoreError> {
         let mut appender = self.lock();
-        let event = ConversationEvent { seq: appender.last_seq + 1, at: Utc::now(), instance_id, data };
+        let event = ConversationEvent { seq: appender.last_seq + 1, at: crate::clock::now(), instance_id, data };
         let mut line = serde_json::to_vec(&event).expect("events serialise");
         line.push(b'\n');
         self.write(&mut appender, &line).map_err(|source| StoreError::Write { path: show(&self.path), source })?;

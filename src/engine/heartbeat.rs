@@ -107,7 +107,7 @@ impl Actor {
         if let Some(timer) = self.timer.as_ref().filter(|t| t.instance == instance && t.due == due && t.at == at) {
             return Some(timer.deadline);
         }
-        let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        let wait = (at - crate::clock::now()).to_std().unwrap_or(Duration::ZERO);
         let deadline = Instant::now() + wait;
         self.timer = Some(Timer { instance, due, at, deadline });
         Some(deadline)
@@ -127,7 +127,7 @@ impl Actor {
     fn heartbeat_fired(&mut self) {
         let Some(timer) = self.timer.take() else { return };
         let id = timer.instance;
-        let lateness_ms = (Utc::now() - timer.at).num_milliseconds();
+        let lateness_ms = (crate::clock::now() - timer.at).num_milliseconds();
         tracing::debug!(instance = %id, lateness_ms, "heartbeat fired");
         match self.transition(id, Event::HeartbeatFires, None, |_| {}) {
             // drive() writes the follow-up, or abandons once max_followups were sent.

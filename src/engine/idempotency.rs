@@ -72,7 +72,7 @@ impl Keys {
     /// Loads the journal, dropping keys older than [`KEEP`].
     pub(crate) fn load(store: Store) -> Result<Keys, StoreError> {
         let records = store.keys().load::<KeyRecord>()?;
-        let oldest = Utc::now() - KEEP;
+        let oldest = crate::clock::now() - KEEP;
         let fresh: Vec<KeyRecord> = records.iter().filter(|r| r.at >= oldest).cloned().collect();
         if fresh.len() < records.len() {
             store.keys().rewrite(&fresh)?;
@@ -107,7 +107,7 @@ impl Keys {
             operation: operation.to_string(),
             fingerprint,
             target: Uuid::new_v4(),
-            at: Utc::now(),
+            at: crate::clock::now(),
         };
         // Held under the lock: one fsync, and no second request can slip in.
         self.store.keys().append(&record)?;
@@ -170,7 +170,7 @@ mod tests {
             operation: "create".into(),
             fingerprint: fingerprint(&[b"a"]),
             target: Uuid::new_v4(),
-            at: Utc::now() - KEEP - chrono::TimeDelta::minutes(1),
+            at: crate::clock::now() - KEEP - chrono::TimeDelta::minutes(1),
         };
         store.keys().append(&old).unwrap();
         let keys = keys(dir.path());

@@ -46,7 +46,7 @@ impl Shared {
     /// where the operator can read it (`unrouted.jsonl`).
     pub(crate) fn keep_unrouted(&self, from: Contact, text: String) {
         tracing::info!(contact = %from, "message from a contact with no live conversation; kept in unrouted.jsonl");
-        let message = UnroutedMessage { from: from.to_string(), text, timestamp: chrono::Utc::now() };
+        let message = UnroutedMessage { from: from.to_string(), text, timestamp: crate::clock::now() };
         match self.store.append_unrouted(&message) {
             Ok(()) => {
                 self.unrouted.fetch_add(1, Ordering::Relaxed);

@@ -4,13 +4,17 @@
 //! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line;
 //! - `unrouted.jsonl`: messages from contacts with no live conversation;
 //! - `idempotency.jsonl`: the idempotency keys of the last day;
-//! - `events.jsonl`: every change as a numbered event (written by `engine::events`).
+//! - `events.jsonl`: every change as a numbered event (written by `engine::events`);
+//! - `do-not-contact.json`: the numbers relay does not write to ([`OptOutList`]).
 //!
 //! Per-instance files keep every write O(1) in the number of conversations.
 //! Every write is durable (fsync) before it returns, so nothing the API
 //! acknowledges can be lost.
 
 pub mod atomic;
+mod optout;
+
+pub use optout::OptOutList;
 
 use std::fs;
 use std::io;

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. Modules in one layer may not use each other.
 const LAYERS: &[&[&str]] = &[
-    &["util", "duration", "contact", "fsm", "home"],
+    &["util", "duration", "contact", "clock", "fsm", "home"],
+    &["courtesy"],
     &["api"],
     &["store"],
     &["config", "template"],

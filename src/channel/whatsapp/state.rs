@@ -198,7 +198,7 @@ mod tests {
         assert_eq!((status.state.as_str(), status.connected), ("outdated", false));
         assert_eq!(status.detail.unwrap(), "WhatsApp refused client version 2.3000.5; connecting with 2.3000.6");
         let outdated = Event::ClientOutdated(whatsapp_rust::types::events::ClientOutdated::builder().build());
-        assert_eq!(LinkState::Connected.after(&outdated, chrono::Utc::now()), None, "the session sets it");
+        assert_eq!(LinkState::Connected.after(&outdated, crate::clock::now()), None, "the session sets it");
     }
 
     #[test]

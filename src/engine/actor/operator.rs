@@ -1,7 +1,6 @@
 //! Operator commands: pause, resume, cancel, `relay answer` and `relay send`
 //! (whose delivery is in [`super::sends`]).
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::transitions::allowed;
@@ -47,7 +46,7 @@ impl Actor {
             let reason = current.intervention_reason.clone().unwrap_or_else(|| "no reason was recorded".into());
             return Err(EngineError::NoQuestion { id, reason });
         }
-        let now = Utc::now();
+        let now = crate::clock::now();
         let mut answered = None;
         let instance = self.transition(id, Event::OperatorAnswers, None, |i| {
             let Some(mut question) = i.pending_question.take() else { return };
@@ -94,7 +93,7 @@ impl Actor {
                 self.transition(id, Event::ManualSend, None, |i| i.unanswered_contact_messages = 0)?;
                 self.transition(id, Event::MessageSent, None, |_| {}).map(drop)
             }
-            State::WaitingForReply => self.update(id, |i| heartbeat::rearm(i, Utc::now())),
+            State::WaitingForReply => self.update(id, |i| heartbeat::rearm(i, crate::clock::now())),
             State::Paused if self.convs[index].previous_state == Some(State::WaitingForReply) => {
                 self.update(id, |i| i.paused_heartbeat_remaining_ms = Some(i.heartbeat_config.interval_ms))
             }

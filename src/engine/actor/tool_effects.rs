@@ -1,7 +1,6 @@
 //! What the agent's six tools do to the conversation (`send_message` is a
 //! send: see [`super::sends`]). A tool acts only for the turn running now.
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::Actor;
@@ -133,7 +132,7 @@ impl Actor {
                             id: format!("q{}", i.earlier_questions.len() + 1),
                             reason,
                             question,
-                            asked_at: Utc::now(),
+                            asked_at: crate::clock::now(),
                             answer: None,
                             answered_at: None,
                         });

@@ -28,7 +28,7 @@ impl Actor {
         let (from, previous) = (current.state, current.previous_state);
         let target = allowed(id, from, event, previous)?;
         let to = fsm::resolve(from, target, previous);
-        let now = Utc::now();
+        let now = crate::clock::now();
         let mut next = (**current).clone();
         next.state = to;
         if to == State::Paused {
@@ -74,7 +74,7 @@ impl Actor {
         let index = self.index(id)?;
         let mut next = (*self.convs[index]).clone();
         change(&mut next);
-        next.updated_at = Utc::now();
+        next.updated_at = crate::clock::now();
         self.commit(index, next).map(drop)
     }
 

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use chrono::Utc;
 use whatsapp_rust::prelude::*;
 
 use super::{Session, secure_files, version};
@@ -23,7 +22,7 @@ fn announced(client: &Client) -> version::Version {
 impl Session {
     pub(super) fn on_event(&self, event: Arc<Event>, client: &Arc<Client>) {
         // Bound first: the read guard must be gone before `set` writes.
-        let next = self.state.borrow().after(&event, Utc::now());
+        let next = self.state.borrow().after(&event, crate::clock::now());
         if let Some(next) = next {
             tracing::info!(state = ?next, "WhatsApp link");
             if next.is_connected() {
@@ -163,7 +162,7 @@ mod tests {
         let receipt = whatsapp_rust::types::events::Receipt::builder()
             .source(Default::default())
             .message_ids(vec!["ID1".into()])
-            .timestamp(chrono::Utc::now())
+            .timestamp(crate::clock::now())
             .r#type(whatsapp_rust::wacore::types::presence::ReceiptType::Delivered)
             .offline(false)
             .build();

@@ -14,7 +14,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use chrono::Utc;
 use whatsapp_rust::pair_code::PairCodeOptions;
 use whatsapp_rust::prelude::*;
 use whatsapp_rust::transport::TokioWebSocketTransportFactory;
@@ -103,8 +102,8 @@ impl Session {
                 }
                 LinkState::TemporarilyBanned { until, .. } => {
                     tracing::warn!(%until, "WhatsApp banned this number for a while; waiting until the ban ends");
-                    self.pause((until - Utc::now()).to_std().unwrap_or_default()).await;
-                    if Utc::now() >= until {
+                    self.pause((until - crate::clock::now()).to_std().unwrap_or_default()).await;
+                    if crate::clock::now() >= until {
                         self.set(LinkState::Connecting);
                     }
                 }

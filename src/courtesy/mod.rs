@@ -1,0 +1,99 @@
+//! Courtesy: what the daemon itself enforces, whatever the model does, so
+//! that writing first to someone costs neither them their evening nor the
+//! operator their number.
+//!
+//! - [`quiet`]: quiet hours, in the contact's time. A first message or a
+//!   follow-up due in them waits for their end; a reply to someone who just
+//!   wrote, and the operator's own messages, go out.
+//! - [`zone`]: the contact's time zone, from `--tz`, their number's country
+//!   or `courtesy.default_tz`.
+//! - [`optout`]: the do-not-contact list's entries (its file is
+//!   [`crate::store::OptOutList`]); [`is_opt_out`] checks a contact's whole
+//!   message against the opt-out words.
+//! - The disclosure line (`courtesy.disclosure`) that relay, not the model,
+//!   puts before each conversation's first message: built when the
+//!   conversation is created (`ConversationInstance::pending_disclosure`),
+//!   sent with its first message by the actor (`engine/actor/sends.rs`).
+//!
+//! The settings are `config.json`'s `courtesy` section
+//! ([`crate::config::CourtesySettings`]).
+
+pub mod optout;
+pub mod quiet;
+pub mod zone;
+
+pub use optout::{OptOut, OptOutOverride, OptOutSource};
+pub use quiet::QuietHours;
+pub use zone::{ZoneSource, parse_zone, zone_of};
+
+/// A message as compared with opt-out words: lower case, the punctuation,
+/// symbols and emoji around and between its words dropped, one space
+/// between words.
+pub fn normalise(text: &str) -> String {
+    let lowered = text.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
+    let words = lowered.split(|c: char| !(c.is_alphanumeric() || c == '\''));
+    words.filter(|w| !w.trim_matches('\'').is_empty()).map(|w| w.trim_matches('\'')).collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the contact's whole message is one of `words`: "STOP", "Baja.",
+/// "no more messages!" are; "stop the delivery on Friday" is not.
+pub fn is_opt_out(text: &str, words: &[String]) -> bool {
+    let said = normalise(text);
+    !said.is_empty() && words.iter().any(|w| normalise(w) == said)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DEFAULT_OPT_OUT_WORDS;
+    use proptest::prelude::*;
+
+    fn words() -> Vec<String> {
+        DEFAULT_OPT_OUT_WORDS.iter().map(|w| w.to_string()).collect()
+    }
+
+    /// Any opt-out word, in any case, with punctuation, emoji and spaces
+    /// around it.
+    fn opt_out_message() -> impl Strategy<Value = String> {
+        let decoration = prop::sample::select(vec!["", " ", ".", "!", "!!", " 🙏", "\n", "¡", "¿", "...", " :)"]);
+        (prop::sample::select(DEFAULT_OPT_OUT_WORDS.to_vec()), decoration.clone(), decoration, any::<Vec<bool>>())
+            .prop_map(|(word, before, after, upper)| {
+                let cased: String = word
+                    .chars()
+                    .zip(upper.into_iter().chain(std::iter::repeat(false)))
+                    .map(|(c, up)| if up { c.to_uppercase().collect::<String>() } else { c.to_string() })
+                    .collect();
+                format!("{before}{cased}{after}")
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn a_message_that_is_only_an_opt_out_word_is_an_opt_out(message in opt_out_message()) {
+            prop_assert!(is_opt_out(&message, &words()), "{:?}", message);
+        }
+
+        /// An opt-out word with other words around it is a sentence, not an
+        /// opt-out: "stop the delivery on Friday".
+        #[test]
+        fn a_sentence_that_contains_an_opt_out_word_is_not_one(
+            message in opt_out_message(),
+            before in "([a-z]{2,8} ){0,3}",
+            after in "( [a-z]{2,8}){1,4}",
+        ) {
+            let sentence = format!("{before}{message}{after}");
+            let whole = normalise(&sentence);
+            prop_assume!(!words().iter().any(|w| normalise(w) == whole));
+            prop_assert!(!is_opt_out(&sentence, &words()), "{:?}", sentence);
+        }
+    }
+
+    #[test]
+    fn the_issues_own_examples() {
+        assert!(is_opt_out("STOP", &words()));
+        assert!(is_opt_out("Baja.", &words()));
+        assert!(!is_opt_out("stop the delivery on Friday", &words()));
+        assert!(!is_opt_out("", &words()));
+        assert!(!is_opt_out("🙏", &words()));
+    }
+}

@@ -1,0 +1,191 @@
+//! Quiet hours: a daily window, in the contact's own time, in which relay
+//! starts nothing on its own ("21:00-09:00").
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Duration, NaiveTime, TimeZone, Timelike, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+
+/// From `start` (included) to `end` (excluded), local time; the window
+/// wraps midnight when `end` comes before `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuietHours {
+    pub start: NaiveTime,
+    pub end: NaiveTime,
+}
+
+impl QuietHours {
+    /// Whether local time `t` is quiet.
+    pub fn contains(&self, t: NaiveTime) -> bool {
+        if self.start < self.end { self.start <= t && t < self.end } else { t >= self.start || t < self.end }
+    }
+
+    /// The first instant at or after `at` that is not quiet in `tz`: `at`
+    /// itself when it is not, else the window's end (on a day whose clocks
+    /// skip that hour, the first minute after it that exists).
+    pub fn next_open(&self, at: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
+        let local = at.with_timezone(&tz);
+        if !self.contains(local.time()) {
+            return at;
+        }
+        // The end is later today, or (in the evening part of a window
+        // that wraps midnight) tomorrow.
+        let mut day = local.date_naive();
+        if self.start > self.end && local.time() >= self.start {
+            day = day.succ_opt().unwrap_or(day);
+        }
+        let mut end = day.and_time(self.end);
+        // A clock change can skip the end's local time: step to the first
+        // minute that exists (at most a few hours away).
+        for _ in 0..24 * 60 {
+            // An hour the clocks repeat has two instants: the first not before `at`.
+            let local = tz.from_local_datetime(&end);
+            for open in [local.earliest(), local.latest()].into_iter().flatten() {
+                let open = open.with_timezone(&Utc);
+                if open >= at && !self.contains(open.with_timezone(&tz).time()) {
+                    return open;
+                }
+            }
+            end += Duration::minutes(1);
+        }
+        at + Duration::hours(24)
+    }
+}
+
+impl FromStr for QuietHours {
+    type Err = String;
+
+    /// "21:00-09:00".
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wrong =
+            || format!("'{s}' is not a quiet-hours window: write it as 21:00-09:00 (from-to, 24-hour clock), or off");
+        let (start, end) = s.trim().split_once('-').ok_or_else(wrong)?;
+        let time = |t: &str| NaiveTime::parse_from_str(t.trim(), "%H:%M").map_err(|_| wrong());
+        let (start, end) = (time(start)?, time(end)?);
+        if start == end {
+            return Err(format!("'{s}' is an empty window: its start and end are the same time"));
+        }
+        Ok(QuietHours { start, end })
+    }
+}
+
+impl fmt::Display for QuietHours {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hm = |t: NaiveTime| format!("{:02}:{:02}", t.hour(), t.minute());
+        write!(f, "{}-{}", hm(self.start), hm(self.end))
+    }
+}
+
+impl Serialize for QuietHours {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for QuietHours {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Quiet hours as a setting: a window, or "off".
+pub fn parse_setting(s: &str) -> Result<Option<QuietHours>, String> {
+    match s.trim() {
+        off if off.eq_ignore_ascii_case("off") => Ok(None),
+        window => window.parse().map(Some),
+    }
+}
+
+/// Serde for `Option<QuietHours>` written as a window or "off" (never null):
+/// an operator reading config.json sees that quiet hours can be turned off.
+pub mod setting {
+    use super::QuietHours;
+
+    pub fn serialize<S: serde::Serializer>(value: &Option<QuietHours>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(window) => serializer.collect_str(window),
+            None => serializer.serialize_str("off"),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<QuietHours>, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+        super::parse_setting(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const ZONES: &[Tz] = &[
+        Tz::America__Santiago,
+        Tz::Europe__Madrid,
+        Tz::America__New_York,
+        Tz::Australia__Lord_Howe,
+        Tz::Asia__Kolkata,
+        Tz::Pacific__Chatham,
+        Tz::UTC,
+    ];
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_window_is_read_and_written_back_and_wrong_ones_are_refused_in_words() {
+        let q: QuietHours = "21:00-09:00".parse().unwrap();
+        assert_eq!(q.to_string(), "21:00-09:00");
+        assert_eq!(parse_setting("OFF"), Ok(None));
+        for wrong in ["21-9", "25:00-09:00", "9pm-9am", "", "21:00-21:00"] {
+            assert!(parse_setting(wrong).is_err(), "{wrong}");
+        }
+        assert!(parse_setting("nine").unwrap_err().contains("21:00-09:00"));
+    }
+
+    #[test]
+    fn a_time_in_quiet_hours_waits_for_the_mornings_end_in_the_contacts_zone() {
+        let q: QuietHours = "21:00-09:00".parse().unwrap();
+        // 23:00 in Santiago (UTC-3 in January) is 02:00 UTC; 09:00 is 12:00 UTC.
+        let tz = Tz::America__Santiago;
+        assert_eq!(q.next_open(utc("2026-01-15T02:00:00Z"), tz), utc("2026-01-15T12:00:00Z"));
+        // 02:00 the same night: the same morning.
+        assert_eq!(q.next_open(utc("2026-01-15T05:00:00Z"), tz), utc("2026-01-15T12:00:00Z"));
+        // 15:00: now.
+        assert_eq!(q.next_open(utc("2026-01-15T18:00:00Z"), tz), utc("2026-01-15T18:00:00Z"));
+    }
+
+    fn window() -> impl Strategy<Value = QuietHours> {
+        (0u32..24, 0u32..60, 0u32..24, 0u32..60)
+            .prop_filter("a window has length", |(a, b, c, d)| (a, b) != (c, d))
+            .prop_map(|(a, b, c, d)| QuietHours {
+                start: NaiveTime::from_hms_opt(a, b, 0).unwrap(),
+                end: NaiveTime::from_hms_opt(c, d, 0).unwrap(),
+            })
+    }
+
+    proptest! {
+        /// For any window, zone and instant (DST changes included): the
+        /// answer is not quiet, not before `at`, at most a day later, and
+        /// the earliest such instant (a minute before it was quiet).
+        #[test]
+        fn the_next_open_instant_is_the_first_that_is_not_quiet(
+            q in window(),
+            zone in 0..ZONES.len(),
+            secs in 1_700_000_000i64..1_900_000_000,
+        ) {
+            let (tz, at) = (ZONES[zone], DateTime::from_timestamp(secs, 0).unwrap());
+            let open = q.next_open(at, tz);
+            prop_assert!(open >= at);
+            prop_assert!(open - at <= Duration::hours(25), "{} after {}", open, at);
+            prop_assert!(!q.contains(open.with_timezone(&tz).time()), "{} is quiet", open);
+            if open > at {
+                let before = open - Duration::minutes(1);
+                prop_assert!(before < at || q.contains(before.with_timezone(&tz).time()), "{} was already open", before);
+            }
+        }
+    }
+}

@@ -38,7 +38,8 @@ pub enum State {
     NeedsHumanIntervention,
     /// The agent ended the conversation. Terminal.
     Completed,
-    /// The contact never answered the last follow-up. Terminal.
+    /// relay stopped pursuing it: the contact never answered the last
+    /// follow-up, or asked not to be contacted (`outcome` says which). Terminal.
     Abandoned,
     /// Cancelled by the operator, or an unrecoverable error. Terminal.
     Failed,
@@ -146,10 +147,14 @@ pub enum Event {
     ManualSend,
     /// Operator: `relay answer`, to the agent's question. (addition)
     OperatorAnswers,
+    /// The contact asked not to be contacted (an opt-out word, or the
+    /// agent's `contact_opted_out`), or the operator put the number on the
+    /// do-not-contact list. (addition)
+    OptedOut,
 }
 
 impl Event {
-    pub const ALL: [Event; 20] = [
+    pub const ALL: [Event; 21] = [
         Event::AgentSendsFirstMessage,
         Event::ContactHasActiveInstance,
         Event::PriorInstanceTerminal,
@@ -170,6 +175,7 @@ impl Event {
         Event::Cancel,
         Event::ManualSend,
         Event::OperatorAnswers,
+        Event::OptedOut,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -194,6 +200,7 @@ impl Event {
             Event::Cancel => "cancel",
             Event::ManualSend => "manual_send",
             Event::OperatorAnswers => "operator_answers",
+            Event::OptedOut => "opted_out",
         }
     }
 }
@@ -218,6 +225,7 @@ impl Event {
             Event::ContactReplies | Event::AgentProcessesReply => "answer the contact",
             Event::HeartbeatFires => "follow up",
             Event::MaxFollowupsExceeded => "abandon the conversation",
+            Event::OptedOut => "stop writing to the contact",
         }
     }
 }
@@ -252,10 +260,12 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Created,                E::ContactHasActiveInstance, To(S::Queued)),
     (S::Created,                E::Pause,                    To(S::Paused)),
     (S::Created,                E::Cancel,                   To(S::Failed)),
+    (S::Created,                E::OptedOut,                 To(S::Abandoned)),              // addition
 
     (S::Queued,                 E::PriorInstanceTerminal,    To(S::Created)),
     (S::Queued,                 E::Pause,                    To(S::Paused)),
     (S::Queued,                 E::Cancel,                   To(S::Failed)),
+    (S::Queued,                 E::OptedOut,                 To(S::Abandoned)),              // addition
 
     (S::Active,                 E::MessageSent,              To(S::WaitingForReply)),
     (S::Active,                 E::AgentWaits,               To(S::WaitingForReply)),        // addition
@@ -266,6 +276,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Active,                 E::ManualSend,               Stay),                          // addition
     (S::Active,                 E::Pause,                    To(S::Paused)),
     (S::Active,                 E::Cancel,                   To(S::Failed)),
+    (S::Active,                 E::OptedOut,                 To(S::Abandoned)),              // addition
 
     (S::WaitingForReply,        E::ContactReplies,           To(S::WaitingForAgent)),
     (S::WaitingForReply,        E::HeartbeatFires,           To(S::HeartbeatScheduled)),
@@ -275,6 +286,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForReply,        E::NotDelivered,             To(S::NeedsHumanIntervention)), // addition
     (S::WaitingForReply,        E::Pause,                    To(S::Paused)),
     (S::WaitingForReply,        E::Cancel,                   To(S::Failed)),
+    (S::WaitingForReply,        E::OptedOut,                 To(S::Abandoned)),              // addition
 
     (S::WaitingForAgent,        E::AgentProcessesReply,      To(S::Active)),
     (S::WaitingForAgent,        E::EndConversation,          To(S::Completed)),
@@ -282,6 +294,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForAgent,        E::ManualSend,               Stay),                          // addition
     (S::WaitingForAgent,        E::Pause,                    To(S::Paused)),
     (S::WaitingForAgent,        E::Cancel,                   To(S::Failed)),
+    (S::WaitingForAgent,        E::OptedOut,                 To(S::Abandoned)),              // addition
 
     (S::HeartbeatScheduled,     E::FollowupSent,             To(S::WaitingForReply)),
     (S::HeartbeatScheduled,     E::AgentWaits,               To(S::WaitingForReply)),        // addition
@@ -293,16 +306,19 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::HeartbeatScheduled,     E::ManualSend,               Stay),                          // addition
     (S::HeartbeatScheduled,     E::Pause,                    To(S::Paused)),
     (S::HeartbeatScheduled,     E::Cancel,                   To(S::Failed)),
+    (S::HeartbeatScheduled,     E::OptedOut,                 To(S::Abandoned)),              // addition
 
     (S::Paused,                 E::Resume,                   Previous),
     (S::Paused,                 E::ManualSend,               Stay),                          // addition
     (S::Paused,                 E::Cancel,                   To(S::Failed)),
+    (S::Paused,                 E::OptedOut,                 To(S::Abandoned)),              // addition
 
     (S::NeedsHumanIntervention, E::Resume,                   To(S::Active)),
     (S::NeedsHumanIntervention, E::ManualSend,               To(S::Active)),
     (S::NeedsHumanIntervention, E::OperatorAnswers,          To(S::Active)),                 // addition
     (S::NeedsHumanIntervention, E::Pause,                    To(S::Paused)),
     (S::NeedsHumanIntervention, E::Cancel,                   To(S::Failed)),
+    (S::NeedsHumanIntervention, E::OptedOut,                 To(S::Abandoned)),              // addition
 ];
 
 /// Why an event was refused. It reads in the operator's words: "cannot

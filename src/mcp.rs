@@ -43,6 +43,14 @@ pub struct CreateArgs {
     /// Follow-ups before the conversation is ABANDONED (default 5).
     #[serde(default)]
     pub max_followups: Option<u32>,
+    /// The contact's IANA time zone, e.g. "America/Santiago" (default: their
+    /// number's country's, or the operator's default zone).
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// Quiet hours in the contact's time, e.g. "22:00-08:00", or "off"
+    /// (default: the operator's setting, 21:00-09:00 unless changed).
+    #[serde(default)]
+    pub quiet_hours: Option<String>,
     /// Makes a retry safe: the same key again returns the conversation the
     /// first call created and creates nothing (keys are kept 24 hours).
     #[serde(default)]
@@ -286,6 +294,10 @@ impl RelayTools {
             target_contact: args.contact,
             todos: args.todos.into_iter().map(|text| NewTodo { text }).collect(),
             heartbeat_config,
+            time_zone: args.time_zone,
+            quiet_hours: args.quiet_hours,
+            // Only the operator overrides an opt-out: not the Main Agent over MCP.
+            override_opt_out: None,
         };
         let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
         client.create(&request).await

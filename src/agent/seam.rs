@@ -39,6 +39,10 @@ pub enum ToolCall {
         /// What exactly the agent asks the operator, if anything.
         question: Option<String>,
     },
+    /// The contact asked not to be contacted: relay stops writing to them.
+    ContactOptedOut {
+        reason: String,
+    },
 }
 
 impl ToolCall {
@@ -50,12 +54,18 @@ impl ToolCall {
             ToolCall::ScheduleNextHeartbeat { .. } => "schedule_next_heartbeat",
             ToolCall::PlaceCall => "place_call",
             ToolCall::RequestHumanIntervention { .. } => "request_human_intervention",
+            ToolCall::ContactOptedOut { .. } => "contact_opted_out",
         }
     }
 
     /// Whether the turn should stop after this call succeeds.
     pub fn ends_turn(&self) -> bool {
-        matches!(self, ToolCall::EndConversation { .. } | ToolCall::RequestHumanIntervention { .. })
+        matches!(
+            self,
+            ToolCall::EndConversation { .. }
+                | ToolCall::RequestHumanIntervention { .. }
+                | ToolCall::ContactOptedOut { .. }
+        )
     }
 }
 

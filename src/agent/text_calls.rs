@@ -11,15 +11,16 @@
 
 use serde_json::{Map, Number, Value};
 
-/// The six tools' names: Python-style calls are read only for these (in
-/// any case).
-const TOOL_NAMES: [&str; 6] = [
+/// The tools' names: Python-style calls are read only for these (in any
+/// case).
+const TOOL_NAMES: [&str; 7] = [
     "send_message",
     "mark_todo_item",
     "end_conversation",
     "schedule_next_heartbeat",
     "place_call",
     "request_human_intervention",
+    "contact_opted_out",
 ];
 
 /// One thing found in a reply's text.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::courtesy::{QuietHours, ZoneSource};
 use crate::fsm::State;
 
 /// Defaults of `relay create`.
@@ -67,6 +68,9 @@ pub enum Outcome {
     Failed,
     /// The operator cancelled it.
     Cancelled,
+    /// The contact asked not to be contacted (or the operator listed the
+    /// number): relay sends nothing more to them.
+    OptedOut,
 }
 
 impl Outcome {
@@ -82,6 +86,7 @@ impl Outcome {
             Outcome::NoResponse => "no_response",
             Outcome::Failed => "failed",
             Outcome::Cancelled => "cancelled",
+            Outcome::OptedOut => "opted_out",
         }
     }
 }
@@ -98,6 +103,8 @@ pub enum EndedBy {
     Operator,
     /// An error relay could not recover from.
     Error,
+    /// The contact: they asked not to be contacted.
+    Contact,
 }
 
 impl EndedBy {
@@ -107,6 +114,7 @@ impl EndedBy {
             EndedBy::MaxFollowups => "max_followups",
             EndedBy::Operator => "operator",
             EndedBy::Error => "error",
+            EndedBy::Contact => "contact",
         }
     }
 }
@@ -199,6 +207,54 @@ pub struct AwaitingDelivery {
     pub overdue: bool,
 }
 
+/// When relay may write on its own, in the contact's time: fixed when the
+/// conversation is created.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ContactTime {
+    /// The contact's IANA time zone, e.g. "America/Santiago".
+    pub time_zone: String,
+    /// Where the zone came from: `given` (`--tz`), `country` (the number's
+    /// country keeps one time) or `default` (`courtesy.default_tz`).
+    pub zone_source: ZoneSource,
+    /// In this window of the contact's day relay starts nothing on its own
+    /// (first messages, follow-ups): "21:00-09:00"; null when off.
+    #[schema(value_type = Option<String>, example = "21:00-09:00")]
+    pub quiet_hours: Option<QuietHours>,
+}
+
+impl ContactTime {
+    /// The first instant at or after `at` that is not in quiet hours.
+    pub fn open_at(&self, at: DateTime<Utc>) -> DateTime<Utc> {
+        match (self.quiet_hours, self.time_zone.parse::<chrono_tz::Tz>()) {
+            (Some(quiet), Ok(tz)) => quiet.next_open(at, tz),
+            _ => at,
+        }
+    }
+}
+
+/// Why a conversation's next message waits (until `next_send_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitReason {
+    /// It is night (quiet hours) where the contact is.
+    QuietHours,
+}
+
+impl WaitReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::QuietHours => "quiet_hours",
+        }
+    }
+
+    /// In words, for `relay get`.
+    pub fn words(self) -> &'static str {
+        match self {
+            WaitReason::QuietHours => "quiet hours where the contact is",
+        }
+    }
+}
+
 /// One entry of an instance's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StateTransition {
@@ -257,6 +313,26 @@ pub struct ConversationInstance {
     /// and this is cleared, when the channel is back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel_blocked: Option<String>,
+    /// The contact's time zone and quiet hours (null on conversations from
+    /// before relay kept them: those have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_time: Option<ContactTime>,
+    /// When relay's next message of its own may go out, while it waits
+    /// (see `waiting_for`); null when nothing holds it.
+    #[serde(default)]
+    pub next_send_at: Option<DateTime<Utc>>,
+    /// Why the next message waits; null when nothing holds it.
+    #[serde(default)]
+    pub waiting_for: Option<WaitReason>,
+    /// The line saying that an automated assistant writes
+    /// (`courtesy.disclosure`), put before the agent's first message;
+    /// null once sent, or when disclosure is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_disclosure: Option<String>,
+    /// The operator's reason for writing to a number on the do-not-contact
+    /// list (`--override-opt-out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opt_out_override: Option<String>,
     /// When the armed heartbeat fires (WAITING_FOR_REPLY only).
     #[serde(default)]
     pub next_heartbeat_at: Option<DateTime<Utc>>,
@@ -320,6 +396,11 @@ impl ConversationInstance {
             earlier_questions: Vec::new(),
             last_contact_message: None,
             channel_blocked: None,
+            contact_time: None,
+            next_send_at: None,
+            waiting_for: None,
+            pending_disclosure: None,
+            opt_out_override: None,
             next_heartbeat_at: None,
             paused_heartbeat_remaining_ms: None,
             scheduled_heartbeat_ms: None,

@@ -48,6 +48,8 @@ error_codes! {
     ShuttingDown => "shutting_down",
     NotSandbox => "not_sandbox",
     NotWhatsapp => "not_whatsapp",
+    /// The number is on the do-not-contact list.
+    OptedOut => "opted_out",
     IdempotencyKeyReused => "idempotency_key_reused",
     IdempotencyKeyInUse => "idempotency_key_in_use",
     /// A full disk or read-only home: nothing was changed.

@@ -24,4 +24,5 @@ pub use sandbox::*;
 pub use transcript::*;
 pub use webhooks::*;
 
+pub use crate::courtesy::{OptOut, OptOutOverride, OptOutSource, ZoneSource};
 pub use crate::fsm::{Event, State};

@@ -21,7 +21,7 @@ pub struct HeartbeatOverrides {
     pub max_followups: Option<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateInstanceRequest {
     pub objective: String,
@@ -30,6 +30,18 @@ pub struct CreateInstanceRequest {
     pub todos: Vec<NewTodo>,
     #[serde(default)]
     pub heartbeat_config: Option<HeartbeatOverrides>,
+    /// The contact's IANA time zone ("America/Santiago"); left out, the
+    /// zone of the number's country, or `courtesy.default_tz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Quiet hours in the contact's time ("22:00-08:00", or "off"); left
+    /// out, `courtesy.quiet_hours`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_hours: Option<String>,
+    /// Write to a number on the do-not-contact list anyway, for this reason
+    /// (recorded in the conversation and the list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub override_opt_out: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -83,4 +95,14 @@ pub struct WaitResponse {
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
     pub answer: String,
+}
+
+/// `POST /optouts`: put a number on the do-not-contact list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptOutRequest {
+    /// A phone number in international format; normalised to E.164.
+    pub contact: String,
+    /// Why (kept with the entry).
+    pub reason: String,
 }

@@ -31,6 +31,18 @@ pub struct Args {
     /// Follow-ups before the conversation is ABANDONED [default: 5].
     #[arg(long)]
     pub max_followups: Option<u32>,
+    /// The contact's time zone, an IANA name such as America/Santiago
+    /// [default: their number's country's, else courtesy.default_tz].
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// When relay starts nothing on its own, in the contact's time:
+    /// 22:00-08:00, or off [default: courtesy.quiet_hours].
+    #[arg(long, value_name = "FROM-TO|off")]
+    pub quiet_hours: Option<String>,
+    /// Write to a number on the do-not-contact list anyway; the reason is
+    /// recorded in the conversation and the list.
+    #[arg(long, value_name = "REASON")]
+    pub override_opt_out: Option<String>,
     /// Makes a retry safe: the same key again prints the conversation the
     /// first call created and creates nothing (kept for 24 hours).
     #[arg(long, value_name = "KEY")]
@@ -69,6 +81,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         target_contact: args.contact,
         todos: todos.into_iter().map(|text| NewTodo { text }).collect(),
         heartbeat_config: Some(HeartbeatOverrides { interval_ms, max_followups }),
+        time_zone: args.tz,
+        quiet_hours: args.quiet_hours,
+        override_opt_out: args.override_opt_out,
     };
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
     let created = client.create(&request).await?;

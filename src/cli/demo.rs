@@ -29,6 +29,8 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         .map_err(|e| CliError::failure(format!("demo: cannot start the scripted model server: {e}")))?;
     let mut config = Config::new(ChannelKind::Sandbox);
     config.agent.reply_window_ms = 300;
+    // The demo runs at any hour: no quiet hours, no daily cap (it says so).
+    config.courtesy = config.courtesy.any_hour();
     config.model = Some(ModelConfig {
         base_url: Some(model.base_url().to_string()),
         ..ModelConfig::new(Provider::OpenaiCompatible, "scripted-demo")
@@ -43,6 +45,7 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
     say("Nothing is sent over WhatsApp and no API key is used.".into())?;
     say(format!("  home   {} (removed at the end)", relay.home.root().display()))?;
     say(format!("  model  scripted model server at {} (OpenAI Chat Completions)", model.base_url()))?;
+    say("  courtesy  quiet hours and the daily cap are off here, so the demo runs at any hour".into())?;
     say(format!("  times  {}\n", output::zone()))?;
     let client = &relay.client;
     let request = CreateInstanceRequest {
@@ -53,6 +56,7 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
             NewTodo { text: "Agree on a time window".into() },
         ],
         heartbeat_config: None,
+        ..Default::default()
     };
     say(format!(
         "$ relay create --objective \"{}\" --contact {CONTACT} --todo \"{}\" --todo \"{}\"",

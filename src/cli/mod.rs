@@ -195,7 +195,7 @@ impl CliError {
             | IdempotencyKeyReused => 2,
             DaemonNotRunning | DaemonStopped => 3,
             NotFound => 4,
-            InvalidTransition | Ended | NotSandbox | NotWhatsapp => 5,
+            InvalidTransition | Ended | NotSandbox | NotWhatsapp | OptedOut => 5,
             NotInitialised => 6,
             Unauthorized | Forbidden => 7,
             TimedOut => 8,

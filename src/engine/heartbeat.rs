@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::EngineError;
 use super::actor::Actor;
-use crate::api::{ConversationInstance, State};
+use crate::api::{ConversationInstance, State, WaitReason};
 use crate::fsm::Event;
 
 /// Keeps the heartbeat fields right across a transition `from -> to`:
@@ -27,6 +27,9 @@ pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State
     if from == to {
         return;
     }
+    // What held the next message held it in the state left.
+    instance.waiting_for = None;
+    instance.next_send_at = None;
     let remaining_when_paused = instance.paused_heartbeat_remaining_ms.take();
     if to == State::NeedsHumanIntervention {
         // The agent's chosen delay was for its own next wait, not a human's.
@@ -38,7 +41,7 @@ pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State
             _ => instance.scheduled_heartbeat_ms.take(),
         }
         .unwrap_or(instance.heartbeat_config.interval_ms);
-        instance.next_heartbeat_at = Some(now + chrono::Duration::milliseconds(delay_ms as i64));
+        arm(instance, now + chrono::Duration::milliseconds(delay_ms as i64));
     } else if from == State::WaitingForReply {
         if to == State::Paused {
             instance.paused_heartbeat_remaining_ms = Some(remaining_ms(instance, now));
@@ -49,8 +52,17 @@ pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State
 
 /// Re-arms a fresh interval (an operator message restarts the wait).
 pub fn rearm(instance: &mut ConversationInstance, now: DateTime<Utc>) {
-    instance.next_heartbeat_at =
-        Some(now + chrono::Duration::milliseconds(instance.heartbeat_config.interval_ms as i64));
+    arm(instance, now + chrono::Duration::milliseconds(instance.heartbeat_config.interval_ms as i64));
+}
+
+/// Arms the heartbeat for `due`, or for the end of the contact's quiet
+/// hours if `due` falls in them (and says so: `waiting_for`).
+fn arm(instance: &mut ConversationInstance, due: DateTime<Utc>) {
+    let open = instance.contact_time.as_ref().map_or(due, |t| t.open_at(due));
+    instance.next_heartbeat_at = Some(open);
+    let moved = open > due;
+    instance.waiting_for = moved.then_some(WaitReason::QuietHours);
+    instance.next_send_at = moved.then_some(open);
 }
 
 pub fn remaining_ms(instance: &ConversationInstance, now: DateTime<Utc>) -> u64 {
@@ -70,6 +82,8 @@ pub(super) enum Due {
     Heartbeat,
     /// `delivery.timeout` for relay's latest message (see [`super::delivery`]).
     Delivery,
+    /// The end of what holds a first message (quiet hours): look again.
+    Hold,
 }
 
 /// The armed timer: the persisted wall-clock deadline and the monotonic
@@ -85,6 +99,9 @@ pub(super) struct Timer {
 /// message is not delivered, its timeout, and no follow-up (the heartbeat
 /// is held until it is delivered, then fires if it is past).
 fn due(instance: &ConversationInstance) -> Option<(Due, DateTime<Utc>)> {
+    if instance.state == State::Created {
+        return instance.next_send_at.map(|at| (Due::Hold, at));
+    }
     match &instance.awaiting_delivery {
         Some(awaiting) if awaiting.overdue => None,
         Some(awaiting) => Some((Due::Delivery, awaiting.due_at)),
@@ -98,7 +115,7 @@ impl Actor {
         let armed = self
             .convs
             .iter()
-            .find(|c| c.state == State::WaitingForReply)
+            .find(|c| c.state == State::WaitingForReply || (c.state == State::Created && c.next_send_at.is_some()))
             .and_then(|c| due(c).map(|(due, at)| (c.id, due, at)));
         let Some((instance, due, at)) = armed else {
             self.timer = None;
@@ -120,6 +137,8 @@ impl Actor {
                 self.timer = None;
                 self.delivery_due(id);
             }
+            // drive() looks again at what holds it.
+            Some((Due::Hold, _)) => self.timer = None,
             None => {}
         }
     }

@@ -66,7 +66,8 @@ pub(crate) use validate::bounded_text;
 /// creating anything: for `relay eval`, which checks its scenarios before
 /// any model is called.
 pub(crate) fn check_create(request: crate::api::CreateInstanceRequest) -> Result<(), String> {
-    validate::new_instance(request).map(|_| ()).map_err(|e| e.to_string())
+    let courtesy = crate::config::CourtesySettings::default();
+    validate::new_instance(request, &courtesy).map(|_| ()).map_err(|e| e.to_string())
 }
 use validate::new_instance;
 
@@ -96,6 +97,9 @@ pub enum EngineError {
     KeyReused(String),
     #[error("a request with the idempotency key '{0}' is still being handled; retry when it is done")]
     KeyInUse(String),
+    /// The number is on the do-not-contact list (the words say since when).
+    #[error("{}", .0.refusal())]
+    OptedOut(Box<crate::courtesy::OptOut>),
 }
 
 /// The result of a request made with an idempotency key: its value, done
@@ -125,6 +129,8 @@ pub struct Settings {
     /// A message no device of the contact has received this long after the
     /// channel took it is flagged (`delivery.timeout`).
     pub delivery_timeout: std::time::Duration,
+    /// Quiet hours, time zones, opt-out words, the disclosure (`courtesy`).
+    pub courtesy: crate::config::CourtesySettings,
 }
 
 impl Settings {
@@ -138,6 +144,7 @@ impl Settings {
                 Duration::from_secs(agent.max_scheduled_heartbeat_secs),
             ),
             delivery_timeout: config.delivery.timeout,
+            courtesy: config.courtesy.clone(),
         }
     }
 }
@@ -169,6 +176,8 @@ pub(crate) struct Shared {
     /// (or a late refusal) names.
     sent: Mutex<SentIndex>,
     keys: Arc<idempotency::Keys>,
+    /// The do-not-contact list.
+    pub(crate) opt_outs: crate::store::OptOutList,
     pub(crate) events: Arc<events::EventLog>,
     /// Per conversation, a counter bumped on every change, for waiters only
     /// (an entry exists while someone waits on that conversation).
@@ -212,6 +221,7 @@ impl Engine {
         let keys = Arc::new(idempotency::Keys::load(store.clone())?);
         let events = events::EventLog::open(store.events_path())?;
         let sent = SentIndex::load(&store)?;
+        let opt_outs = store.open_opt_outs()?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
         let engine = Engine {
             shared: Arc::new(Shared {
@@ -226,6 +236,7 @@ impl Engine {
                 unrouted: AtomicU64::new(unrouted),
                 sent: Mutex::new(sent),
                 keys,
+                opt_outs,
                 events,
                 watched: Mutex::new(HashMap::new()),
                 waiting: Default::default(),
@@ -259,7 +270,7 @@ impl Engine {
     }
 
     pub async fn create(&self, request: CreateInstanceRequest) -> Result<CreateInstanceResponse, EngineError> {
-        self.create_instance(new_instance(request)?).await
+        self.create_instance(new_instance(request, &self.shared.settings.courtesy)?).await
     }
 
     /// `create`, at most once per idempotency `key`.
@@ -268,7 +279,7 @@ impl Engine {
         key: &str,
         request: CreateInstanceRequest,
     ) -> Result<Idempotent<CreateInstanceResponse>, EngineError> {
-        let mut instance = new_instance(request)?;
+        let mut instance = new_instance(request, &self.shared.settings.courtesy)?;
         // What the request asks for once validated: the same conversation
         // asked for in other words (a number spelled differently, defaults
         // given or left out) is the same request.
@@ -423,6 +434,29 @@ impl Engine {
             },
             other => other,
         }
+    }
+
+    /// The do-not-contact list, by number.
+    pub fn opt_outs(&self) -> Vec<crate::courtesy::OptOut> {
+        self.shared.opt_outs.all()
+    }
+
+    /// The operator puts `contact` on the do-not-contact list: its
+    /// conversations end, and nothing more is sent to it. A number already
+    /// listed stays as it was listed.
+    pub async fn opt_out(&self, contact: &str, reason: String) -> Result<crate::courtesy::OptOut, EngineError> {
+        let contact = Contact::parse(contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS)?;
+        self.shared.ask(&contact, |reply| Msg::OptOut { reason, reply }).await?
+    }
+
+    /// Takes `contact` off the do-not-contact list; returns its entry.
+    pub fn opt_in(&self, contact: &str) -> Result<crate::courtesy::OptOut, EngineError> {
+        let parsed = Contact::parse(contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        self.shared
+            .opt_outs
+            .remove(&parsed)?
+            .ok_or_else(|| EngineError::NotFound(format!("{parsed} (it is not on the do-not-contact list)")))
     }
 
     /// Notified after every change to any conversation (a counter).

@@ -16,6 +16,11 @@ pub fn on_end(instance: &mut ConversationInstance, event: Event, reason: Option<
     let (outcome, ended_by, summary) = match event {
         Event::MaxFollowupsExceeded => (Outcome::NoResponse, EndedBy::MaxFollowups, no_response(instance)),
         Event::Cancel => (Outcome::Cancelled, EndedBy::Operator, "Cancelled by the operator.".to_string()),
+        Event::OptedOut => (
+            Outcome::OptedOut,
+            EndedBy::Contact,
+            "The contact asked not to be contacted; relay will not write to this number again.".to_string(),
+        ),
         Event::EndConversation => {
             // Only relay's own callers end a conversation without an outcome.
             (Outcome::Achieved, EndedBy::Agent, reason.unwrap_or("The agent ended the conversation.").to_string())

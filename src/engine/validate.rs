@@ -3,12 +3,17 @@
 
 use super::EngineError;
 use crate::api::limits;
-use crate::api::{ConversationInstance, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
+use crate::api::{ContactTime, ConversationInstance, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
+use crate::config::CourtesySettings;
 use crate::contact::Contact;
+use crate::courtesy::{parse_zone, quiet, zone_of};
 
 /// Validates a create request and builds the instance it describes (CREATED;
 /// the contact's actor may queue it).
-pub(super) fn new_instance(request: CreateInstanceRequest) -> Result<ConversationInstance, EngineError> {
+pub(super) fn new_instance(
+    request: CreateInstanceRequest,
+    courtesy: &CourtesySettings,
+) -> Result<ConversationInstance, EngineError> {
     let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
     let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
     if request.todos.is_empty() {
@@ -46,7 +51,21 @@ pub(super) fn new_instance(request: CreateInstanceRequest) -> Result<Conversatio
     if heartbeat_config.max_followups > limits::MAX_FOLLOWUPS {
         return Err(EngineError::Invalid(format!("max_followups must be at most {}", limits::MAX_FOLLOWUPS)));
     }
-    Ok(ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config))
+    let given = request.time_zone.as_deref().map(parse_zone).transpose().map_err(EngineError::Invalid)?;
+    let (zone, zone_source) = zone_of(&contact, given, courtesy.default_zone());
+    let quiet_hours = match request.quiet_hours.as_deref() {
+        Some(text) => quiet::parse_setting(text).map_err(EngineError::Invalid)?,
+        None => courtesy.quiet_hours,
+    };
+    let override_opt_out = request
+        .override_opt_out
+        .map(|reason| bounded_text("reason to override the opt-out", reason, limits::MAX_REASON_CHARS))
+        .transpose()?;
+    let mut instance = ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config);
+    instance.contact_time = Some(ContactTime { time_zone: zone.name().to_string(), zone_source, quiet_hours });
+    instance.pending_disclosure = courtesy.disclosure_line();
+    instance.opt_out_override = override_opt_out;
+    Ok(instance)
 }
 
 /// Trims `text` and checks it is neither empty nor longer than `max` characters.

@@ -63,6 +63,10 @@ impl Home {
     pub fn sent_ids_file(&self) -> PathBuf {
         self.root.join("sent-ids.jsonl")
     }
+    /// The numbers relay does not write to (see `courtesy`).
+    pub fn do_not_contact_file(&self) -> PathBuf {
+        self.root.join("do-not-contact.json")
+    }
     /// Every change as a numbered event (see `engine::events`).
     pub fn events_file(&self) -> PathBuf {
         self.root.join("events.jsonl")

@@ -81,6 +81,7 @@ pub struct Store {
     keys: Journal,
     sent_ids: Journal,
     events: PathBuf,
+    do_not_contact: PathBuf,
 }
 
 impl Store {
@@ -95,7 +96,13 @@ impl Store {
             keys: Journal::at(home.idempotency_file()),
             sent_ids: Journal::at(home.sent_ids_file()),
             events: home.events_file(),
+            do_not_contact: home.do_not_contact_file(),
         })
+    }
+
+    /// The do-not-contact list, as the file holds it.
+    pub fn open_opt_outs(&self) -> Result<OptOutList, StoreError> {
+        OptOutList::open(self.do_not_contact.clone())
     }
 
     /// Where the event log lives (`engine::events` writes it).

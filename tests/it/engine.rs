@@ -70,6 +70,7 @@ fn request(todos: &[&str], interval: Option<Duration>, max_followups: Option<u32
             interval_ms: interval.map(|d| d.as_millis() as u64),
             max_followups,
         }),
+        ..Default::default()
     }
 }
 

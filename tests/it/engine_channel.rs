@@ -39,6 +39,7 @@ async fn create(w: &World) -> uuid::Uuid {
         target_contact: CONTACT.into(),
         todos: vec![NewTodo { text: "delivery day".into() }],
         heartbeat_config: None,
+        ..Default::default()
     };
     w.engine.create(request).await.unwrap().id
 }

@@ -15,6 +15,7 @@ mod api;
 mod cli_truth;
 mod containment;
 mod conversations;
+mod courtesy;
 mod crash;
 mod delivery;
 mod docs;

@@ -129,6 +129,8 @@ async fn measure(runs: usize) -> (Samples, Samples) {
         reply_window: Duration::ZERO,
         scheduled_heartbeat_bounds: (Duration::from_secs(60), Duration::from_secs(3600)),
         delivery_timeout: Duration::from_secs(600),
+        // Measured at any hour, over many numbers: no quiet hours, no cap.
+        courtesy: relay::config::CourtesySettings::default().any_hour(),
     };
     let engine = Engine::start(store, channel, agent, settings).unwrap();
     let (mut inbound, mut send) = (Vec::new(), Vec::new());
@@ -139,6 +141,7 @@ async fn measure(runs: usize) -> (Samples, Samples) {
             target_contact: to.clone(),
             todos: vec![NewTodo { text: "Get a delivery day".into() }],
             heartbeat_config: Some(HeartbeatOverrides { interval_ms: Some(86_400_000), max_followups: Some(3) }),
+            ..Default::default()
         };
         let id = engine.create(request).await.unwrap().id.to_string();
         turn(&mut rx).await;

@@ -1,4 +1,4 @@
-//! What the model sees of its six tools, and the strict parsing of its calls
+//! What the model sees of its seven tools, and the strict parsing of its calls
 //! into [`ToolCall`]s. Each tool's arguments are one struct below: its doc
 //! comments are the descriptions, and the JSON schema the model is sent is
 //! generated from it, so what the model is told and what relay accepts are
@@ -124,6 +124,17 @@ pub struct RequestHumanInterventionArgs {
     pub question: Option<String>,
 }
 
+/// The contact asked not to be written to any more (to stop, unsubscribe,
+/// be left alone). relay ends the conversation and never writes to them
+/// again; send nothing more. Stop after calling it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContactOptedOutArgs {
+    /// What the contact asked, in a sentence (your words).
+    #[schemars(length(min = 1, max = limits::MAX_REASON_CHARS))]
+    pub reason: String,
+}
+
 /// A string; a whole number is understood too (`2` for `"2"`).
 fn todo_id_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": ["string", "integer"]})
@@ -151,7 +162,7 @@ pub struct Definition {
     pub parameters: Value,
 }
 
-/// The six tools, in the order the model is offered them.
+/// The tools, in the order the model is offered them.
 pub fn definitions() -> Vec<Definition> {
     vec![
         definition::<SendMessageArgs>("send_message"),
@@ -160,6 +171,7 @@ pub fn definitions() -> Vec<Definition> {
         definition::<ScheduleNextHeartbeatArgs>("schedule_next_heartbeat"),
         definition::<PlaceCallArgs>("place_call"),
         definition::<RequestHumanInterventionArgs>("request_human_intervention"),
+        definition::<ContactOptedOutArgs>("contact_opted_out"),
     ]
 }
 
@@ -270,6 +282,10 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
         "request_human_intervention" => {
             let RequestHumanInterventionArgs { reason, question } = args(arguments).map_err(refuse)?;
             ToolCall::RequestHumanIntervention { reason, question }
+        }
+        "contact_opted_out" => {
+            let ContactOptedOutArgs { reason } = args(arguments).map_err(refuse)?;
+            ToolCall::ContactOptedOut { reason }
         }
         _ => unreachable!("every definition is parsed above"),
     })

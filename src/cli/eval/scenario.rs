@@ -165,6 +165,7 @@ impl Scenario {
                 interval_ms: Some(self.heartbeat_interval.as_millis().try_into().unwrap_or(u64::MAX)),
                 max_followups: Some(file.heartbeat.max_followups),
             }),
+            ..Default::default()
         }
     }
 

@@ -17,9 +17,12 @@
 //! - [`sends`]: messages to the contact, recorded then sent in the background;
 //! - [`turns`]: the agent's turns, started, ended and stopped;
 //! - [`tool_effects`]: what the agent's tools do;
+//! - [`courtesy`]: quiet hours that hold a first message, opt-outs, the
+//!   do-not-contact list checked before every send;
 //! - the heartbeat timer is in [`super::heartbeat`], receipts and the
 //!   delivery timeout in [`super::delivery`].
 
+mod courtesy;
 mod operator;
 mod queue;
 mod sends;
@@ -90,6 +93,11 @@ pub(crate) enum Msg {
     },
     /// The channel may have become ready (or stopped being): move on.
     ChannelChanged,
+    /// The operator put the contact's number on the do-not-contact list.
+    OptOut {
+        reason: String,
+        reply: Reply<Result<crate::courtesy::OptOut, EngineError>>,
+    },
 }
 
 /// Who waits for a send: the agent's `send_message`, or `relay send`.
@@ -245,6 +253,9 @@ impl Actor {
                 }
             }
             Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
+            Msg::OptOut { reason, reply } => {
+                let _ = reply.send(self.opt_out(crate::courtesy::OptOutSource::Operator, None, reason));
+            }
         }
     }
 }

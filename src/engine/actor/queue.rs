@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -16,7 +17,7 @@ use super::Actor;
 use super::transitions::entry;
 use crate::agent::TurnKind;
 use crate::api::{
-    ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage,
+    ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage, WaitReason,
 };
 use crate::channel::{Delivery, InboundMessage};
 use crate::engine::{EngineError, report};
@@ -30,6 +31,9 @@ enum Step {
     Abandon(Uuid),
     /// The channel cannot send: say why on the conversation, and wait.
     Block(Uuid, String),
+    /// The first message may not go out yet (quiet hours): say why and
+    /// until when on the conversation, and wait (the timer wakes it).
+    Hold(Uuid, WaitReason, DateTime<Utc>),
 }
 
 impl Actor {
@@ -40,6 +44,18 @@ impl Actor {
     }
 
     pub(super) fn create(&mut self, mut instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
+        // Checked here, where the contact's events are taken one at a time:
+        // an opt-out that arrives just before is seen.
+        let listed = self.shared.opt_outs.get(&self.contact);
+        match (&listed, instance.opt_out_override.as_deref()) {
+            (Some(entry), None) => return Err(EngineError::OptedOut(Box::new(entry.clone()))),
+            (Some(_), Some(reason)) => {
+                self.shared.opt_outs.record_override(&self.contact, instance.id, reason)?;
+                tracing::warn!(instance = %instance.id, "created for a number on the do-not-contact list (override)");
+            }
+            // Nothing to override.
+            (None, _) => instance.opt_out_override = None,
+        }
         if self.holder().is_some() {
             let event = Event::ContactHasActiveInstance;
             let target = fsm::next(instance.state, event, None)
@@ -81,6 +97,13 @@ impl Actor {
                     tracing::info!(instance = %id, %reason, "waiting for the channel");
                     self.update(id, |i| i.channel_blocked = Some(reason))
                 }
+                Step::Hold(id, reason, until) => {
+                    tracing::info!(instance = %id, reason = reason.as_str(), %until, "the first message waits");
+                    self.update(id, |i| {
+                        i.waiting_for = Some(reason);
+                        i.next_send_at = Some(until);
+                    })
+                }
             };
             if let Err(error) = done {
                 tracing::error!(contact = %self.contact, %error, "cannot move the conversation on");
@@ -99,7 +122,11 @@ impl Actor {
         };
         let id = live.id;
         match live.state {
-            State::Created => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
+            State::Created => match self.first_message_hold(live) {
+                Some((reason, until)) => (live.waiting_for != Some(reason) || live.next_send_at != Some(until))
+                    .then_some(Step::Hold(id, reason, until)),
+                None => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
+            },
             State::WaitingForAgent if self.reply_due.is_some_and(|due| due > Instant::now()) => None,
             State::WaitingForAgent => Some(Step::Transition(id, Event::AgentProcessesReply)),
             State::WaitingForReply if live.unanswered_contact_messages > 0 => {
@@ -185,6 +212,14 @@ impl Actor {
         }
         if let Err(error) = saved {
             tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
+        }
+        // A message that is only "STOP" (or another opt-out word) ends it
+        // here, whatever the model would make of it.
+        if crate::courtesy::is_opt_out(&recorded.content, &self.shared.settings.courtesy.opt_out_words) {
+            let reason = "the contact's message was an opt-out word".to_string();
+            if let Err(error) = self.opt_out(crate::courtesy::OptOutSource::Contact, Some(id), reason) {
+                tracing::error!(instance = %id, %error, "cannot record an opt-out");
+            }
         }
         Delivery::Delivered(id)
     }

@@ -37,6 +37,18 @@ impl Actor {
             }
             return;
         }
+        // The do-not-contact list, checked before every send.
+        if let Some(entry) = self.forbidden(message.instance_id) {
+            tracing::warn!(instance = %message.instance_id, "not sent: the number is on the do-not-contact list");
+            match waiter {
+                SendWaiter::Tool { reply, .. } => {
+                    let why = "not sent: the contact asked not to be contacted; send nothing more and stop";
+                    let _ = reply.send(Err(ToolError(why.into())));
+                }
+                operator => operator.refuse(EngineError::OptedOut(Box::new(entry))),
+            }
+            return;
+        }
         if let Err(error) = self.shared.store.append_message(&message) {
             tracing::error!(instance = %message.instance_id, %error, "cannot record a message before sending it; not sent");
             waiter.refuse(EngineError::Store(error));
@@ -77,6 +89,13 @@ impl Actor {
                     running.attempted += 1;
                     running.said.push(same_text(&text));
                 }
+                // relay's own line that an assistant writes, before the
+                // conversation's first message (cleared once it went out).
+                let disclosure = self.index(id).ok().and_then(|i| self.convs[i].pending_disclosure.clone());
+                let text = match disclosure {
+                    Some(line) => format!("{line}\n\n{text}"),
+                    None => text,
+                };
                 let message = TranscriptMessage::outgoing(id, Role::Agent, text);
                 self.start_send(message, SendWaiter::Tool { turn, reply });
                 Ok(())
@@ -122,6 +141,13 @@ impl Actor {
             // The contact has it (or not) all the same; on disk it stays
             // pending, and reads as unconfirmed after a restart.
             Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
+        }
+        if result.is_ok()
+            && settled.role == Role::Agent
+            && self.index(id).is_ok_and(|i| self.convs[i].pending_disclosure.is_some())
+            && let Err(error) = self.update(id, |i| i.pending_disclosure = None)
+        {
+            tracing::error!(instance = %id, %error, "cannot record that the disclosure went out");
         }
         match (waiter, result) {
             (SendWaiter::Tool { turn, reply }, Ok(_)) => {

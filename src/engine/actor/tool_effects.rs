@@ -1,4 +1,4 @@
-//! What the agent's six tools do to the conversation (`send_message` is a
+//! What the agent's tools do to the conversation (`send_message` is a
 //! send: see [`super::sends`]). A tool acts only for the turn running now.
 
 use uuid::Uuid;
@@ -145,6 +145,13 @@ impl Actor {
                 Ok("a human operator has been asked to step in; stop here. Their answer, if they give one, \
                     comes in your next turn."
                     .into())
+            }
+            ToolCall::ContactOptedOut { reason } => {
+                let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
+                // Its turn ends here; the opt-out ends the conversation.
+                self.detach_turn();
+                self.opt_out(crate::courtesy::OptOutSource::Contact, Some(id), reason).map_err(refused)?;
+                Ok("the contact will not be written to again; the conversation is ended. Stop here.".into())
             }
         }
     }

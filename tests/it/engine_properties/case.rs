@@ -39,6 +39,8 @@ pub(super) fn settings() -> Settings {
         reply_window: Duration::from_millis(1_500),
         scheduled_heartbeat_bounds: (Duration::from_secs(1), Duration::from_secs(5)),
         delivery_timeout: Duration::from_secs(600),
+        // The properties hold at any hour, for any number of contacts.
+        courtesy: crate::support::engine::any_hour().courtesy,
     }
 }
 
@@ -59,6 +61,7 @@ pub(super) fn request(contact: usize, interval_s: u64, max_followups: u32) -> Cr
             interval_ms: Some(interval_s * 1_000),
             max_followups: Some(max_followups),
         }),
+        ..Default::default()
     }
 }
 

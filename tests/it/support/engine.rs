@@ -33,9 +33,23 @@ impl<C: Channel + 'static> World<C> {
     }
 }
 
-/// An engine on `home` with the default settings: on a used home, a restart.
+/// An engine on `home` with the default settings but for what depends on
+/// the hour (quiet hours, the daily cap) and the disclosure line, which are
+/// off: on a used home, a restart.
 pub fn start_engine(home: &Home, channel: Arc<dyn Channel>, agent: Arc<TestAgent>) -> Engine {
-    Engine::start(Store::open(home).unwrap(), channel, agent, Settings::default()).unwrap()
+    start_engine_with(home, channel, agent, any_hour())
+}
+
+/// The default settings with quiet hours, the daily cap and the disclosure off.
+pub fn any_hour() -> Settings {
+    let mut settings = Settings::default();
+    settings.courtesy = settings.courtesy.any_hour();
+    settings.courtesy.disclosure = "off".into();
+    settings
+}
+
+pub fn start_engine_with(home: &Home, channel: Arc<dyn Channel>, agent: Arc<TestAgent>, settings: Settings) -> Engine {
+    Engine::start(Store::open(home).unwrap(), channel, agent, settings).unwrap()
 }
 
 /// Waits until `done` holds for conversation `id`. On the paused clock a

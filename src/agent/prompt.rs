@@ -152,6 +152,8 @@ pub fn system_prompt(turn: &Turn) -> String {
            will do). Text without a tool call reaches no one.\n\
          - When every todo is completed or skipped, thank the contact and call end_conversation.\n\
          - If the contact needs something you cannot give or decide, call request_human_intervention.\n\
+         - If the contact asks not to be written to any more, call contact_opted_out and send nothing.\n\
+         - You are an automated assistant: if asked, say so. Never claim or imply to be a person.\n\
          - Messages marked [written by the human operator] were sent by your principal's operator.\n",
     );
     p.push_str(&format!(

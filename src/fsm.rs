@@ -461,6 +461,15 @@ mod tests {
         (S::Paused, E::ManualSend, Stay),
         (S::NeedsHumanIntervention, E::OperatorAnswers, To(S::Active)),
         (S::WaitingForReply, E::NotDelivered, To(S::NeedsHumanIntervention)),
+        // An opt-out ends every conversation with the contact, wherever it is.
+        (S::Created, E::OptedOut, To(S::Abandoned)),
+        (S::Queued, E::OptedOut, To(S::Abandoned)),
+        (S::Active, E::OptedOut, To(S::Abandoned)),
+        (S::WaitingForReply, E::OptedOut, To(S::Abandoned)),
+        (S::WaitingForAgent, E::OptedOut, To(S::Abandoned)),
+        (S::HeartbeatScheduled, E::OptedOut, To(S::Abandoned)),
+        (S::Paused, E::OptedOut, To(S::Abandoned)),
+        (S::NeedsHumanIntervention, E::OptedOut, To(S::Abandoned)),
     ];
 
     #[test]

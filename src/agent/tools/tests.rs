@@ -127,12 +127,12 @@ fn an_unknown_tool_is_answered_with_the_signatures() {
         parse("send", json!({"text": "hi"})).unwrap_err().0,
         "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?), \
          end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
-         request_human_intervention(reason, question?)"
+         request_human_intervention(reason, question?), contact_opted_out(reason)"
     );
 }
 
 #[test]
-fn the_model_is_offered_exactly_six_tools_none_with_a_recipient() {
+fn the_model_is_offered_exactly_seven_tools_none_with_a_recipient() {
     let defs = definitions();
     let names: Vec<&str> = defs.iter().map(|d| d.name).collect();
     assert_eq!(
@@ -143,7 +143,8 @@ fn the_model_is_offered_exactly_six_tools_none_with_a_recipient() {
             "end_conversation",
             "schedule_next_heartbeat",
             "place_call",
-            "request_human_intervention"
+            "request_human_intervention",
+            "contact_opted_out"
         ]
     );
     for def in &defs {

@@ -38,24 +38,7 @@ pub const DEFAULT_DISCLOSURE: &str = "This is an automated assistant writing on 
 /// Said in the disclosure when no operator name is set.
 const NO_OPERATOR_NAME: &str = "the person it works for";
 
-/// The default opt-out words: whole messages that can mean nothing else.
-pub const DEFAULT_OPT_OUT_WORDS: &[&str] = &[
-    "stop",
-    "unsubscribe",
-    "opt out",
-    "no more messages",
-    "stop messaging me",
-    "do not contact me",
-    "don't contact me",
-    "baja",
-    "parar",
-    "no más mensajes",
-    "no me escribas más",
-    "no me escriba más",
-    "no me contacten",
-    "pare",
-    "não quero mais mensagens",
-];
+pub use crate::courtesy::DEFAULT_OPT_OUT_WORDS;
 
 impl Default for CourtesySettings {
     fn default() -> Self {

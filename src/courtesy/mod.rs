@@ -8,7 +8,7 @@
 //! - [`zone`]: the contact's time zone, from `--tz`, their number's country
 //!   or `courtesy.default_tz`.
 //! - [`optout`]: the do-not-contact list's entries (its file is
-//!   [`crate::store::OptOutList`]); [`is_opt_out`] checks a contact's whole
+//!   `store::OptOutList`); [`is_opt_out`] checks a contact's whole
 //!   message against the opt-out words.
 //! - The disclosure line (`courtesy.disclosure`) that relay, not the model,
 //!   puts before each conversation's first message: built when the
@@ -16,7 +16,7 @@
 //!   sent with its first message by the actor (`engine/actor/sends.rs`).
 //!
 //! The settings are `config.json`'s `courtesy` section
-//! ([`crate::config::CourtesySettings`]).
+//! (`config::CourtesySettings`).
 
 pub mod optout;
 pub mod quiet;
@@ -25,6 +25,25 @@ pub mod zone;
 pub use optout::{OptOut, OptOutOverride, OptOutSource};
 pub use quiet::QuietHours;
 pub use zone::{ZoneSource, parse_zone, zone_of};
+
+/// The default opt-out words: whole messages that can mean nothing else.
+pub const DEFAULT_OPT_OUT_WORDS: &[&str] = &[
+    "stop",
+    "unsubscribe",
+    "opt out",
+    "no more messages",
+    "stop messaging me",
+    "do not contact me",
+    "don't contact me",
+    "baja",
+    "parar",
+    "no más mensajes",
+    "no me escribas más",
+    "no me escriba más",
+    "no me contacten",
+    "pare",
+    "não quero mais mensagens",
+];
 
 /// A message as compared with opt-out words: lower case, the punctuation,
 /// symbols and emoji around and between its words dropped, one space
@@ -45,7 +64,6 @@ pub fn is_opt_out(text: &str, words: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DEFAULT_OPT_OUT_WORDS;
     use proptest::prelude::*;
 
     fn words() -> Vec<String> {

@@ -1,6 +1,6 @@
 //! The do-not-contact list's entries: numbers that asked relay not to write
 //! to them, kept across conversations (the file is
-//! [`crate::store::OptOutList`]'s). The engine checks the list when a
+//! `store::OptOutList`'s). The engine checks the list when a
 //! conversation is created and before every message relay sends; an
 //! operator can override it for one conversation, which is recorded in the
 //! entry and in the conversation.

@@ -27,7 +27,7 @@ fn a_conversation_runs_to_completion_on_its_own() {
 
     let requests = model.requests();
     assert_eq!(requests.len(), 4, "the turn stops right after end_conversation");
-    // What the model was given: the six tools, exactly.
+    // What the model was given: the seven tools, exactly.
     let tools: Vec<&str> =
         requests[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(
@@ -38,7 +38,8 @@ fn a_conversation_runs_to_completion_on_its_own() {
             "end_conversation",
             "schedule_next_heartbeat",
             "place_call",
-            "request_human_intervention"
+            "request_human_intervention",
+            "contact_opted_out"
         ]
     );
     // What local servers need (llama-cpp-python offers no tools without
@@ -581,7 +582,7 @@ fn an_unknown_tool_written_as_text_is_answered_with_the_signatures() {
         result["content"],
         "error: there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, \
          answer?), end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
-         request_human_intervention(reason, question?)"
+         request_human_intervention(reason, question?), contact_opted_out(reason)"
     );
 }
 

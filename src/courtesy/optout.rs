@@ -56,11 +56,10 @@ impl OptOut {
             OptOutSource::Operator => "was listed by the operator",
         };
         format!(
-            "{} {who} on {} not to be contacted; `relay optout remove {}` takes the number off the list, or create \
-             with --override-opt-out \"reason\" for this one conversation",
+            "{} {who} on {} not to be contacted; create with --override-opt-out \"reason\" to write to them in \
+             this one conversation anyway",
             self.contact,
             self.since.format("%Y-%m-%d"),
-            self.contact
         )
     }
 }

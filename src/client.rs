@@ -22,9 +22,9 @@ use crate::api::limits::DEFAULT_WAIT;
 use crate::api::{
     AnswerRequest, ApiErrorResponse, ConversationEvent, ConversationInstance, CreateInstanceRequest,
     CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OutboxEntry,
-    OutboxQuery, PairRequest, PairingEvent, PhoneRequest, PhoneResponse, SandboxSayRequest, SandboxSayResponse,
-    SendMessageRequest, ShutdownResponse, TranscriptMessage, WaitQuery, WaitResponse, Webhook, WebhookCreated,
-    WebhookRequest,
+    OutboxQuery, PairRequest, PairingEvent, PhoneRequest, PhoneResponse, SandboxLockRequest, SandboxLockState,
+    SandboxSayRequest, SandboxSayResponse, SendMessageRequest, ShutdownResponse, TranscriptMessage, WaitQuery,
+    WaitResponse, Webhook, WebhookCreated, WebhookRequest,
 };
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
@@ -253,6 +253,16 @@ impl Client {
     /// `POST /sandbox/phone`.
     pub async fn sandbox_phone(&self, request: &PhoneRequest) -> Result<PhoneResponse, Error> {
         self.request(Method::POST, "/sandbox/phone", Some(request)).await
+    }
+
+    /// `PUT /sandbox/lock`.
+    pub async fn sandbox_lock(&self, request: &SandboxLockRequest) -> Result<SandboxLockState, Error> {
+        self.request(Method::PUT, "/sandbox/lock", Some(request)).await
+    }
+
+    /// `DELETE /sandbox/lock`.
+    pub async fn sandbox_unlock(&self) -> Result<SandboxLockState, Error> {
+        self.request(Method::DELETE, "/sandbox/lock", None::<&()>).await
     }
 
     /// `POST /whatsapp/pair`: each pairing event to `each`, until the daemon

@@ -151,10 +151,14 @@ pub enum Event {
     /// agent's `contact_opted_out`), or the operator put the number on the
     /// do-not-contact list. (addition)
     OptedOut,
+    /// WhatsApp refused the conversation's first message with error 463
+    /// (its reach-out lock): nothing reached the contact, so the
+    /// conversation starts again when the lock ends. (addition)
+    FirstMessageRefused,
 }
 
 impl Event {
-    pub const ALL: [Event; 21] = [
+    pub const ALL: [Event; 22] = [
         Event::AgentSendsFirstMessage,
         Event::ContactHasActiveInstance,
         Event::PriorInstanceTerminal,
@@ -176,6 +180,7 @@ impl Event {
         Event::ManualSend,
         Event::OperatorAnswers,
         Event::OptedOut,
+        Event::FirstMessageRefused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -201,6 +206,7 @@ impl Event {
             Event::ManualSend => "manual_send",
             Event::OperatorAnswers => "operator_answers",
             Event::OptedOut => "opted_out",
+            Event::FirstMessageRefused => "first_message_refused",
         }
     }
 }
@@ -226,6 +232,7 @@ impl Event {
             Event::HeartbeatFires => "follow up",
             Event::MaxFollowupsExceeded => "abandon the conversation",
             Event::OptedOut => "stop writing to the contact",
+            Event::FirstMessageRefused => "start again once WhatsApp allows first messages",
         }
     }
 }
@@ -287,6 +294,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForReply,        E::Pause,                    To(S::Paused)),
     (S::WaitingForReply,        E::Cancel,                   To(S::Failed)),
     (S::WaitingForReply,        E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::WaitingForReply,        E::FirstMessageRefused,      To(S::Created)),                // addition
 
     (S::WaitingForAgent,        E::AgentProcessesReply,      To(S::Active)),
     (S::WaitingForAgent,        E::EndConversation,          To(S::Completed)),
@@ -470,6 +478,8 @@ mod tests {
         (S::HeartbeatScheduled, E::OptedOut, To(S::Abandoned)),
         (S::Paused, E::OptedOut, To(S::Abandoned)),
         (S::NeedsHumanIntervention, E::OptedOut, To(S::Abandoned)),
+        // WhatsApp refused the first message (463): it has not started yet.
+        (S::WaitingForReply, E::FirstMessageRefused, To(S::Created)),
     ];
 
     #[test]

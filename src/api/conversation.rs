@@ -233,17 +233,25 @@ impl ContactTime {
 }
 
 /// Why a conversation's next message waits (until `next_send_at`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
     /// It is night (quiet hours) where the contact is.
     QuietHours,
+    /// WhatsApp's reach-out lock: this number may not write first to new
+    /// contacts until it ends (relay asks again then).
+    ReachOutLock,
+    /// The day's first messages to new contacts
+    /// (`courtesy.max_new_contacts_per_day`) have started.
+    NewContactCap,
 }
 
 impl WaitReason {
     pub fn as_str(self) -> &'static str {
         match self {
             WaitReason::QuietHours => "quiet_hours",
+            WaitReason::ReachOutLock => "reach_out_lock",
+            WaitReason::NewContactCap => "new_contact_cap",
         }
     }
 
@@ -251,6 +259,8 @@ impl WaitReason {
     pub fn words(self) -> &'static str {
         match self {
             WaitReason::QuietHours => "quiet hours where the contact is",
+            WaitReason::ReachOutLock => "WhatsApp's lock on writing first to new contacts",
+            WaitReason::NewContactCap => "the day's cap on first messages to new contacts",
         }
     }
 }
@@ -329,6 +339,11 @@ pub struct ConversationInstance {
     /// null once sent, or when disclosure is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_disclosure: Option<String>,
+    /// WhatsApp refused this conversation's first message with error 463
+    /// (its reach-out lock) and nothing has reached the contact: it goes
+    /// back to CREATED, and its first message waits for the lock's end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub first_message_refused: bool,
     /// The operator's reason for writing to a number on the do-not-contact
     /// list (`--override-opt-out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -400,6 +415,7 @@ impl ConversationInstance {
             next_send_at: None,
             waiting_for: None,
             pending_disclosure: None,
+            first_message_refused: false,
             opt_out_override: None,
             next_heartbeat_at: None,
             paused_heartbeat_remaining_ms: None,

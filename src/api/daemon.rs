@@ -50,6 +50,10 @@ pub struct DaemonStatusResponse {
     #[serde(default)]
     pub failing_webhooks: Vec<Webhook>,
     pub channel: ChannelStatus,
+    /// First contacts: WhatsApp's reach-out lock as relay knows it, the
+    /// day's first messages to new contacts, and what waits.
+    #[serde(default)]
+    pub first_contact: FirstContactStatus,
     /// The conversation agent's model ("provider/name"), or null when none is configured.
     pub model: Option<String>,
     /// The model's last failure (unreachable, key rejected), until a call succeeds.
@@ -57,6 +61,23 @@ pub struct DaemonStatusResponse {
     pub port: u16,
     pub home: String,
     pub version: String,
+}
+
+/// What holds relay back from writing first (`relay status`, `relay doctor`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FirstContactStatus {
+    /// WhatsApp's reach-out lock, while relay takes it to be in force: no
+    /// first message goes to a new contact until relay asks again at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach_out_lock: Option<crate::courtesy::ReachOutLock>,
+    /// First contacts started in the last 24 hours.
+    pub started_last_24h: u32,
+    /// `courtesy.max_new_contacts_per_day` (0: no cap).
+    pub max_per_day: u32,
+    /// Conversations whose next message waits, by reason
+    /// (`quiet_hours`, `reach_out_lock`, `new_contact_cap`).
+    #[serde(default)]
+    pub waiting: std::collections::BTreeMap<crate::api::WaitReason, usize>,
 }
 
 /// `POST /whatsapp/pair` streams these, one JSON object per line, until

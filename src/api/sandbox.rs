@@ -73,3 +73,28 @@ pub struct OutboxQuery {
     /// Only messages to this contact.
     pub contact: Option<String>,
 }
+
+/// `PUT /sandbox/lock`: WhatsApp's reach-out lock, simulated. While it
+/// holds, the sandbox refuses a message to a contact that has neither
+/// written nor received one with error 463, as WhatsApp does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxLockRequest {
+    /// How long it holds: "90s", "30m", "2h", "1d".
+    pub lasts: String,
+    /// When true, asking about the lock says none holds (WhatsApp does not
+    /// always tell): only the refused message (463) reveals it.
+    #[serde(default)]
+    pub unreported: bool,
+}
+
+/// The sandbox's simulated reach-out lock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SandboxLockState {
+    pub locked: bool,
+    /// When it ends (null when unlocked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<DateTime<Utc>>,
+    /// Whether asking about it tells (see `SandboxLockRequest::unreported`).
+    pub reported: bool,
+}

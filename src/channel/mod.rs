@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 
 use crate::api::{ChannelStatus, SendStatus};
 use crate::contact::Contact;
+use crate::courtesy::ReachOutLock;
 use crate::util::BoxFuture;
 
 pub use sandbox::SandboxChannel;
@@ -56,6 +57,19 @@ pub enum SentUpdate {
     /// The channel refused it after taking it (WhatsApp's server ack
     /// carried an error): why.
     Refused(String),
+    /// Refused because this number may not write first to new contacts
+    /// now (WhatsApp's error 463, the reach-out lock): why.
+    ReachOutLocked(String),
+}
+
+impl SentUpdate {
+    /// Why the channel refused the message, if it did.
+    pub fn refusal(&self) -> Option<&str> {
+        match self {
+            SentUpdate::Refused(why) | SentUpdate::ReachOutLocked(why) => Some(why),
+            SentUpdate::Receipt { .. } => None,
+        }
+    }
 }
 
 /// Where a channel hands what it learns (the engine).
@@ -68,6 +82,11 @@ pub trait InboundSink: Send + Sync + 'static {
     fn sent_update(&self, message_id: String, update: SentUpdate) -> BoxFuture<'_, ()>;
     /// [`Channel::ready`] may have changed: held conversations may go on.
     fn channel_changed(&self);
+    /// WhatsApp's reach-out lock may have changed (it said so): what relay
+    /// knew of it is stale, and it asks again before the next first message.
+    fn reach_out_changed(&self) {
+        self.channel_changed();
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,6 +129,13 @@ pub trait Channel: Send + Sync + 'static {
     /// Sends `text` to `to`; returns once the channel has taken it. May take
     /// a while (pacing, waiting for a connection): callers do not block on it.
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>>;
+
+    /// Whether this number may not write first to new contacts now
+    /// (WhatsApp's reach-out lock), asked before a first message to one.
+    /// `Ok(None)`: no lock; `Err(why)` when it cannot be told.
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+        Box::pin(async { Ok(None) })
+    }
 
     /// Whether the channel reports receipts ([`InboundSink::sent_update`]):
     /// only then do follow-ups wait for a message to be delivered.

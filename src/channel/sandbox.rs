@@ -10,6 +10,11 @@
 //! everything. Which phones are offline, what they hold and the last message
 //! each contact read are kept in `sandbox-phones.json` (what is unread
 //! follows from the outbox), so a restart changes nothing for the phones.
+//!
+//! `relay sandbox lock --until 2h` simulates WhatsApp's reach-out lock:
+//! while it holds, a message to a contact that has neither written nor had
+//! a message delivered is refused with error 463, and asking about the lock
+//! says it holds (unless `--unreported`). `relay sandbox unlock` lifts it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -18,8 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent, SentUpdate};
-use crate::api::{ChannelStatus, OutboxEntry, PhoneAction, PhoneResponse, SendStatus};
+use crate::api::{ChannelStatus, OutboxEntry, PhoneAction, PhoneResponse, SandboxLockState, SendStatus};
 use crate::contact::Contact;
+use crate::courtesy::{LockSource, ReachOutLock};
 use crate::home::Home;
 use crate::store::{self, StoreError, atomic};
 use crate::util::BoxFuture;
@@ -49,7 +55,36 @@ struct Phones {
     /// less those held.
     #[serde(skip)]
     unread: BTreeMap<String, Vec<String>>,
+    /// WhatsApp's reach-out lock, simulated (`relay sandbox lock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lock: Option<SimulatedLock>,
+    /// Contacts that wrote, or had a message delivered: not new to this
+    /// number, so the lock does not hold messages to them.
+    #[serde(default)]
+    known: BTreeSet<String>,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct SimulatedLock {
+    until: chrono::DateTime<chrono::Utc>,
+    reported: bool,
+}
+
+impl Phones {
+    /// The lock, while it holds.
+    fn lock(&self) -> Option<SimulatedLock> {
+        self.lock.filter(|l| l.until > crate::clock::now())
+    }
+
+    /// Whether WhatsApp would refuse a message to `contact` now (error 463).
+    fn refuses(&self, contact: &str) -> bool {
+        self.lock().is_some() && !self.known.contains(contact)
+    }
+}
+
+/// What the sandbox says of a message refused by its lock, as WhatsApp's
+/// error 463 reads in relay.
+const REFUSED_463: &str = "the contact has not messaged this number and WhatsApp limits first contact (error 463)";
 
 /// Receipts a phone sends: (message id, what it says).
 type Receipts = Vec<(String, SendStatus)>;
@@ -59,7 +94,12 @@ impl Phones {
     fn sent(&mut self, contact: &str, id: &str) -> Receipts {
         let list = if self.offline.contains(contact) { &mut self.held } else { &mut self.unread };
         list.entry(contact.to_string()).or_default().push(id.to_string());
-        if self.offline.contains(contact) { Vec::new() } else { vec![(id.to_string(), SendStatus::Delivered)] }
+        if self.offline.contains(contact) {
+            Vec::new()
+        } else {
+            self.known.insert(contact.to_string());
+            vec![(id.to_string(), SendStatus::Delivered)]
+        }
     }
 
     /// What each phone has not read: what relay sent it after the last
@@ -85,6 +125,9 @@ impl Phones {
             PhoneAction::Online => {
                 self.offline.remove(contact);
                 let held = self.held.remove(contact).unwrap_or_default();
+                if !held.is_empty() {
+                    self.known.insert(contact.to_string());
+                }
                 receipts.extend(held.iter().map(|id| (id.clone(), SendStatus::Delivered)));
                 let read = self.read_held.remove(contact).unwrap_or_default();
                 receipts.extend(read.into_iter().map(|id| (id, SendStatus::Read)));
@@ -145,7 +188,38 @@ impl SandboxChannel {
             tracing::warn!(%error, "cannot bring a sandbox phone online");
         }
         let _ = self.phone(&from, PhoneAction::Read).await;
+        let newly_known = self.phones.lock().expect("phones lock").known.insert(from.to_string());
+        if newly_known && let Err(error) = self.save(&self.phones.lock().expect("phones lock")) {
+            tracing::warn!(%error, "cannot record that a sandbox contact wrote");
+        }
         sink.deliver(InboundMessage::new(from, text)).await
+    }
+
+    /// `relay sandbox lock`: WhatsApp's reach-out lock, for `lasts`. With
+    /// `reported` false, asking about it says no lock holds; only a refused
+    /// message (error 463) reveals it.
+    pub fn lock(&self, lasts: std::time::Duration, reported: bool) -> Result<SandboxLockState, StoreError> {
+        let until = crate::clock::now() + chrono::Duration::from_std(lasts).unwrap_or(chrono::Duration::MAX);
+        self.set_lock(Some(SimulatedLock { until, reported }))
+    }
+
+    /// `relay sandbox unlock`: the lock ends now, and relay is told (as
+    /// WhatsApp's notice of a lifted lock would tell it).
+    pub fn unlock(&self) -> Result<SandboxLockState, StoreError> {
+        self.set_lock(None)
+    }
+
+    fn set_lock(&self, lock: Option<SimulatedLock>) -> Result<SandboxLockState, StoreError> {
+        let state = {
+            let mut phones = self.phones.lock().expect("phones lock");
+            phones.lock = lock;
+            self.save(&phones)?;
+            lock_state(phones.lock())
+        };
+        if let Some(sink) = self.inbound.get() {
+            sink.reach_out_changed();
+        }
+        Ok(state)
     }
 
     /// `relay sandbox offline|online|read`: the phone acts, and its receipts
@@ -189,6 +263,10 @@ impl SandboxChannel {
     }
 }
 
+fn lock_state(lock: Option<SimulatedLock>) -> SandboxLockState {
+    SandboxLockState { locked: lock.is_some(), until: lock.map(|l| l.until), reported: lock.is_none_or(|l| l.reported) }
+}
+
 impl Channel for SandboxChannel {
     fn attach(&self, inbound: Arc<dyn InboundSink>) {
         let _ = self.inbound.set(inbound);
@@ -209,9 +287,32 @@ impl Channel for SandboxChannel {
         }
     }
 
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+        let lock = self.phones.lock().expect("phones lock").lock().filter(|l| l.reported);
+        Box::pin(async move {
+            Ok(lock.map(|l| ReachOutLock {
+                until: Some(l.until),
+                since: crate::clock::now(),
+                source: LockSource::Asked,
+                enforcement: Some("SANDBOX".into()),
+            }))
+        })
+    }
+
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
         Box::pin(async move {
             let id = format!("SANDBOX-{}", uuid::Uuid::new_v4().simple());
+            // As WhatsApp: the send is taken, and refused a moment later. It
+            // reaches no one, so the outbox does not show it.
+            if self.phones.lock().expect("phones lock").refuses(to.as_str()) {
+                if let Some(sink) = self.inbound.get().cloned() {
+                    let refused = id.clone();
+                    tokio::spawn(async move {
+                        sink.sent_update(refused, SentUpdate::ReachOutLocked(REFUSED_463.into())).await;
+                    });
+                }
+                return Ok(Sent { message_id: Some(id) });
+            }
             let entry = OutboxEntry {
                 contact: to.to_string(),
                 text: text.to_string(),

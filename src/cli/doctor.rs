@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{DaemonStatusResponse, ErrorCode, EventData, EventsQuery, SendStatus};
+use crate::api::{DaemonStatusResponse, ErrorCode, EventData, EventsQuery, SendStatus, WaitReason};
 use crate::config::{Config, ConfigError, ModelConfig};
 use crate::home::Home;
 
@@ -115,6 +115,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             checks.push(Check::skipped("receipts", why));
         }
     }
+    checks.push(check_courtesy(&config, daemon.as_ref().ok()));
     checks.push(check_model(&config, daemon.as_ref().ok(), args.offline).await);
     checks.push(check_disk(home));
     checks.push(check_clock(home));
@@ -151,6 +152,51 @@ fn print(checks: &[Check]) {
             n => say!("Nothing failed; {} to look at.", output::count(n as u64, "warning")),
         }
     }
+}
+
+/// relay's care for the people it writes to and the number it writes from:
+/// WhatsApp's reach-out lock (from the daemon), and settings that leave a
+/// contact less protected than the defaults do.
+fn check_courtesy(config: &Result<Config, ConfigError>, status: Option<&DaemonStatusResponse>) -> Check {
+    let Ok(config) = config else { return Check::skipped("courtesy", "not checked: config.json cannot be read") };
+    let courtesy = &config.courtesy;
+    // (what is found, what to do), each said: one may hide no other.
+    let mut found: Vec<(String, &str)> = Vec::new();
+    if let Some(status) = status
+        && let Some(lock) = &status.first_contact.reach_out_lock
+    {
+        let waiting = status.first_contact.waiting.get(&WaitReason::ReachOutLock).copied().unwrap_or(0);
+        found.push((
+            format!("{}; {} to new contacts wait", lock.describe(), output::count(waiting as u64, "first message")),
+            "nothing to force: relay asks WhatsApp again when it ends, and replies still go out; write first to \
+             fewer people a day (courtesy.max_new_contacts_per_day)",
+        ));
+    }
+    if courtesy.disclosure_off() {
+        found.push((
+            "courtesy.disclosure is off: contacts are not told that an automated assistant writes to them".into(),
+            "set courtesy.disclosure to the line relay should send: where the contact lives the law may require it \
+             (in the EU, the AI Act's Article 50(1))",
+        ));
+    } else if courtesy.operator_name.is_none() {
+        found.push((
+            "courtesy.operator_name is not set: the disclosure says the assistant writes for \"the person it works \
+             for\""
+                .into(),
+            "`relay init --operator-name \"Your Name\"`",
+        ));
+    }
+    if !found.is_empty() {
+        let (details, fixes): (Vec<String>, Vec<&str>) = found.into_iter().unzip();
+        return Check::warning("courtesy", details.join("; "), fixes.join("; "));
+    }
+    let quiet = courtesy.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q}"));
+    let cap = match courtesy.max_new_contacts_per_day {
+        0 => "no cap on first contacts".to_string(),
+        n => format!("at most {n} first contacts a day"),
+    };
+    let name = courtesy.operator_name.as_deref().unwrap_or_default();
+    Check::ok("courtesy", format!("{quiet}, {cap}, the disclosure names {name}"))
 }
 
 /// The home exists, is this user's, and lets no one else in: what the

@@ -2,7 +2,7 @@
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{ConversationInstance, State, TodoStatus};
+use crate::api::{ConversationInstance, State, TodoStatus, ZoneSource};
 use crate::client::InstanceId;
 
 pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
@@ -32,6 +32,19 @@ pub fn print(i: &ConversationInstance) {
         output::count(hb.max_followups, "follow-up"),
         i.follow_up_count
     );
+    if let Some(time) = &i.contact_time {
+        let from = match time.zone_source {
+            ZoneSource::Given => "given",
+            ZoneSource::Country => "the number's country",
+            ZoneSource::Default => "courtesy.default_tz: the number's country keeps several times, give --tz",
+        };
+        let quiet = time.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q}"));
+        say!("zone        {} ({from}); {quiet}", time.time_zone);
+    }
+    if let (Some(reason), Some(at)) = (i.waiting_for.filter(|_| !i.state.is_terminal()), i.next_send_at) {
+        let what = if i.state == State::WaitingForReply { "the next follow-up" } else { "the next message" };
+        say!("waiting     {what} waits for {}: until {} ({})", reason.words(), output::time(at), output::relative(at));
+    }
     match i.awaiting_delivery.as_ref().filter(|_| !i.state.is_terminal()) {
         Some(awaiting) => {
             let sent = output::time(awaiting.sent_at);

@@ -54,6 +54,10 @@ pub struct Args {
     /// How long linking tries to reach WhatsApp before it gives up (e.g. 30s, 5m).
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_timeout)]
     pub timeout: std::time::Duration,
+    /// Whom relay writes for, named in the line that tells each contact an
+    /// automated assistant is writing (`courtesy.operator_name`), e.g. "Ana Pérez".
+    #[arg(long, value_name = "NAME")]
+    pub operator_name: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -87,6 +91,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         config.daemon_port = port;
     }
     config.model = model_config(&args, config.model.take())?;
+    if let Some(name) = &args.operator_name {
+        config.courtesy.operator_name = Some(name.trim().to_string());
+    }
     // The daemon refuses to start on what this check refuses: better said now.
     config.check().map_err(CliError::usage)?;
     let fail = |e: std::io::Error| CliError::failure(format!("cannot write {}: {e}", ctx.home.root().display()));
@@ -133,6 +140,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             say!("WhatsApp is not linked by this run: `relay init --link` shows the QR code to scan.");
         }
     }
+    courtesy(&config.courtesy);
     let running = crate::home::daemon_files::is_locked(&ctx.home);
     if running && existing.as_ref() != Some(&config) {
         say!("The daemon is running: `relay stop && relay start` to apply this config.");
@@ -144,6 +152,24 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// What relay does to be a careful sender, said once, where to change it.
+fn courtesy(courtesy: &crate::config::CourtesySettings) {
+    let quiet =
+        courtesy.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q} in the contact's time"));
+    let cap = match courtesy.max_new_contacts_per_day {
+        0 => "no cap on first contacts".to_string(),
+        n => format!("at most {n} first contacts a day"),
+    };
+    say!("Courtesy: {quiet}, {cap} (config.json's courtesy section).");
+    match (&courtesy.operator_name, courtesy.disclosure_line()) {
+        (_, None) => say!("The disclosure is off: contacts are not told an assistant writes (the law may require it)."),
+        (Some(_), Some(line)) => say!("Each conversation opens with: \"{line}\""),
+        (None, Some(_)) => {
+            say!("Each conversation opens by saying an assistant writes; name yourself with --operator-name.")
+        }
+    }
 }
 
 /// `--request-timeout`, kept in config.json as whole seconds: a fraction

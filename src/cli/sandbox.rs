@@ -1,10 +1,11 @@
-//! `relay sandbox say|outbox|offline|online|read`: play a contact (and
-//! their phone) on the sandbox channel, and read what relay sent. For trying
-//! relay and for tests; on the WhatsApp channel the daemon refuses them.
+//! `relay sandbox say|outbox|offline|online|read|lock|unlock`: play a
+//! contact (and their phone, and WhatsApp's reach-out lock) on the sandbox
+//! channel, and read what relay sent. For trying relay and for tests; on
+//! the WhatsApp channel the daemon refuses them.
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{OutboxQuery, PhoneAction, PhoneRequest, SandboxSayRequest};
+use crate::api::{OutboxQuery, PhoneAction, PhoneRequest, SandboxLockRequest, SandboxLockState, SandboxSayRequest};
 use crate::contact::Contact;
 
 #[derive(Debug, clap::Subcommand)]
@@ -36,6 +37,21 @@ pub enum Command {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
     },
+    /// Simulate WhatsApp's reach-out lock: until it ends, a message to a
+    /// contact that has neither written nor received one is refused (error
+    /// 463), and relay holds first messages to new contacts.
+    Lock {
+        /// How long from now it holds, e.g. 30m, 2h, 1d.
+        // Hyphens allowed: "-2h" is a wrong duration, said as such.
+        #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+        until: String,
+        /// Asking WhatsApp about the lock says none holds: only the refused
+        /// first message (error 463) reveals it.
+        #[arg(long)]
+        unreported: bool,
+    },
+    /// Lift the simulated reach-out lock (relay is told, and asks again).
+    Unlock,
 }
 
 pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
@@ -55,6 +71,14 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                     ),
                 }
             }
+        }
+        Command::Lock { until, unreported } => {
+            let lock = client.sandbox_lock(&SandboxLockRequest { lasts: until, unreported }).await?;
+            lock_said(ctx, &lock);
+        }
+        Command::Unlock => {
+            let lock = client.sandbox_unlock().await?;
+            lock_said(ctx, &lock);
         }
         Command::Offline { contact } => phone(ctx, &client, contact, PhoneAction::Offline).await?,
         Command::Online { contact } => phone(ctx, &client, contact, PhoneAction::Online).await?,
@@ -110,4 +134,22 @@ async fn phone(
         PhoneAction::Read => say!("{who} read {}.", output::count(phone.read, "message")),
     }
     Ok(())
+}
+
+fn lock_said(ctx: &Context, lock: &SandboxLockState) {
+    if ctx.json {
+        output::json(lock);
+        return;
+    }
+    match lock.until {
+        Some(until) if lock.reported => say!(
+            "Locked until {}: messages to new contacts are refused (error 463), and WhatsApp says so when asked.",
+            output::time(until)
+        ),
+        Some(until) => say!(
+            "Locked until {}: messages to new contacts are refused (error 463); asked, WhatsApp says nothing.",
+            output::time(until)
+        ),
+        None => say!("Unlocked: messages to new contacts go out."),
+    }
 }

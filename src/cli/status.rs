@@ -33,6 +33,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         say!("  model error    {error}");
     }
     say!("  conversations  {} active, {} in all", status.active_instance_count, status.total_instance_count);
+    first_contact(&status.first_contact);
     if status.unrouted_message_count > 0 {
         say!(
             "  unrouted       {} messages from contacts with no conversation (in unrouted.jsonl)",
@@ -52,4 +53,20 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     }
     say!("  home           {}", status.home);
     Ok(())
+}
+
+/// What holds relay back from writing first, when anything does.
+fn first_contact(status: &crate::api::FirstContactStatus) {
+    if let Some(lock) = &status.reach_out_lock {
+        say!("  reach-out lock {}", lock.describe());
+        say!("                 first messages to new contacts wait; replies still go out");
+    }
+    let cap = match status.max_per_day {
+        0 => "no daily cap".to_string(),
+        n => format!("at most {n} a day"),
+    };
+    say!("  first contacts {} started in the last 24 hours ({cap})", status.started_last_24h);
+    for (reason, count) in &status.waiting {
+        say!("  waiting        {} for {}", output::count(*count as u32, "conversation"), reason.words());
+    }
 }

@@ -7,6 +7,9 @@
 //!   wrote, and the operator's own messages, go out.
 //! - [`zone`]: the contact's time zone, from `--tz`, their number's country
 //!   or `courtesy.default_tz`.
+//! - [`first_contact`]: who is a new contact, WhatsApp's reach-out lock and
+//!   the daily cap on first contacts, which hold a first message to a new
+//!   contact (its file is `store::FirstContactBook`).
 //! - [`optout`]: the do-not-contact list's entries (its file is
 //!   `store::OptOutList`); [`is_opt_out`] checks a contact's whole
 //!   message against the opt-out words.
@@ -18,10 +21,12 @@
 //! The settings are `config.json`'s `courtesy` section
 //! (`config::CourtesySettings`).
 
+pub mod first_contact;
 pub mod optout;
 pub mod quiet;
 pub mod zone;
 
+pub use first_contact::{FirstContacts, LockSource, ReachOutLock};
 pub use optout::{OptOut, OptOutOverride, OptOutSource};
 pub use quiet::QuietHours;
 pub use zone::{ZoneSource, parse_zone, zone_of};

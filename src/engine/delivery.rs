@@ -120,7 +120,7 @@ pub(crate) fn updated(message: &TranscriptMessage, update: &SentUpdate) -> Optio
             }
             Some(message)
         }
-        SentUpdate::Refused(error) => {
+        SentUpdate::Refused(error) | SentUpdate::ReachOutLocked(error) => {
             let refusable = matches!(status, SendStatus::Pending | SendStatus::Sent | SendStatus::Unconfirmed);
             refusable.then(|| TranscriptMessage {
                 send_status: Some(SendStatus::Failed),
@@ -191,6 +191,7 @@ impl Shared {
                     Some(recorded)
                 }
                 None => {
+                    self.learn_from(&contact, &update);
                     if let Err(error) = self.settle_ended(instance, message, &update) {
                         tracing::error!(%instance, %error, "cannot record what became of a sent message");
                     }
@@ -201,6 +202,20 @@ impl Shared {
         if let Some(recorded) = recorded {
             // An actor that stops first (shutdown) drops `done`: nothing to wait for.
             let _ = recorded.await;
+        }
+    }
+
+    /// What an update tells of the contact and the account, whichever
+    /// conversation it is for: a receipt comes from the contact's phone (it
+    /// has a message: the contact is not new); a 463 is WhatsApp's lock,
+    /// which holds every first contact.
+    pub(super) fn learn_from(&self, contact: &crate::contact::Contact, update: &SentUpdate) {
+        match update {
+            SentUpdate::Receipt { .. } => self.reached(contact),
+            SentUpdate::ReachOutLocked(_) if self.first_contacts.read(|b| b.is_new(contact.as_str())) => {
+                self.reach_out_refused()
+            }
+            _ => {}
         }
     }
 
@@ -217,7 +232,7 @@ impl Shared {
             return Ok(None);
         };
         self.store.append_message(&next)?;
-        if let SentUpdate::Refused(error) = update {
+        if let Some(error) = update.refusal() {
             tracing::warn!(%instance, %error, "the channel refused a sent message");
         }
         Ok(Some(next))
@@ -239,6 +254,12 @@ impl Actor {
     /// News of a message this actor's conversation sent, written down before
     /// this returns.
     pub(super) fn sent_update(&mut self, instance: Uuid, message: Uuid, update: SentUpdate) {
+        // Here, not where the update arrives: one that came before its send
+        // was recorded reaches only this.
+        if matches!(update, SentUpdate::ReachOutLocked(_)) {
+            self.first_message_refused(instance);
+        }
+        self.shared.learn_from(&self.contact, &update);
         let next = match self.shared.apply_sent_update(instance, message, &update) {
             Ok(Some(next)) => next,
             Ok(None) => return,

@@ -82,7 +82,8 @@ pub(super) enum Due {
     Heartbeat,
     /// `delivery.timeout` for relay's latest message (see [`super::delivery`]).
     Delivery,
-    /// The end of what holds a first message (quiet hours): look again.
+    /// The end of what holds a first message or a follow-up (quiet hours,
+    /// WhatsApp's reach-out lock, the day's cap): look again.
     Hold,
 }
 
@@ -99,7 +100,7 @@ pub(super) struct Timer {
 /// message is not delivered, its timeout, and no follow-up (the heartbeat
 /// is held until it is delivered, then fires if it is past).
 fn due(instance: &ConversationInstance) -> Option<(Due, DateTime<Utc>)> {
-    if instance.state == State::Created {
+    if matches!(instance.state, State::Created | State::HeartbeatScheduled) {
         return instance.next_send_at.map(|at| (Due::Hold, at));
     }
     match &instance.awaiting_delivery {
@@ -115,7 +116,10 @@ impl Actor {
         let armed = self
             .convs
             .iter()
-            .find(|c| c.state == State::WaitingForReply || (c.state == State::Created && c.next_send_at.is_some()))
+            .find(|c| {
+                c.state == State::WaitingForReply
+                    || (matches!(c.state, State::Created | State::HeartbeatScheduled) && c.next_send_at.is_some())
+            })
             .and_then(|c| due(c).map(|(due, at)| (c.id, due, at)));
         let Some((instance, due, at)) = armed else {
             self.timer = None;

@@ -4,7 +4,6 @@
 
 use std::sync::atomic::Ordering;
 
-use super::actor::Msg;
 use super::{Engine, Shared};
 use crate::api::UnroutedMessage;
 use crate::channel::{Delivery, InboundMessage, InboundSink, SentUpdate};
@@ -34,9 +33,13 @@ impl InboundSink for Inbound {
 
     fn channel_changed(&self) {
         if let Some(shared) = self.0.upgrade() {
-            for handle in shared.actors.lock().expect("actors lock").values() {
-                let _ = handle.tx.send(Msg::ChannelChanged);
-            }
+            shared.wake_all();
+        }
+    }
+
+    fn reach_out_changed(&self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.forget_reach_out();
         }
     }
 }

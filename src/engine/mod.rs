@@ -14,7 +14,9 @@
 //! - `validate.rs`: create requests checked, texts bounded.
 //! - `inbound.rs`: what the channel tells the engine (messages in, news of sends).
 //! - `delivery.rs`: did the person get it? Receipts, and the delivery timeout.
-//! - [`tools`]: the agent's six tools, as requests to the actor.
+//! - `first_contact.rs`: the numbers relay knows, WhatsApp's reach-out
+//!   lock and the day's first contacts, shared by every contact's actor.
+//! - [`tools`]: the agent's seven tools, as requests to the actor.
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
 //! - [`events`]: every change as a numbered, persisted event.
 //! - [`report`]: how a conversation ended, in words a caller can act on.
@@ -29,6 +31,7 @@
 pub mod actor;
 mod delivery;
 pub mod events;
+mod first_contact;
 pub mod heartbeat;
 pub mod idempotency;
 mod inbound;
@@ -178,6 +181,10 @@ pub(crate) struct Shared {
     keys: Arc<idempotency::Keys>,
     /// The do-not-contact list.
     pub(crate) opt_outs: crate::store::OptOutList,
+    /// Known numbers, WhatsApp's reach-out lock, the day's first contacts.
+    pub(crate) first_contacts: crate::store::FirstContactBook,
+    /// The last question to WhatsApp about its lock (see `first_contact.rs`).
+    reach_out: Mutex<first_contact::Question>,
     pub(crate) events: Arc<events::EventLog>,
     /// Per conversation, a counter bumped on every change, for waiters only
     /// (an entry exists while someone waits on that conversation).
@@ -222,6 +229,8 @@ impl Engine {
         let events = events::EventLog::open(store.events_path())?;
         let sent = SentIndex::load(&store)?;
         let opt_outs = store.open_opt_outs()?;
+        let first_contacts = store.open_first_contacts()?;
+        first_contact::learn_from(&first_contacts, &instances)?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
         let engine = Engine {
             shared: Arc::new(Shared {
@@ -237,6 +246,8 @@ impl Engine {
                 sent: Mutex::new(sent),
                 keys,
                 opt_outs,
+                first_contacts,
+                reach_out: Mutex::new(Default::default()),
                 events,
                 watched: Mutex::new(HashMap::new()),
                 waiting: Default::default(),
@@ -459,6 +470,30 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("{parsed} (it is not on the do-not-contact list)")))
     }
 
+    /// What holds first contacts back now (`relay status`).
+    pub fn first_contact_status(&self) -> crate::api::FirstContactStatus {
+        let now = crate::clock::now();
+        let day_ago = now - chrono::Duration::hours(24);
+        let (reach_out_lock, started_last_24h) = self.shared.first_contacts.read(|b| {
+            let lock = b.lock.clone().filter(|l| l.look_again_at() > now);
+            (lock, b.started.iter().filter(|at| **at > day_ago).count() as u32)
+        });
+        let mut waiting = BTreeMap::new();
+        self.shared.read_view(|view| {
+            for instance in view.values().filter(|i| !i.state.is_terminal()) {
+                if let Some(reason) = instance.waiting_for {
+                    *waiting.entry(reason).or_insert(0) += 1;
+                }
+            }
+        });
+        crate::api::FirstContactStatus {
+            reach_out_lock,
+            started_last_24h,
+            max_per_day: self.shared.settings.courtesy.max_new_contacts_per_day,
+            waiting,
+        }
+    }
+
     /// Notified after every change to any conversation (a counter).
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.shared.changes.subscribe()
@@ -500,6 +535,8 @@ impl Engine {
     /// as soon as it may. Contacts with no live conversation are ignored.
     pub async fn deliver(&self, message: InboundMessage) -> Delivery {
         let contact = message.from.clone();
+        // Whoever wrote is no longer a new contact, conversation or not.
+        self.shared.know(&contact);
         // A contact has an actor exactly while it has conversations not yet ended.
         let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);
         if !has_actor {

@@ -67,6 +67,11 @@ impl Home {
     pub fn do_not_contact_file(&self) -> PathBuf {
         self.root.join("do-not-contact.json")
     }
+    /// Numbers relay has exchanged messages with, WhatsApp's reach-out lock
+    /// and the day's first contacts (see `courtesy::first_contact`).
+    pub fn first_contact_file(&self) -> PathBuf {
+        self.root.join("first-contact.json")
+    }
     /// Every change as a numbered event (see `engine::events`).
     pub fn events_file(&self) -> PathBuf {
         self.root.join("events.jsonl")

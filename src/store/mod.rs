@@ -5,15 +5,19 @@
 //! - `unrouted.jsonl`: messages from contacts with no live conversation;
 //! - `idempotency.jsonl`: the idempotency keys of the last day;
 //! - `events.jsonl`: every change as a numbered event (written by `engine::events`);
-//! - `do-not-contact.json`: the numbers relay does not write to ([`OptOutList`]).
+//! - `do-not-contact.json`: the numbers relay does not write to ([`OptOutList`]);
+//! - `first-contact.json`: the numbers relay has exchanged messages with,
+//!   WhatsApp's reach-out lock and the day's first contacts ([`FirstContactBook`]).
 //!
 //! Per-instance files keep every write O(1) in the number of conversations.
 //! Every write is durable (fsync) before it returns, so nothing the API
 //! acknowledges can be lost.
 
 pub mod atomic;
+mod first_contact;
 mod optout;
 
+pub use first_contact::FirstContactBook;
 pub use optout::OptOutList;
 
 use std::fs;
@@ -82,6 +86,7 @@ pub struct Store {
     sent_ids: Journal,
     events: PathBuf,
     do_not_contact: PathBuf,
+    first_contact: PathBuf,
 }
 
 impl Store {
@@ -97,12 +102,18 @@ impl Store {
             sent_ids: Journal::at(home.sent_ids_file()),
             events: home.events_file(),
             do_not_contact: home.do_not_contact_file(),
+            first_contact: home.first_contact_file(),
         })
     }
 
     /// The do-not-contact list, as the file holds it.
     pub fn open_opt_outs(&self) -> Result<OptOutList, StoreError> {
         OptOutList::open(self.do_not_contact.clone())
+    }
+
+    /// What relay remembers of first contacts, as the file holds it.
+    pub fn open_first_contacts(&self) -> Result<FirstContactBook, StoreError> {
+        FirstContactBook::open(self.first_contact.clone())
     }
 
     /// Where the event log lives (`engine::events` writes it).

@@ -25,6 +25,7 @@ mod engine_channel;
 mod engine_properties;
 mod eval;
 mod example_home;
+mod first_contact;
 mod fuzz_api;
 mod layers;
 mod lifecycle;

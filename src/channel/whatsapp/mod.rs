@@ -35,6 +35,7 @@ use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Messag
 use crate::api::{ChannelStatus, PairingEvent, SendStatus};
 use crate::config::{Presence, ReadReceipts, WhatsappSettings};
 use crate::contact::Contact;
+use crate::courtesy::ReachOutLock;
 use crate::util::{Backoff, BoxFuture};
 use inbound::{Routed, Sender};
 use pacing::Pacer;
@@ -66,6 +67,9 @@ pub trait Link: Send + Sync + 'static {
     fn set_unavailable(&self) -> BoxFuture<'_, ()>;
     /// The phone number (digits) behind a LID, from the session's map.
     fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>>;
+    /// WhatsApp's reach-out lock on this account, if in force (see
+    /// [`Channel::reach_out_lock`]).
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>>;
     fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent>;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }
@@ -314,7 +318,12 @@ async fn handle_update(sink: &dyn InboundSink, event: &Event) {
             if let Some(code) = &ack.error
                 && ack.class.as_deref().is_none_or(|c| c == "message")
             {
-                sink.sent_update(ack.id.clone(), SentUpdate::Refused(nack_reason(code))).await;
+                let update = match code.as_str() {
+                    // The reach-out lock: the engine holds every first contact.
+                    "463" => SentUpdate::ReachOutLocked(nack_reason(code)),
+                    _ => SentUpdate::Refused(nack_reason(code)),
+                };
+                sink.sent_update(ack.id.clone(), update).await;
             }
         }
         Event::Receipt(receipt) => {
@@ -421,6 +430,10 @@ impl Channel for WhatsappChannel {
 
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
         Box::pin(self.deliver(to, text))
+    }
+
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+        self.link.reach_out_lock()
     }
 
     fn mark_read(&self, messages: Vec<MessageRef>) -> BoxFuture<'_, ()> {

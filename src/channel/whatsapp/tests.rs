@@ -92,6 +92,9 @@ impl Link for FakeLink {
         let found = self.lids.iter().find(|(l, _)| *l == lid.user.as_str()).map(|(_, p)| p.clone());
         Box::pin(async move { found })
     }
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<crate::courtesy::ReachOutLock>, String>> {
+        Box::pin(async { Ok(None) })
+    }
     fn pair(&self, _phone: Option<String>, _force: bool) -> mpsc::UnboundedReceiver<PairingEvent> {
         mpsc::unbounded_channel().1
     }
@@ -327,7 +330,10 @@ async fn a_server_refusal_is_reported_for_the_message() {
     let refused = sink.updates.lock().unwrap().clone();
     assert_eq!(refused.len(), 1, "a plain ack is not a refusal");
     assert_eq!(refused[0].0, "ID9");
-    assert!(matches!(&refused[0].1, SentUpdate::Refused(why) if why.contains("error 463")));
+    assert!(matches!(&refused[0].1, SentUpdate::ReachOutLocked(why) if why.contains("error 463")), "463 is the lock");
+    channel.handle_event(&ack(Some("479"))).await;
+    let refused = sink.updates.lock().unwrap().clone();
+    assert!(matches!(&refused[1].1, SentUpdate::Refused(why) if why.contains("error 479")), "other codes are not");
 }
 
 /// Every kind of receipt whatsapp-rust reports: the contact's devices'

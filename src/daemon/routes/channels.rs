@@ -61,6 +61,30 @@ pub(super) async fn sandbox_phone(
     Ok(Json(sandbox.phone(&contact, request.action).await.map_err(crate::engine::EngineError::Store)?))
 }
 
+/// Sandbox only: WhatsApp's reach-out lock, simulated, for `lasts`: a
+/// message to a contact that has neither written nor received one is
+/// refused with error 463 while it holds.
+#[utoipa::path(put, path = "/sandbox/lock", tag = "sandbox", request_body = SandboxLockRequest,
+    responses((status = 200, body = SandboxLockState), (status = 400, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse)))]
+pub(super) async fn sandbox_lock(
+    State(app): State<App>,
+    Body(request): Body<SandboxLockRequest>,
+) -> ApiResult<Json<SandboxLockState>> {
+    let sandbox = sandbox(&app)?;
+    let lasts = crate::duration::parse(&request.lasts).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+        invalid(format!("'{}' is not how long the lock lasts: write it like 90s, 30m, 2h or 1d", request.lasts))
+    })?;
+    Ok(Json(sandbox.lock(lasts, !request.unreported).map_err(crate::engine::EngineError::Store)?))
+}
+
+/// Sandbox only: the simulated reach-out lock is lifted, and relay is told.
+#[utoipa::path(delete, path = "/sandbox/lock", tag = "sandbox",
+    responses((status = 200, body = SandboxLockState), (status = 409, body = ApiErrorResponse)))]
+pub(super) async fn sandbox_unlock(State(app): State<App>) -> ApiResult<Json<SandboxLockState>> {
+    Ok(Json(sandbox(&app)?.unlock().map_err(crate::engine::EngineError::Store)?))
+}
+
 /// Links WhatsApp: streams the pairing as it happens, one JSON
 /// `PairingEvent` per line (QR codes as WhatsApp rotates them, or a phone
 /// pairing code), ending with `linked`, `already_linked` or `failed`.

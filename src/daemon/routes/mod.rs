@@ -102,6 +102,7 @@ pub fn router(app: App) -> Router {
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_outbox))
         .routes(routes!(sandbox_phone))
+        .routes(routes!(sandbox_lock, sandbox_unlock))
         .routes(routes!(whatsapp_pair))
         .split_for_parts();
     let openapi = Arc::new(openapi);

@@ -31,6 +31,7 @@ pub(super) async fn status(State(app): State<App>) -> Json<DaemonStatusResponse>
         last_event_seq: app.engine.last_event_seq(),
         failing_webhooks: app.webhooks.failing(),
         channel,
+        first_contact: app.engine.first_contact_status(),
         model: app.engine.agent().model(),
         model_error: app.engine.agent().last_error(),
         port: app.port,

@@ -9,16 +9,77 @@ use uuid::Uuid;
 
 use super::Actor;
 use crate::api::{ConversationInstance, EndedBy, Outcome, WaitReason};
+use crate::courtesy::first_contact::{Gate, Hold};
 use crate::courtesy::{OptOut, OptOutSource};
 use crate::engine::EngineError;
 use crate::fsm::Event;
 
+/// What may happen to a conversation's first message now.
+pub(super) enum FirstMessage {
+    /// It may start; `first_contact` when it is a first contact (it counts
+    /// towards the day's cap).
+    Go { first_contact: bool },
+    /// It waits, for this reason, until then (the timer looks again).
+    Hold(WaitReason, DateTime<Utc>),
+    /// WhatsApp must be asked first whether its reach-out lock is in force.
+    Ask,
+    /// The channel cannot even be asked: the conversation waits for it.
+    Block(String),
+    /// A question to WhatsApp is under way; its answer wakes the actor.
+    Wait,
+}
+
 impl Actor {
-    /// Why `instance`'s first message may not go out yet, and until when.
-    pub(super) fn first_message_hold(&self, instance: &ConversationInstance) -> Option<(WaitReason, DateTime<Utc>)> {
+    /// Whether `instance`'s first message may go out now: not in the
+    /// contact's quiet hours, and for a new contact (a number relay has
+    /// never reached nor heard from), not while WhatsApp's reach-out lock
+    /// holds, nor past the day's cap on first contacts.
+    pub(super) fn first_message(&self, instance: &ConversationInstance) -> FirstMessage {
         let now = crate::clock::now();
         let open = instance.contact_time.as_ref().map_or(now, |t| t.open_at(now));
-        (open > now).then_some((WaitReason::QuietHours, open))
+        if open > now {
+            return FirstMessage::Hold(WaitReason::QuietHours, open);
+        }
+        // Without a model the turn sends nothing: it hands over at once,
+        // and the operator's own messages are theirs to send.
+        if self.shared.agent.ready().is_err() {
+            return FirstMessage::Go { first_contact: false };
+        }
+        match self.shared.first_contact_gate(&self.contact) {
+            None => FirstMessage::Go { first_contact: false },
+            Some(Gate::Go) => FirstMessage::Go { first_contact: true },
+            Some(Gate::Hold(Hold::Lock, until)) => FirstMessage::Hold(WaitReason::ReachOutLock, until),
+            Some(Gate::Hold(Hold::Cap, until)) => FirstMessage::Hold(WaitReason::NewContactCap, until),
+            Some(Gate::Ask) if self.shared.asking_reach_out() => FirstMessage::Wait,
+            Some(Gate::Ask) => match self.shared.channel.ready() {
+                Ok(()) => FirstMessage::Ask,
+                Err(reason) => FirstMessage::Block(reason),
+            },
+        }
+    }
+
+    /// Why a follow-up to `instance`'s contact may not go out yet: the
+    /// contact is still new (nothing reached them) and WhatsApp's lock
+    /// holds. Replies are never held: whoever wrote is not new.
+    pub(super) fn follow_up_hold(&self) -> Option<(WaitReason, DateTime<Utc>)> {
+        self.shared.locked_for(&self.contact).map(|until| (WaitReason::ReachOutLock, until))
+    }
+
+    /// WhatsApp refused a message of conversation `id` with error 463 (the
+    /// account-wide lock is set where the update arrives, see
+    /// `engine::delivery`): if nothing of this conversation has reached its
+    /// contact, it starts again once the lock ends.
+    pub(in crate::engine) fn first_message_refused(&mut self, id: Uuid) {
+        let Ok(index) = self.index(id) else { return };
+        let instance = &self.convs[index];
+        let new = self.shared.first_contacts.read(|b| b.is_new(self.contact.as_str()));
+        if new
+            && instance.first_delivered_at.is_none()
+            && instance.last_contact_message.is_none()
+            && let Err(error) = self.update(id, |i| i.first_message_refused = true)
+        {
+            tracing::error!(instance = %id, %error, "cannot record a refused first message");
+        }
     }
 
     /// The do-not-contact entry that forbids writing to this contact in

@@ -138,7 +138,7 @@ pub(crate) enum Op {
 
 pub(super) struct Actor {
     pub(super) shared: Arc<Shared>,
-    contact: Contact,
+    pub(super) contact: Contact,
     me: mpsc::UnboundedSender<Msg>,
     /// This contact's non-terminal conversations (the live one and those
     /// queued), oldest first, shared with the engine's view (a change

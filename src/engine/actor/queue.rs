@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::Actor;
+use super::courtesy::FirstMessage;
 use super::transitions::entry;
 use crate::agent::TurnKind;
 use crate::api::{
@@ -31,9 +32,26 @@ enum Step {
     Abandon(Uuid),
     /// The channel cannot send: say why on the conversation, and wait.
     Block(Uuid, String),
-    /// The first message may not go out yet (quiet hours): say why and
-    /// until when on the conversation, and wait (the timer wakes it).
+    /// The next message may not go out yet (quiet hours, WhatsApp's
+    /// reach-out lock, the day's cap on first contacts): say why and until
+    /// when on the conversation, and wait (the timer wakes it).
     Hold(Uuid, WaitReason, DateTime<Utc>),
+    /// What held the next message is over (the follow-up goes).
+    Release(Uuid),
+    /// Ask WhatsApp whether its reach-out lock is in force (the answer
+    /// wakes every actor).
+    AskReachOut,
+    /// A first contact starts: counted towards the day's cap, then the
+    /// first turn.
+    FirstContact(Uuid),
+    /// WhatsApp refused the first message (463): back to CREATED, to wait
+    /// for the lock's end like any first message.
+    Restart(Uuid),
+}
+
+/// Holds `live` for `reason` until `until`, unless it says so already.
+fn hold(live: &ConversationInstance, reason: WaitReason, until: DateTime<Utc>) -> Option<Step> {
+    (live.waiting_for != Some(reason) || live.next_send_at != Some(until)).then_some(Step::Hold(live.id, reason, until))
 }
 
 impl Actor {
@@ -98,11 +116,41 @@ impl Actor {
                     self.update(id, |i| i.channel_blocked = Some(reason))
                 }
                 Step::Hold(id, reason, until) => {
-                    tracing::info!(instance = %id, reason = reason.as_str(), %until, "the first message waits");
+                    tracing::info!(instance = %id, reason = reason.as_str(), %until, "the next message waits");
                     self.update(id, |i| {
                         i.waiting_for = Some(reason);
                         i.next_send_at = Some(until);
                     })
+                }
+                Step::Release(id) => self.update(id, |i| {
+                    i.waiting_for = None;
+                    i.next_send_at = None;
+                }),
+                Step::AskReachOut => {
+                    self.shared.ask_reach_out();
+                    Ok(())
+                }
+                // Another contact's actor may have taken the last place
+                // meanwhile: then the next step holds this one.
+                Step::FirstContact(id) => match self.shared.start_first_contact() {
+                    Ok(true) => self.transition(id, Event::AgentSendsFirstMessage, None, |_| {}).map(drop),
+                    Ok(false) => Ok(()),
+                    Err(error) => Err(EngineError::Store(error)),
+                },
+                Step::Restart(id) => {
+                    let disclosure = self.shared.settings.courtesy.disclosure_line();
+                    let reason = "WhatsApp refused the first message (error 463): it goes out again when WhatsApp \
+                                  allows first messages";
+                    self.transition(id, Event::FirstMessageRefused, Some(reason.into()), |i| {
+                        i.first_message_refused = false;
+                        i.awaiting_delivery = None;
+                        i.follow_up_count = 0;
+                        // Nothing reached the contact: the next first message says it again.
+                        if i.pending_disclosure.is_none() {
+                            i.pending_disclosure = disclosure;
+                        }
+                    })
+                    .map(drop)
                 }
             };
             if let Err(error) = done {
@@ -122,11 +170,17 @@ impl Actor {
         };
         let id = live.id;
         match live.state {
-            State::Created => match self.first_message_hold(live) {
-                Some((reason, until)) => (live.waiting_for != Some(reason) || live.next_send_at != Some(until))
-                    .then_some(Step::Hold(id, reason, until)),
-                None => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
+            State::Created => match self.first_message(live) {
+                FirstMessage::Hold(reason, until) => hold(live, reason, until),
+                FirstMessage::Go { first_contact: true } => Some(Step::FirstContact(id)),
+                FirstMessage::Go { first_contact: false } => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
+                FirstMessage::Ask => Some(Step::AskReachOut),
+                FirstMessage::Block(reason) => {
+                    (live.channel_blocked.as_ref() != Some(&reason)).then_some(Step::Block(id, reason))
+                }
+                FirstMessage::Wait => None,
             },
+            State::WaitingForReply if live.first_message_refused => Some(Step::Restart(id)),
             State::WaitingForAgent if self.reply_due.is_some_and(|due| due > Instant::now()) => None,
             State::WaitingForAgent => Some(Step::Transition(id, Event::AgentProcessesReply)),
             State::WaitingForReply if live.unanswered_contact_messages > 0 => {
@@ -139,6 +193,9 @@ impl Actor {
             // A turn cut short while it was sending waits for the outcome, and
             // sees it in the transcript: it never sends the same thing blindly.
             State::Active | State::HeartbeatScheduled if self.sending.contains(&id) => None,
+            State::HeartbeatScheduled if let Some((reason, until)) = self.follow_up_hold() => hold(live, reason, until),
+            // The lock that held the follow-up is over: it goes now.
+            State::HeartbeatScheduled if live.waiting_for.is_some() => Some(Step::Release(id)),
             State::Active | State::HeartbeatScheduled => self.turn_or_block(live),
             _ => None,
         }

@@ -142,6 +142,11 @@ impl Actor {
             // pending, and reads as unconfirmed after a restart.
             Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
         }
+        // A channel without receipts cannot say the person has it; taken
+        // is as much as it knows.
+        if result.is_ok() && !self.shared.channel.reports_delivery() {
+            self.shared.reached(&self.contact);
+        }
         if result.is_ok()
             && settled.role == Role::Agent
             && self.index(id).is_ok_and(|i| self.convs[i].pending_disclosure.is_some())

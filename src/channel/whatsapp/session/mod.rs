@@ -30,6 +30,7 @@ use whatsapp_rust::prelude::*;
 
 use super::state::LinkState;
 use crate::api::PairingEvent;
+use crate::courtesy::ReachOutLock;
 use crate::util::BoxFuture;
 use pairing::PairOrder;
 
@@ -196,6 +197,27 @@ impl Session {
     }
 }
 
+/// WhatsApp's answer about the reach-out lock, as relay's: `None` unless it
+/// is active. Its end comes as a string of Unix seconds (whatsapp-rust's
+/// own test has "1770000000"); milliseconds are taken too, and an end that
+/// cannot be read is no end (relay asks again within the hour).
+fn reach_out_lock(active: Option<bool>, ends: Option<&str>, enforcement: Option<String>) -> Option<ReachOutLock> {
+    if active != Some(true) {
+        return None;
+    }
+    let until = ends.and_then(|e| e.trim().parse::<i64>().ok()).and_then(|n| {
+        let millis = if n > 100_000_000_000 { n } else { n.saturating_mul(1000) };
+        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(millis)
+    });
+    let now = crate::clock::now();
+    Some(ReachOutLock {
+        until: until.filter(|u| *u > now),
+        since: now,
+        source: crate::courtesy::LockSource::Asked,
+        enforcement,
+    })
+}
+
 /// The session files hold identity keys: owner-only.
 fn secure_files(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
@@ -245,6 +267,14 @@ impl super::Link for Session {
                 }
             }
             Ok(result.is_registered)
+        })
+    }
+
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+        Box::pin(async move {
+            let client = self.client().ok_or("not connected")?;
+            let answer = client.mex().fetch_reachout_timelock().await.map_err(|e| e.to_string())?;
+            Ok(reach_out_lock(answer.is_active, answer.time_enforcement_ends.as_deref(), answer.enforcement_type))
         })
     }
 
@@ -309,5 +339,23 @@ impl super::Link for Session {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(Session::shutdown(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reach_out_lock;
+
+    #[test]
+    fn the_lock_is_read_from_whatsapps_answer() {
+        assert_eq!(reach_out_lock(Some(false), Some("4102444800"), None), None);
+        assert_eq!(reach_out_lock(None, None, None), None);
+        let until = |ends| reach_out_lock(Some(true), Some(ends), Some("DEFAULT".into())).unwrap().until;
+        let end = "2100-01-01T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap();
+        assert_eq!(until("4102444800"), Some(end), "seconds");
+        assert_eq!(until("4102444800000"), Some(end), "milliseconds");
+        // Unreadable, or already past: no end, so relay asks again later.
+        assert_eq!(until("soon"), None);
+        assert_eq!(until("1770000000"), None);
     }
 }

@@ -21,10 +21,10 @@ use serde::de::DeserializeOwned;
 use crate::api::limits::DEFAULT_WAIT;
 use crate::api::{
     AnswerRequest, ApiErrorResponse, ConversationEvent, ConversationInstance, CreateInstanceRequest,
-    CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OutboxEntry,
-    OutboxQuery, PairRequest, PairingEvent, PhoneRequest, PhoneResponse, SandboxLockRequest, SandboxLockState,
-    SandboxSayRequest, SandboxSayResponse, SendMessageRequest, ShutdownResponse, TranscriptMessage, WaitQuery,
-    WaitResponse, Webhook, WebhookCreated, WebhookRequest,
+    CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OptOut,
+    OptOutAdded, OptOutRequest, OutboxEntry, OutboxQuery, PairRequest, PairingEvent, PhoneRequest, PhoneResponse,
+    SandboxLockRequest, SandboxLockState, SandboxSayRequest, SandboxSayResponse, SendMessageRequest, ShutdownResponse,
+    TranscriptMessage, WaitQuery, WaitResponse, Webhook, WebhookCreated, WebhookRequest,
 };
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
@@ -238,6 +238,24 @@ impl Client {
         self.request(Method::DELETE, &path, None::<&()>).await
     }
 
+    // ---- the do-not-contact list ----
+
+    /// `GET /opt-outs`.
+    pub async fn opt_outs(&self) -> Result<Vec<OptOut>, Error> {
+        self.request(Method::GET, "/opt-outs", None::<&()>).await
+    }
+
+    /// `POST /opt-outs`.
+    pub async fn add_opt_out(&self, request: &OptOutRequest) -> Result<OptOutAdded, Error> {
+        self.request(Method::POST, "/opt-outs", Some(request)).await
+    }
+
+    /// `DELETE /opt-outs/{contact}`.
+    pub async fn remove_opt_out(&self, contact: &str) -> Result<OptOut, Error> {
+        let path = format!("/opt-outs/{}", number(contact)?);
+        self.request(Method::DELETE, &path, None::<&()>).await
+    }
+
     // ---- channels ----
 
     /// `POST /sandbox/messages`.
@@ -442,6 +460,14 @@ fn webhook_id(id: &str) -> Result<&str, Error> {
     Ok(id)
 }
 
+/// A phone number, checked and in E.164 (`+` and digits: safe in a path)
+/// before it is put into a URL, as the daemon would check it.
+fn number(contact: &str) -> Result<String, Error> {
+    crate::contact::Contact::parse(contact)
+        .map(|c| c.as_str().to_string())
+        .map_err(|e| Error::new(ErrorCode::InvalidArguments, e.to_string()))
+}
+
 /// `path?query`, the query percent-encoded from the API's own query type
 /// (fields that are `None` left out); just `path` when nothing is set.
 fn with_query(path: &str, query: &impl Serialize) -> String {
@@ -501,5 +527,7 @@ mod tests {
         assert_eq!(InstanceId::parse(" 3f2a ").unwrap().path(), "/instances/3f2a");
         assert_eq!(InstanceId::parse("../status").unwrap_err().code, ErrorCode::InvalidArguments);
         assert_eq!(webhook_id("wh/1").unwrap_err().code, ErrorCode::InvalidArguments);
+        assert_eq!(number("+56 9 1234-5678").unwrap(), "+56912345678");
+        assert_eq!(number("../status").unwrap_err().code, ErrorCode::InvalidArguments);
     }
 }

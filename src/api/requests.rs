@@ -96,13 +96,3 @@ pub struct WaitResponse {
 pub struct AnswerRequest {
     pub answer: String,
 }
-
-/// `POST /optouts`: put a number on the do-not-contact list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OptOutRequest {
-    /// A phone number in international format; normalised to E.164.
-    pub contact: String,
-    /// Why (kept with the entry).
-    pub reason: String,
-}

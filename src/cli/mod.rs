@@ -16,6 +16,7 @@ mod init;
 mod link;
 mod list;
 mod mcp;
+mod optout;
 mod output;
 mod sandbox;
 mod send;
@@ -44,8 +45,8 @@ Exit codes:
   1  failure (daemon error, I/O, channel unavailable; `relay doctor`: a check failed)
   2  invalid arguments or request
   3  the daemon is not running (run `relay start`)
-  4  no such conversation (unknown id or prefix)
-  5  not allowed in the conversation's current state
+  4  no such conversation (unknown id or prefix), template, webhook or listed number
+  5  not allowed in the conversation's current state, or the number is on the do-not-contact list
   6  relay is not initialised (run `relay init`)
   7  refused by the daemon's API guard (token, host)
   8  `relay wait` timed out before the conversation got there";
@@ -116,6 +117,9 @@ pub enum Command {
     /// URLs relay POSTs every event to, signed: add, list, remove.
     #[command(subcommand)]
     Webhook(webhook::Command),
+    /// The do-not-contact list, numbers relay does not write to: list, add, remove.
+    #[command(subcommand)]
+    Optout(optout::Command),
     /// Conversations written once with {{placeholders}}: add, list, show, remove.
     #[command(subcommand)]
     Template(template::Command),
@@ -267,6 +271,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Sandbox(command) => sandbox::run(ctx, command).await,
         Command::Template(command) => template::run(ctx, command),
         Command::Webhook(command) => webhook::run(ctx, command).await,
+        Command::Optout(command) => optout::run(ctx, command).await,
         Command::Mcp => mcp::run(ctx).await,
     }
 }

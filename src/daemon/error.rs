@@ -34,7 +34,9 @@ impl From<EngineError> for ApiError {
         let message = error.to_string();
         match error {
             EngineError::Invalid(_) => ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message),
-            EngineError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message),
+            EngineError::NotFound(_) | EngineError::NotListed(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
+            }
             EngineError::Ambiguous { .. } => ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::AmbiguousId, message),
             EngineError::Transition { source, .. } => {
                 let mut e = ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidTransition, message);

@@ -103,6 +103,9 @@ pub enum EngineError {
     /// The number is on the do-not-contact list (the words say since when).
     #[error("{}", .0.refusal())]
     OptedOut(Box<crate::courtesy::OptOut>),
+    /// `opt_in` of a number (E.164) that is not on the do-not-contact list.
+    #[error("{0} is not on the do-not-contact list")]
+    NotListed(String),
 }
 
 /// The result of a request made with an idempotency key: its value, done
@@ -464,10 +467,7 @@ impl Engine {
     /// Takes `contact` off the do-not-contact list; returns its entry.
     pub fn opt_in(&self, contact: &str) -> Result<crate::courtesy::OptOut, EngineError> {
         let parsed = Contact::parse(contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        self.shared
-            .opt_outs
-            .remove(&parsed)?
-            .ok_or_else(|| EngineError::NotFound(format!("{parsed} (it is not on the do-not-contact list)")))
+        self.shared.opt_outs.remove(&parsed)?.ok_or_else(|| EngineError::NotListed(parsed.to_string()))
     }
 
     /// What holds first contacts back now (`relay status`).

@@ -150,13 +150,25 @@ fn the_openapi_document_describes_every_route() {
         ("/instances/{id}/pause", "post"),
         ("/instances/{id}/resume", "post"),
         ("/instances/{id}/send", "post"),
+        ("/opt-outs", "get"),
+        ("/opt-outs", "post"),
+        ("/opt-outs/{contact}", "delete"),
         ("/sandbox/messages", "post"),
         ("/sandbox/outbox", "get"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} is not documented");
     }
     let schemas = doc["components"]["schemas"].as_object().unwrap();
-    for schema in ["ConversationInstance", "TranscriptMessage", "ApiErrorResponse", "DaemonStatusResponse", "State"] {
+    for schema in [
+        "ConversationInstance",
+        "TranscriptMessage",
+        "ApiErrorResponse",
+        "DaemonStatusResponse",
+        "State",
+        "OptOut",
+        "OptOutRequest",
+        "OptOutAdded",
+    ] {
         assert!(schemas.contains_key(schema), "schema {schema} missing");
     }
     // The document itself needs the token like every route but /health.

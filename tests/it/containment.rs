@@ -405,7 +405,11 @@ fn no_view_lets_a_control_character_reach_the_terminal() {
             ]);
             assert_eq!(keyed.code, 2, "{}", keyed.stderr);
             assert!(keyed.stderr.contains("an idempotency key is 1 to 255"), "{}", keyed.stderr);
-            let views: [&[&str]; 15] = [
+            // A reason can be the agent's account of what the contact said.
+            relay.run(&["optout", "remove", OTHER_CONTACT]);
+            let listed = relay.run(&["optout", "add", OTHER_CONTACT, "--reason", &said, "--json"]);
+            assert_eq!(listed.code, 0, "{}", listed.stderr);
+            let views: [&[&str]; 19] = [
                 &["get", &id],
                 &["transcript", &id],
                 &["list"],
@@ -415,6 +419,10 @@ fn no_view_lets_a_control_character_reach_the_terminal() {
                 &["wait", &id, "--until", "change", "--timeout", "1ms"],
                 &["sandbox", "outbox"],
                 &["webhook", "list"],
+                &["optout", "list"],
+                &["optout", "add", OTHER_CONTACT, "--reason", &said],
+                &["optout", "add", &said, "--reason", &said],
+                &["optout", "remove", &said],
                 // Errors echo what was typed.
                 &["get", &said],
                 &["create", "--objective", &objective, "--contact", &said],

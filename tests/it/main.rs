@@ -32,6 +32,7 @@ mod lifecycle;
 mod main_agent;
 mod mcp;
 mod model_settings;
+mod optout;
 mod reliability;
 mod soak;
 mod whatsapp_session;

@@ -147,7 +147,23 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
     let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
     let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["answer", "cancel", "create", "get", "list", "pause", "resume", "send", "wait"]);
+    assert_eq!(
+        names,
+        [
+            "answer",
+            "cancel",
+            "create",
+            "get",
+            "list",
+            "optout_add",
+            "optout_list",
+            "optout_remove",
+            "pause",
+            "resume",
+            "send",
+            "wait"
+        ]
+    );
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert!(tool["description"].as_str().is_some_and(|d| d.len() > 40), "{tool}");
@@ -226,4 +242,58 @@ fn without_a_daemon_a_tool_call_says_to_start_it() {
     let result = mcp.call("get", json!({"id": "../status"}));
     assert_eq!(result["isError"], true, "{result}");
     assert!(text(&result).contains("is not a conversation id"), "{result}");
+}
+
+/// The Main Agent reaches the do-not-contact list: `optout_add` ends the
+/// number's conversations and lists it (written any way), `create` is then
+/// refused unless it carries a human's `override_opt_out` (recorded),
+/// `optout_remove` takes it off. The tools that change the list, and the
+/// override, say it is a human's call.
+#[test]
+fn an_agent_keeps_the_do_not_contact_list() {
+    let relay = Relay::started();
+    let (mut mcp, initialized) = McpClient::connect(&relay);
+    assert!(initialized["instructions"].as_str().unwrap().contains("opted_out"), "{initialized}");
+    let listed = mcp.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name}")).clone();
+    assert_eq!(tool("optout_list")["annotations"]["readOnlyHint"], true);
+    assert_eq!(tool("optout_remove")["annotations"]["destructiveHint"], true);
+    assert!(tool("optout_remove")["description"].as_str().unwrap().contains("human"));
+    let create = tool("create");
+    let override_field = &create["inputSchema"]["properties"]["override_opt_out"];
+    assert!(override_field["description"].as_str().unwrap().contains("human"), "{create}");
+
+    let conversation = json!({"objective": "Confirm the delivery date", "contact": CONTACT, "todos": ["Ask the day"]});
+    let live = document(&mcp.call("create", conversation.clone()))["id"].as_str().unwrap().to_string();
+
+    let added = document(&mcp.call("optout_add", json!({"contact": "+56 9 1234 5678", "reason": "asked by email"})));
+    assert_eq!((&added["contact"], &added["added"]), (&json!(CONTACT), &json!(true)), "{added}");
+    let ended = relay.wait_for_state(&live, "ABANDONED");
+    assert_eq!((&ended["outcome"], &ended["ended_by"]), (&json!("opted_out"), &json!("operator")), "{ended:#}");
+
+    let refused = mcp.call("create", conversation.clone());
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("+56912345678 was listed by the operator on "), "{refused}");
+    assert!(text(&refused).contains("code: opted_out"), "{refused}");
+
+    let mut anyway = conversation.clone();
+    anyway["override_opt_out"] = json!("the operator says she asked us to write");
+    let id = document(&mcp.call("create", anyway))["id"].as_str().unwrap().to_string();
+    assert_eq!(relay.get(&id)["opt_out_override"], "the operator says she asked us to write");
+
+    let list = document(&mcp.call("optout_list", json!({})));
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!((&list[0]["contact"], &list[0]["source"]), (&json!(CONTACT), &json!("operator")), "{list}");
+    assert_eq!(list[0]["overrides"][0]["instance_id"], id.as_str(), "{list}");
+
+    let removed = document(&mcp.call("optout_remove", json!({"contact": "+56-9-1234-5678"})));
+    assert_eq!(removed["contact"], CONTACT, "{removed}");
+    let missing = mcp.call("optout_remove", json!({"contact": CONTACT}));
+    assert_eq!(missing["isError"], true, "{missing}");
+    assert!(text(&missing).contains("is not on the do-not-contact list (code: not_found)"), "{missing}");
+    let wrong = mcp.call("optout_remove", json!({"contact": "../status"}));
+    assert!(text(&wrong).contains("is not a phone number"), "{wrong}");
+    assert_eq!(document(&mcp.call("optout_list", json!({}))), json!([]));
+    assert_eq!(mcp.close(), Some(0));
 }

@@ -2,13 +2,14 @@
 //! document (`GET /openapi.json`), which is generated from these handlers
 //! and the types in `api`, so it cannot drift from the code.
 //!
-//! One file per resource (`instances`, `events`, `webhooks`, `status`, the
-//! channels'); this one holds what they share: the router, the OpenAPI
+//! One file per resource (`instances`, `events`, `webhooks`, `optouts`,
+//! `status`, the channels'); this one holds what they share: the router, the OpenAPI
 //! document's frame, and the extractors whose rejections are API errors.
 
 mod channels;
 mod events;
 mod instances;
+mod optouts;
 mod status;
 mod webhooks;
 
@@ -29,6 +30,7 @@ use utoipa_axum::routes;
 use channels::*;
 use events::*;
 use instances::*;
+use optouts::*;
 use status::*;
 use webhooks::*;
 
@@ -66,6 +68,7 @@ pub struct App {
         (name = "instances", description = "Conversations"),
         (name = "events", description = "Every change, as a numbered event stream"),
         (name = "webhooks", description = "Events POSTed to your URLs, signed"),
+        (name = "opt-outs", description = "The do-not-contact list: numbers relay does not write to"),
         (name = "daemon", description = "The daemon itself"),
         (name = "sandbox", description = "The sandbox channel: simulated contacts, for trying relay and for tests"),
         (name = "whatsapp", description = "The WhatsApp channel: linking a device"),
@@ -99,6 +102,8 @@ pub fn router(app: App) -> Router {
         .routes(routes!(events))
         .routes(routes!(add_webhook, list_webhooks))
         .routes(routes!(remove_webhook))
+        .routes(routes!(add_opt_out, list_opt_outs))
+        .routes(routes!(remove_opt_out))
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_outbox))
         .routes(routes!(sandbox_phone))
@@ -129,8 +134,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The `{id}` of a route, whose rejections (an id that is not UTF-8) are
-/// `ApiErrorResponse`s like every other error.
+/// The one path parameter of a route (a conversation's or a webhook's
+/// `{id}`, an opt-out's `{contact}`), whose rejections (one that is not
+/// UTF-8) are `ApiErrorResponse`s like every other error.
 pub struct Id(pub String);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Id {

@@ -77,6 +77,8 @@ pub(super) const ROUTES: &[&str] = &[
     "/instances/{id}/answer",
     "/webhooks",
     "/webhooks/{id}",
+    "/opt-outs",
+    "/opt-outs/{id}",
     "/sandbox/messages",
     "/sandbox/outbox",
     "/whatsapp/pair",

@@ -39,7 +39,8 @@ pub enum State {
     /// The agent ended the conversation. Terminal.
     Completed,
     /// relay stopped pursuing it: the contact never answered the last
-    /// follow-up, or asked not to be contacted (`outcome` says which). Terminal.
+    /// follow-up, asked not to be contacted, or its budget or deadline ran
+    /// out (`ended_by` says which). Terminal.
     Abandoned,
     /// Cancelled by the operator, or an unrecoverable error. Terminal.
     Failed,
@@ -151,10 +152,15 @@ pub enum Event {
     /// agent's `contact_opted_out`), or the operator put the number on the
     /// do-not-contact list. (addition)
     OptedOut,
+    /// The conversation's turn or token budget is spent: relay stops it
+    /// instead of starting another turn. (addition)
+    BudgetExhausted,
+    /// The conversation's deadline passed. (addition)
+    Expired,
 }
 
 impl Event {
-    pub const ALL: [Event; 21] = [
+    pub const ALL: [Event; 23] = [
         Event::AgentSendsFirstMessage,
         Event::ContactHasActiveInstance,
         Event::PriorInstanceTerminal,
@@ -176,6 +182,8 @@ impl Event {
         Event::ManualSend,
         Event::OperatorAnswers,
         Event::OptedOut,
+        Event::BudgetExhausted,
+        Event::Expired,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -201,6 +209,8 @@ impl Event {
             Event::ManualSend => "manual_send",
             Event::OperatorAnswers => "operator_answers",
             Event::OptedOut => "opted_out",
+            Event::BudgetExhausted => "budget_exhausted",
+            Event::Expired => "expired",
         }
     }
 }
@@ -226,6 +236,7 @@ impl Event {
             Event::HeartbeatFires => "follow up",
             Event::MaxFollowupsExceeded => "abandon the conversation",
             Event::OptedOut => "stop writing to the contact",
+            Event::BudgetExhausted | Event::Expired => "end the conversation",
         }
     }
 }
@@ -261,11 +272,13 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Created,                E::Pause,                    To(S::Paused)),
     (S::Created,                E::Cancel,                   To(S::Failed)),
     (S::Created,                E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Created,                E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::Queued,                 E::PriorInstanceTerminal,    To(S::Created)),
     (S::Queued,                 E::Pause,                    To(S::Paused)),
     (S::Queued,                 E::Cancel,                   To(S::Failed)),
     (S::Queued,                 E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Queued,                 E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::Active,                 E::MessageSent,              To(S::WaitingForReply)),
     (S::Active,                 E::AgentWaits,               To(S::WaitingForReply)),        // addition
@@ -277,6 +290,8 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Active,                 E::Pause,                    To(S::Paused)),
     (S::Active,                 E::Cancel,                   To(S::Failed)),
     (S::Active,                 E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Active,                 E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::Active,                 E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::WaitingForReply,        E::ContactReplies,           To(S::WaitingForAgent)),
     (S::WaitingForReply,        E::HeartbeatFires,           To(S::HeartbeatScheduled)),
@@ -287,6 +302,8 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForReply,        E::Pause,                    To(S::Paused)),
     (S::WaitingForReply,        E::Cancel,                   To(S::Failed)),
     (S::WaitingForReply,        E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::WaitingForReply,        E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::WaitingForReply,        E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::WaitingForAgent,        E::AgentProcessesReply,      To(S::Active)),
     (S::WaitingForAgent,        E::EndConversation,          To(S::Completed)),
@@ -295,6 +312,8 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForAgent,        E::Pause,                    To(S::Paused)),
     (S::WaitingForAgent,        E::Cancel,                   To(S::Failed)),
     (S::WaitingForAgent,        E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::WaitingForAgent,        E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::WaitingForAgent,        E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::HeartbeatScheduled,     E::FollowupSent,             To(S::WaitingForReply)),
     (S::HeartbeatScheduled,     E::AgentWaits,               To(S::WaitingForReply)),        // addition
@@ -307,11 +326,14 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::HeartbeatScheduled,     E::Pause,                    To(S::Paused)),
     (S::HeartbeatScheduled,     E::Cancel,                   To(S::Failed)),
     (S::HeartbeatScheduled,     E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::HeartbeatScheduled,     E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::HeartbeatScheduled,     E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::Paused,                 E::Resume,                   Previous),
     (S::Paused,                 E::ManualSend,               Stay),                          // addition
     (S::Paused,                 E::Cancel,                   To(S::Failed)),
     (S::Paused,                 E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Paused,                 E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::NeedsHumanIntervention, E::Resume,                   To(S::Active)),
     (S::NeedsHumanIntervention, E::ManualSend,               To(S::Active)),
@@ -319,6 +341,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::NeedsHumanIntervention, E::Pause,                    To(S::Paused)),
     (S::NeedsHumanIntervention, E::Cancel,                   To(S::Failed)),
     (S::NeedsHumanIntervention, E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::NeedsHumanIntervention, E::Expired,                  To(S::Abandoned)),              // addition
 ];
 
 /// Why an event was refused. It reads in the operator's words: "cannot
@@ -470,6 +493,22 @@ mod tests {
         (S::HeartbeatScheduled, E::OptedOut, To(S::Abandoned)),
         (S::Paused, E::OptedOut, To(S::Abandoned)),
         (S::NeedsHumanIntervention, E::OptedOut, To(S::Abandoned)),
+        // A spent budget ends the conversation where the next turn would
+        // start: before a reply or a follow-up, or before a turn the
+        // operator's answer or resume would start.
+        (S::Active, E::BudgetExhausted, To(S::Abandoned)),
+        (S::WaitingForReply, E::BudgetExhausted, To(S::Abandoned)),
+        (S::WaitingForAgent, E::BudgetExhausted, To(S::Abandoned)),
+        (S::HeartbeatScheduled, E::BudgetExhausted, To(S::Abandoned)),
+        // A deadline ends the conversation wherever it is.
+        (S::Created, E::Expired, To(S::Abandoned)),
+        (S::Queued, E::Expired, To(S::Abandoned)),
+        (S::Active, E::Expired, To(S::Abandoned)),
+        (S::WaitingForReply, E::Expired, To(S::Abandoned)),
+        (S::WaitingForAgent, E::Expired, To(S::Abandoned)),
+        (S::HeartbeatScheduled, E::Expired, To(S::Abandoned)),
+        (S::Paused, E::Expired, To(S::Abandoned)),
+        (S::NeedsHumanIntervention, E::Expired, To(S::Abandoned)),
     ];
 
     #[test]

@@ -17,7 +17,8 @@ use super::Actor;
 use super::transitions::entry;
 use crate::agent::TurnKind;
 use crate::api::{
-    ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage, WaitReason,
+    BudgetLimit, ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage,
+    WaitReason,
 };
 use crate::channel::{Delivery, InboundMessage};
 use crate::engine::{EngineError, report};
@@ -34,6 +35,8 @@ enum Step {
     /// The first message may not go out yet (quiet hours): say why and
     /// until when on the conversation, and wait (the timer wakes it).
     Hold(Uuid, WaitReason, DateTime<Utc>),
+    /// A budget forbids the turn the conversation needs next: end it.
+    Spent(Uuid, BudgetLimit, String),
 }
 
 impl Actor {
@@ -80,6 +83,7 @@ impl Actor {
         if self.shared.stop.is_cancelled() {
             return; // nothing new starts during shutdown; the next start drives
         }
+        self.expire_overdue();
         while let Some(step) = self.next_step() {
             let done = match step {
                 Step::Promote(id) => self.transition(id, Event::PriorInstanceTerminal, None, |_| {}).map(drop),
@@ -104,6 +108,7 @@ impl Actor {
                         i.next_send_at = Some(until);
                     })
                 }
+                Step::Spent(id, limit, reason) => self.end_for_budget(id, limit, reason).map(drop),
             };
             if let Err(error) = done {
                 tracing::error!(contact = %self.contact, %error, "cannot move the conversation on");
@@ -128,7 +133,11 @@ impl Actor {
                 None => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
             },
             State::WaitingForAgent if self.reply_due.is_some_and(|due| due > Instant::now()) => None,
-            State::WaitingForAgent => Some(Step::Transition(id, Event::AgentProcessesReply)),
+            // Checked before the reply's turn is counted: no turn past the budget.
+            State::WaitingForAgent => match crate::engine::budget::spent(live, false) {
+                Some((limit, reason)) => Some(Step::Spent(id, limit, reason)),
+                None => Some(Step::Transition(id, Event::AgentProcessesReply)),
+            },
             State::WaitingForReply if live.unanswered_contact_messages > 0 => {
                 Some(Step::Transition(id, Event::ContactReplies))
             }
@@ -139,7 +148,12 @@ impl Actor {
             // A turn cut short while it was sending waits for the outcome, and
             // sees it in the transcript: it never sends the same thing blindly.
             State::Active | State::HeartbeatScheduled if self.sending.contains(&id) => None,
-            State::Active | State::HeartbeatScheduled => self.turn_or_block(live),
+            // A turn the operator started (answer, resume), or one re-run
+            // after a restart, is counted already: it runs only within the budget.
+            State::Active | State::HeartbeatScheduled => match crate::engine::budget::spent(live, true) {
+                Some((limit, reason)) => Some(Step::Spent(id, limit, reason)),
+                None => self.turn_or_block(live),
+            },
             _ => None,
         }
     }

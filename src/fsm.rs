@@ -39,7 +39,8 @@ pub enum State {
     /// The agent ended the conversation. Terminal.
     Completed,
     /// relay stopped pursuing it: the contact never answered the last
-    /// follow-up, or asked not to be contacted (`outcome` says which). Terminal.
+    /// follow-up, asked not to be contacted, or its budget or deadline ran
+    /// out (`ended_by` says which). Terminal.
     Abandoned,
     /// Cancelled by the operator, or an unrecoverable error. Terminal.
     Failed,
@@ -155,10 +156,15 @@ pub enum Event {
     /// (its reach-out lock): nothing reached the contact, so the
     /// conversation starts again when the lock ends. (addition)
     FirstMessageRefused,
+    /// The conversation's turn or token budget is spent: relay stops it
+    /// instead of starting another turn. (addition)
+    BudgetExhausted,
+    /// The conversation's deadline passed. (addition)
+    Expired,
 }
 
 impl Event {
-    pub const ALL: [Event; 22] = [
+    pub const ALL: [Event; 24] = [
         Event::AgentSendsFirstMessage,
         Event::ContactHasActiveInstance,
         Event::PriorInstanceTerminal,
@@ -181,6 +187,8 @@ impl Event {
         Event::OperatorAnswers,
         Event::OptedOut,
         Event::FirstMessageRefused,
+        Event::BudgetExhausted,
+        Event::Expired,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -207,6 +215,8 @@ impl Event {
             Event::OperatorAnswers => "operator_answers",
             Event::OptedOut => "opted_out",
             Event::FirstMessageRefused => "first_message_refused",
+            Event::BudgetExhausted => "budget_exhausted",
+            Event::Expired => "expired",
         }
     }
 }
@@ -233,6 +243,7 @@ impl Event {
             Event::MaxFollowupsExceeded => "abandon the conversation",
             Event::OptedOut => "stop writing to the contact",
             Event::FirstMessageRefused => "start again once WhatsApp allows first messages",
+            Event::BudgetExhausted | Event::Expired => "end the conversation",
         }
     }
 }
@@ -268,11 +279,13 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Created,                E::Pause,                    To(S::Paused)),
     (S::Created,                E::Cancel,                   To(S::Failed)),
     (S::Created,                E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Created,                E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::Queued,                 E::PriorInstanceTerminal,    To(S::Created)),
     (S::Queued,                 E::Pause,                    To(S::Paused)),
     (S::Queued,                 E::Cancel,                   To(S::Failed)),
     (S::Queued,                 E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Queued,                 E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::Active,                 E::MessageSent,              To(S::WaitingForReply)),
     (S::Active,                 E::AgentWaits,               To(S::WaitingForReply)),        // addition
@@ -284,6 +297,8 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Active,                 E::Pause,                    To(S::Paused)),
     (S::Active,                 E::Cancel,                   To(S::Failed)),
     (S::Active,                 E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Active,                 E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::Active,                 E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::WaitingForReply,        E::ContactReplies,           To(S::WaitingForAgent)),
     (S::WaitingForReply,        E::HeartbeatFires,           To(S::HeartbeatScheduled)),
@@ -295,6 +310,8 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForReply,        E::Cancel,                   To(S::Failed)),
     (S::WaitingForReply,        E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::WaitingForReply,        E::FirstMessageRefused,      To(S::Created)),                // addition
+    (S::WaitingForReply,        E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::WaitingForReply,        E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::WaitingForAgent,        E::AgentProcessesReply,      To(S::Active)),
     (S::WaitingForAgent,        E::EndConversation,          To(S::Completed)),
@@ -303,6 +320,8 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForAgent,        E::Pause,                    To(S::Paused)),
     (S::WaitingForAgent,        E::Cancel,                   To(S::Failed)),
     (S::WaitingForAgent,        E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::WaitingForAgent,        E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::WaitingForAgent,        E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::HeartbeatScheduled,     E::FollowupSent,             To(S::WaitingForReply)),
     (S::HeartbeatScheduled,     E::AgentWaits,               To(S::WaitingForReply)),        // addition
@@ -315,11 +334,14 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::HeartbeatScheduled,     E::Pause,                    To(S::Paused)),
     (S::HeartbeatScheduled,     E::Cancel,                   To(S::Failed)),
     (S::HeartbeatScheduled,     E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::HeartbeatScheduled,     E::BudgetExhausted,          To(S::Abandoned)),              // addition
+    (S::HeartbeatScheduled,     E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::Paused,                 E::Resume,                   Previous),
     (S::Paused,                 E::ManualSend,               Stay),                          // addition
     (S::Paused,                 E::Cancel,                   To(S::Failed)),
     (S::Paused,                 E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::Paused,                 E::Expired,                  To(S::Abandoned)),              // addition
 
     (S::NeedsHumanIntervention, E::Resume,                   To(S::Active)),
     (S::NeedsHumanIntervention, E::ManualSend,               To(S::Active)),
@@ -327,6 +349,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::NeedsHumanIntervention, E::Pause,                    To(S::Paused)),
     (S::NeedsHumanIntervention, E::Cancel,                   To(S::Failed)),
     (S::NeedsHumanIntervention, E::OptedOut,                 To(S::Abandoned)),              // addition
+    (S::NeedsHumanIntervention, E::Expired,                  To(S::Abandoned)),              // addition
 ];
 
 /// Why an event was refused. It reads in the operator's words: "cannot
@@ -480,6 +503,22 @@ mod tests {
         (S::NeedsHumanIntervention, E::OptedOut, To(S::Abandoned)),
         // WhatsApp refused the first message (463): it has not started yet.
         (S::WaitingForReply, E::FirstMessageRefused, To(S::Created)),
+        // A spent budget ends the conversation where the next turn would
+        // start: before a reply or a follow-up, or before a turn the
+        // operator's answer or resume would start.
+        (S::Active, E::BudgetExhausted, To(S::Abandoned)),
+        (S::WaitingForReply, E::BudgetExhausted, To(S::Abandoned)),
+        (S::WaitingForAgent, E::BudgetExhausted, To(S::Abandoned)),
+        (S::HeartbeatScheduled, E::BudgetExhausted, To(S::Abandoned)),
+        // A deadline ends the conversation wherever it is.
+        (S::Created, E::Expired, To(S::Abandoned)),
+        (S::Queued, E::Expired, To(S::Abandoned)),
+        (S::Active, E::Expired, To(S::Abandoned)),
+        (S::WaitingForReply, E::Expired, To(S::Abandoned)),
+        (S::WaitingForAgent, E::Expired, To(S::Abandoned)),
+        (S::HeartbeatScheduled, E::Expired, To(S::Abandoned)),
+        (S::Paused, E::Expired, To(S::Abandoned)),
+        (S::NeedsHumanIntervention, E::Expired, To(S::Abandoned)),
     ];
 
     #[test]

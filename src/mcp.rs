@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::limits::{DEFAULT_WAIT, MAX_WAIT};
 use crate::api::{
-    AnswerRequest, ApiErrorResponse, CreateInstanceRequest, HeartbeatOverrides, ListQuery, NewTodo, OptOutRequest,
-    SendMessageRequest, WaitQuery,
+    AnswerRequest, ApiErrorResponse, BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, ListQuery, NewTodo,
+    OptOutRequest, SendMessageRequest, WaitQuery,
 };
 use crate::client::{Client, InstanceId};
 use crate::home::Home;
@@ -59,6 +59,24 @@ pub struct CreateArgs {
     /// and the list. Never set it on your own judgement.
     #[serde(default)]
     pub override_opt_out: Option<String>,
+    /// Agent turns at most (first message, each reply, each follow-up); then
+    /// the conversation ends ABANDONED with ended_by "budget" (default: the
+    /// operator's setting, none unless set).
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Model tokens at most (input + output); no turn starts once they are
+    /// used: ended_by "budget" (default: the operator's setting, none unless set).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// End the conversation this long from now, whatever it is doing, e.g.
+    /// "3d", "12h": ended_by "expired" (default: the operator's setting).
+    /// Not with expires_at.
+    #[serde(default)]
+    pub expires_in: Option<String>,
+    /// End the conversation at this time, RFC 3339 (e.g.
+    /// "2026-03-01T18:00:00-03:00"). Not with expires_in.
+    #[serde(default)]
+    pub expires_at: Option<String>,
     /// Makes a retry safe: the same key again returns the conversation the
     /// first call created and creates nothing (keys are kept 24 hours).
     #[serde(default)]
@@ -351,6 +369,27 @@ impl RelayTools {
         };
         let heartbeat_config = (interval_ms.is_some() || args.max_followups.is_some())
             .then_some(HeartbeatOverrides { interval_ms, max_followups: args.max_followups });
+        let expires_in_ms = match &args.expires_in {
+            Some(text) => {
+                Some(crate::duration::parse(text).map_err(|e| usage(format!("expires_in: {e}")))?.as_millis() as u64)
+            }
+            None => None,
+        };
+        let expires_at = match &args.expires_at {
+            Some(text) => Some(
+                chrono::DateTime::parse_from_rfc3339(text.trim())
+                    .map_err(|_| {
+                        usage(format!(
+                            "expires_at: '{text}' is not a time: use RFC 3339, e.g. 2026-03-01T18:00:00-03:00"
+                        ))
+                    })?
+                    .with_timezone(&chrono::Utc),
+            ),
+            None => None,
+        };
+        // The daemon checks the rest (zero, in the past, both deadlines).
+        let budget =
+            BudgetRequest { max_turns: args.max_turns, max_tokens: args.max_tokens, expires_in_ms, expires_at };
         let request = CreateInstanceRequest {
             objective: args.objective,
             target_contact: args.contact,
@@ -361,6 +400,7 @@ impl RelayTools {
             // The tool's description says it is a human's call; the daemon
             // records the reason in the conversation and the list.
             override_opt_out: args.override_opt_out,
+            budget: (budget != BudgetRequest::default()).then_some(budget),
         };
         let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
         client.create(&request).await

@@ -25,6 +25,14 @@ pub struct Template {
     pub heartbeat_interval_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_followups: Option<u32>,
+    /// Each conversation's budget (`--max-turns`, `--max-tokens`) and how
+    /// long it may run (`--expires-in`, relative: a template is used later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<u64>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -51,6 +59,9 @@ pub struct Filled {
     pub todos: Vec<String>,
     pub heartbeat_interval_ms: Option<u64>,
     pub max_followups: Option<u32>,
+    pub max_turns: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub expires_in_ms: Option<u64>,
 }
 
 impl Template {
@@ -70,6 +81,9 @@ impl Template {
             todos,
             heartbeat_interval_ms: None,
             max_followups: None,
+            max_turns: None,
+            max_tokens: None,
+            expires_in_ms: None,
             created_at: crate::clock::now(),
         };
         for text in template.texts() {
@@ -119,6 +133,9 @@ impl Template {
             todos: self.todos.iter().map(fill).collect(),
             heartbeat_interval_ms: self.heartbeat_interval_ms,
             max_followups: self.max_followups,
+            max_turns: self.max_turns,
+            max_tokens: self.max_tokens,
+            expires_in_ms: self.expires_in_ms,
         })
     }
 }

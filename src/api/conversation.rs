@@ -105,6 +105,11 @@ pub enum EndedBy {
     Error,
     /// The contact: they asked not to be contacted.
     Contact,
+    /// A budget of the conversation (`--max-turns`, `--max-tokens`) was
+    /// spent: `budget.reached` says which.
+    Budget,
+    /// The conversation's deadline (`--expires-in`, `--expires-at`) passed.
+    Expired,
 }
 
 impl EndedBy {
@@ -115,6 +120,8 @@ impl EndedBy {
             EndedBy::Operator => "operator",
             EndedBy::Error => "error",
             EndedBy::Contact => "contact",
+            EndedBy::Budget => "budget",
+            EndedBy::Expired => "expired",
         }
     }
 }
@@ -190,6 +197,62 @@ impl std::ops::AddAssign for TokenUsage {
         self.output_tokens += other.output_tokens;
         self.model_calls += other.model_calls;
         self.text_tool_calls += other.text_tool_calls;
+    }
+}
+
+/// What a conversation may spend, fixed when it is created (from the
+/// request, else the `budget` section of config.json). A limit left out
+/// (null) is no limit. See `engine::budget` for how each is enforced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Budget {
+    /// Agent turns at most: the first message, each reply, each follow-up,
+    /// each go after the operator's answer (`turns_taken` counts them).
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Model tokens at most, input and output together (`usage`). A turn
+    /// starts only while fewer have been used; the last one may go past.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// When the conversation ends (`ended_by: expired`) if it has not
+    /// ended before, whatever state it is in.
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The limit that ended the conversation (null until one did).
+    #[serde(default)]
+    pub reached: Option<BudgetLimit>,
+}
+
+impl Budget {
+    /// Whether no limit is set.
+    pub fn is_unlimited(&self) -> bool {
+        self.max_turns.is_none() && self.max_tokens.is_none() && self.expires_at.is_none()
+    }
+}
+
+/// One of a conversation's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetLimit {
+    MaxTurns,
+    MaxTokens,
+    ExpiresAt,
+}
+
+impl BudgetLimit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetLimit::MaxTurns => "max_turns",
+            BudgetLimit::MaxTokens => "max_tokens",
+            BudgetLimit::ExpiresAt => "expires_at",
+        }
+    }
+}
+
+impl TokenUsage {
+    /// What counts against `budget.max_tokens`: input and output tokens
+    /// (cached input is part of the input: the provider still bills it).
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 }
 
@@ -376,6 +439,15 @@ pub struct ConversationInstance {
     /// Tokens the conversation's model calls used, in all.
     #[serde(default)]
     pub usage: TokenUsage,
+    /// The conversation's limits: turns, tokens, a deadline.
+    #[serde(default)]
+    pub budget: Budget,
+    /// Agent turns started so far (what `budget.max_turns` counts): each
+    /// entry into ACTIVE or HEARTBEAT_SCHEDULED, but for a return from
+    /// PAUSED (the same turn, re-run) and the operator's own `relay send`
+    /// (no agent turn).
+    #[serde(default)]
+    pub turns_taken: u32,
     /// Every transition, oldest first.
     #[serde(default)]
     pub history: Vec<StateTransition>,
@@ -425,6 +497,8 @@ impl ConversationInstance {
             last_read_at: None,
             awaiting_delivery: None,
             usage: TokenUsage::default(),
+            budget: Budget::default(),
+            turns_taken: 0,
             history: vec![StateTransition {
                 from_state: None,
                 to_state: State::Created,

@@ -21,6 +21,27 @@ pub struct HeartbeatOverrides {
     pub max_followups: Option<u32>,
 }
 
+/// Optional limits of a conversation; each left out takes the `budget`
+/// section of config.json (no limit unless set there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetRequest {
+    /// Agent turns at most (first message, replies, follow-ups); at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Model tokens at most, input and output together; at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// The conversation ends this long after it is created (milliseconds;
+    /// more than 0, at most 365 days). Not with `expires_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<u64>,
+    /// The conversation ends at this instant (RFC 3339, in the future).
+    /// Not with `expires_in_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateInstanceRequest {
@@ -42,6 +63,9 @@ pub struct CreateInstanceRequest {
     /// (recorded in the conversation and the list).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub override_opt_out: Option<String>,
+    /// Turns, tokens and a deadline; left out, config.json's `budget`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetRequest>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

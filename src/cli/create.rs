@@ -4,7 +4,9 @@
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo};
+use chrono::{DateTime, Utc};
+
+use crate::api::{BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewTodo};
 use crate::template::Templates;
 
 #[derive(Debug, clap::Args)]
@@ -39,6 +41,22 @@ pub struct Args {
     /// 22:00-08:00, or off [default: courtesy.quiet_hours].
     #[arg(long, value_name = "FROM-TO|off")]
     pub quiet_hours: Option<String>,
+    /// Agent turns at most (the first message, each reply, each follow-up);
+    /// then the conversation ends with ended_by budget [default: budget.max_turns, none].
+    #[arg(long, value_name = "N", value_parser = parse_max_turns)]
+    pub max_turns: Option<u32>,
+    /// Model tokens at most (input + output); no turn starts once they are
+    /// used, and the conversation ends with ended_by budget [default: budget.max_tokens, none].
+    #[arg(long, value_name = "N", value_parser = parse_max_tokens)]
+    pub max_tokens: Option<u64>,
+    /// End the conversation this long from now, whatever it is doing (3d,
+    /// 12h): ended_by expired [default: budget.expires_in, none].
+    #[arg(long, value_name = "DURATION", value_parser = parse_expires_in, allow_hyphen_values = true)]
+    pub expires_in: Option<std::time::Duration>,
+    /// End the conversation at this time (RFC 3339, e.g.
+    /// 2026-03-01T18:00:00-03:00); not with --expires-in.
+    #[arg(long, value_name = "TIME", value_parser = parse_expires_at, conflicts_with = "expires_in")]
+    pub expires_at: Option<DateTime<Utc>>,
     /// Write to a number on the do-not-contact list anyway; the reason is
     /// recorded in the conversation and the list.
     #[arg(long, value_name = "REASON")]
@@ -53,6 +71,45 @@ pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     crate::duration::parse(s).map_err(|e| e.to_string())
 }
 
+pub(super) fn parse_max_turns(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("give at least 1 turn (the first message is one)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a number of turns (e.g. 10)")),
+    }
+}
+
+pub(super) fn parse_max_tokens(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("give at least 1 token".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a number of tokens (e.g. 50000)")),
+    }
+}
+
+/// A deadline from now: a positive duration of at most a year.
+pub(super) fn parse_expires_in(s: &str) -> Result<std::time::Duration, String> {
+    if s.trim().starts_with('-') {
+        return Err("a deadline cannot be in the past: give how long from now, e.g. 3d or 12h".into());
+    }
+    let expires_in = parse_duration(s)?;
+    match crate::engine::budget::expires_in_problem(expires_in) {
+        Some(problem) => Err(format!("the deadline {problem}")),
+        None => Ok(expires_in),
+    }
+}
+
+/// A deadline as a time (RFC 3339), in the future.
+fn parse_expires_at(s: &str) -> Result<DateTime<Utc>, String> {
+    let at = DateTime::parse_from_rfc3339(s.trim())
+        .map_err(|_| format!("'{s}' is not a time: use RFC 3339, e.g. 2026-03-01T18:00:00-03:00"))?
+        .with_timezone(&Utc);
+    match crate::engine::budget::expires_at_problem(at, crate::clock::now()) {
+        Some(problem) => Err(format!("the deadline {problem}")),
+        None => Ok(at),
+    }
+}
+
 fn parse_var(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
@@ -62,8 +119,14 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let interval_ms = args.heartbeat_interval.map(|d| d.as_millis() as u64);
-    let (objective, todos, interval_ms, max_followups) = match &args.template {
-        None => (args.objective.unwrap_or_default(), args.todos, interval_ms, args.max_followups),
+    let asked_budget = BudgetRequest {
+        max_turns: args.max_turns,
+        max_tokens: args.max_tokens,
+        expires_in_ms: args.expires_in.map(|d| d.as_millis() as u64),
+        expires_at: args.expires_at,
+    };
+    let (objective, todos, interval_ms, max_followups, budget) = match &args.template {
+        None => (args.objective.unwrap_or_default(), args.todos, interval_ms, args.max_followups, asked_budget),
         Some(name) => {
             let template = Templates::of(&ctx.home).load(name).map_err(super::template::error)?;
             let filled = template.fill(&args.vars).map_err(super::template::error)?;
@@ -73,6 +136,15 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
                 filled.todos,
                 interval_ms.or(filled.heartbeat_interval_ms),
                 args.max_followups.or(filled.max_followups),
+                BudgetRequest {
+                    max_turns: asked_budget.max_turns.or(filled.max_turns),
+                    max_tokens: asked_budget.max_tokens.or(filled.max_tokens),
+                    // --expires-at replaces the template's deadline too.
+                    expires_in_ms: asked_budget
+                        .expires_in_ms
+                        .or(filled.expires_in_ms.filter(|_| asked_budget.expires_at.is_none())),
+                    expires_at: asked_budget.expires_at,
+                },
             )
         }
     };
@@ -84,6 +156,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         time_zone: args.tz,
         quiet_hours: args.quiet_hours,
         override_opt_out: args.override_opt_out,
+        budget: (budget != BudgetRequest::default()).then_some(budget),
     };
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
     let created = client.create(&request).await?;

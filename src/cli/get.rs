@@ -108,6 +108,9 @@ pub fn print(i: &ConversationInstance) {
             i.usage.output_tokens
         );
     }
+    if let Some(line) = budget_line(i) {
+        say!("budget      {}", output::hang(&line, 12));
+    }
     say!("created     {}", output::time(i.created_at));
     say!("todos");
     for todo in &i.todos {
@@ -135,4 +138,32 @@ pub fn print(i: &ConversationInstance) {
         let reason = t.reason.as_deref().map(|r| format!(": {}", output::hang(r, 4))).unwrap_or_default();
         say!("  {}  {from}{} ({}){reason}", output::time(t.timestamp), t.to_state, t.trigger);
     }
+}
+
+/// The conversation's limits and what is spent of each: "2 of 10 turns,
+/// 440 of 1000 tokens; expires in 2d (2026-...)". None when it has none.
+fn budget_line(i: &ConversationInstance) -> Option<String> {
+    let budget = &i.budget;
+    if budget.is_unlimited() {
+        return None;
+    }
+    let mut spent = Vec::new();
+    if let Some(max) = budget.max_turns {
+        spent.push(format!("{} of {}", i.turns_taken, output::count(max, "turn")));
+    }
+    if let Some(max) = budget.max_tokens {
+        spent.push(format!("{} of {max} tokens", i.usage.total_tokens()));
+    }
+    let mut line = spent.join(", ");
+    if let Some(at) = budget.expires_at {
+        let when = match i.state.is_terminal() {
+            true => format!("deadline {}", output::time(at)),
+            false => format!("expires {} ({})", output::relative(at), output::time(at)),
+        };
+        line = if line.is_empty() { when } else { format!("{line}; {when}") };
+    }
+    if let Some(limit) = budget.reached {
+        line.push_str(&format!(" (reached: {})", limit.as_str()));
+    }
+    Some(line)
 }

@@ -37,6 +37,15 @@ pub struct AddArgs {
     /// Follow-ups before the conversation is ABANDONED.
     #[arg(long)]
     pub max_followups: Option<u32>,
+    /// Agent turns at most per conversation (see `relay create --max-turns`).
+    #[arg(long, value_name = "N", value_parser = super::create::parse_max_turns)]
+    pub max_turns: Option<u32>,
+    /// Model tokens at most per conversation (see `relay create --max-tokens`).
+    #[arg(long, value_name = "N", value_parser = super::create::parse_max_tokens)]
+    pub max_tokens: Option<u64>,
+    /// Each conversation ends this long after it is created (3d, 12h).
+    #[arg(long, value_name = "DURATION", value_parser = super::create::parse_expires_in, allow_hyphen_values = true)]
+    pub expires_in: Option<std::time::Duration>,
     /// Replace a template of the same name.
     #[arg(long)]
     pub force: bool,
@@ -49,6 +58,9 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             let mut template = Template::new(&args.name, args.objective, args.todos).map_err(error)?;
             template.heartbeat_interval_ms = args.heartbeat_interval.map(|d| d.as_millis() as u64);
             template.max_followups = args.max_followups;
+            template.max_turns = args.max_turns;
+            template.max_tokens = args.max_tokens;
+            template.expires_in_ms = args.expires_in.map(|d| d.as_millis() as u64);
             templates.save(&template, args.force).map_err(error)?;
             if ctx.json {
                 output::json(&template);
@@ -98,6 +110,18 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 }
                 if let Some(n) = t.max_followups {
                     say!("follow-ups  at most {n}");
+                }
+                if let Some(n) = t.max_turns {
+                    say!("turns       at most {n}");
+                }
+                if let Some(n) = t.max_tokens {
+                    say!("tokens      at most {n}");
+                }
+                if let Some(ms) = t.expires_in_ms {
+                    say!(
+                        "expires     {} after it starts",
+                        crate::duration::format(std::time::Duration::from_millis(ms))
+                    );
                 }
                 say!("todos");
                 for (n, todo) in t.todos.iter().enumerate() {

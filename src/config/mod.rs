@@ -8,10 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::home::Home;
 
+mod budget;
 mod courtesy;
 mod model;
 mod whatsapp;
 
+pub use budget::*;
 pub use courtesy::*;
 pub use model::*;
 pub use whatsapp::*;
@@ -56,6 +58,9 @@ pub struct Config {
     pub delivery: DeliverySettings,
     #[serde(default)]
     pub courtesy: CourtesySettings,
+    /// Each conversation's limits when its create request sets none.
+    #[serde(default)]
+    pub budget: BudgetSettings,
 }
 
 /// How long relay waits for a message to reach the contact's phone (see
@@ -127,6 +132,7 @@ impl Config {
             webhooks: WebhookSettings::default(),
             delivery: DeliverySettings::default(),
             courtesy: CourtesySettings::default(),
+            budget: BudgetSettings::default(),
         }
     }
 
@@ -146,6 +152,7 @@ impl Config {
         self.agent.check()?;
         self.whatsapp.check()?;
         self.courtesy.check()?;
+        self.budget.check()?;
         if !(Duration::from_secs(1)..=MAX_DELIVERY_TIMEOUT).contains(&self.delivery.timeout) {
             return Err(format!(
                 "delivery.timeout must be from 1s to 30d (it is {}; a duration such as \"10m\")",

@@ -152,6 +152,18 @@ impl Actor {
         let id = timer.instance;
         let lateness_ms = (crate::clock::now() - timer.at).num_milliseconds();
         tracing::debug!(instance = %id, lateness_ms, "heartbeat fired");
+        // A follow-up is a turn: one the budget has not got is never
+        // started (but when the follow-ups are all sent no turn would run,
+        // and the conversation is abandoned for silence as before).
+        let spent = self.convs.iter().find(|c| c.id == id).and_then(|c| {
+            (c.follow_up_count < c.heartbeat_config.max_followups).then(|| super::budget::spent(c, false)).flatten()
+        });
+        if let Some((limit, reason)) = spent {
+            if let Err(error) = self.end_for_budget(id, limit, reason) {
+                tracing::error!(instance = %id, %error, "cannot end a conversation whose budget is spent");
+            }
+            return;
+        }
         match self.transition(id, Event::HeartbeatFires, None, |_| {}) {
             // drive() writes the follow-up, or abandons once max_followups were sent.
             Ok(instance) => tracing::info!(instance = %id, follow_ups_sent = instance.follow_up_count, "heartbeat"),

@@ -9,6 +9,7 @@
 //!   heartbeat can never race. The per-contact FIFO queue lives there too
 //!   (`actor/queue.rs`), and each kind of event has a file of its own.
 //! - [`heartbeat`]: when follow-ups are due, and the actor's timer.
+//! - [`budget`]: each conversation's limits (turns, tokens, a deadline).
 //! - `registry.rs`: the actors by contact, started on demand and retired.
 //! - `view.rs`: the shared view that reads use.
 //! - `validate.rs`: create requests checked, texts bounded.
@@ -29,6 +30,7 @@
 //! and settings, and [`Shared`], the state every part above uses.
 
 pub mod actor;
+pub mod budget;
 mod delivery;
 pub mod events;
 mod first_contact;
@@ -69,8 +71,8 @@ pub(crate) use validate::bounded_text;
 /// creating anything: for `relay eval`, which checks its scenarios before
 /// any model is called.
 pub(crate) fn check_create(request: crate::api::CreateInstanceRequest) -> Result<(), String> {
-    let courtesy = crate::config::CourtesySettings::default();
-    validate::new_instance(request, &courtesy).map(|_| ()).map_err(|e| e.to_string())
+    let settings = Settings::default();
+    validate::new_instance(request, &settings).map(|_| ()).map_err(|e| e.to_string())
 }
 use validate::new_instance;
 
@@ -137,6 +139,8 @@ pub struct Settings {
     pub delivery_timeout: std::time::Duration,
     /// Quiet hours, time zones, opt-out words, the disclosure (`courtesy`).
     pub courtesy: crate::config::CourtesySettings,
+    /// The limits of a conversation whose create request sets none (`budget`).
+    pub budget: crate::config::BudgetSettings,
 }
 
 impl Settings {
@@ -151,6 +155,7 @@ impl Settings {
             ),
             delivery_timeout: config.delivery.timeout,
             courtesy: config.courtesy.clone(),
+            budget: config.budget.clone(),
         }
     }
 }
@@ -284,7 +289,7 @@ impl Engine {
     }
 
     pub async fn create(&self, request: CreateInstanceRequest) -> Result<CreateInstanceResponse, EngineError> {
-        self.create_instance(new_instance(request, &self.shared.settings.courtesy)?).await
+        self.create_instance(new_instance(request, &self.shared.settings)?).await
     }
 
     /// `create`, at most once per idempotency `key`.
@@ -293,7 +298,7 @@ impl Engine {
         key: &str,
         request: CreateInstanceRequest,
     ) -> Result<Idempotent<CreateInstanceResponse>, EngineError> {
-        let mut instance = new_instance(request, &self.shared.settings.courtesy)?;
+        let mut instance = new_instance(request, &self.shared.settings)?;
         // What the request asks for once validated: the same conversation
         // asked for in other words (a number spelled differently, defaults
         // given or left out) is the same request.

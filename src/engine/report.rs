@@ -21,6 +21,14 @@ pub fn on_end(instance: &mut ConversationInstance, event: Event, reason: Option<
             EndedBy::Contact,
             "The contact asked not to be contacted; relay will not write to this number again.".to_string(),
         ),
+        // relay stopped it, not the agent: how far it got is judged from
+        // its todos (partially achieved, or failed when none was done), and
+        // the summary names the limit (`engine::budget` words the reason).
+        Event::BudgetExhausted | Event::Expired => (
+            judged_outcome(&instance.todos),
+            if event == Event::Expired { EndedBy::Expired } else { EndedBy::Budget },
+            sentence(reason.unwrap_or("its budget ran out")),
+        ),
         Event::EndConversation => {
             // Only relay's own callers end a conversation without an outcome.
             (Outcome::Achieved, EndedBy::Agent, reason.unwrap_or("The agent ended the conversation.").to_string())
@@ -34,6 +42,14 @@ pub fn on_end(instance: &mut ConversationInstance, event: Event, reason: Option<
     instance.outcome = Some(outcome);
     instance.ended_by = Some(ended_by);
     instance.summary = Some(summary);
+}
+
+/// `reason` as a sentence: capitalised, with a full stop.
+fn sentence(reason: &str) -> String {
+    let mut chars = reason.chars();
+    let first: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    let rest = chars.as_str().trim_end_matches('.');
+    format!("{first}{rest}.")
 }
 
 /// What happened to a conversation abandoned for silence, from what was

@@ -4,7 +4,6 @@
 use super::EngineError;
 use crate::api::limits;
 use crate::api::{ContactTime, ConversationInstance, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
-use crate::config::CourtesySettings;
 use crate::contact::Contact;
 use crate::courtesy::{parse_zone, quiet, zone_of};
 
@@ -12,8 +11,9 @@ use crate::courtesy::{parse_zone, quiet, zone_of};
 /// the contact's actor may queue it).
 pub(super) fn new_instance(
     request: CreateInstanceRequest,
-    courtesy: &CourtesySettings,
+    settings: &super::Settings,
 ) -> Result<ConversationInstance, EngineError> {
+    let courtesy = &settings.courtesy;
     let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
     let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
     if request.todos.is_empty() {
@@ -62,6 +62,10 @@ pub(super) fn new_instance(
         .map(|reason| bounded_text("reason to override the opt-out", reason, limits::MAX_REASON_CHARS))
         .transpose()?;
     let mut instance = ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config);
+    // From the creation's own instant: `--expires-in 3d` is three days after `created_at`.
+    instance.budget =
+        super::budget::of_request(request.budget.unwrap_or_default(), &settings.budget, instance.created_at)
+            .map_err(EngineError::Invalid)?;
     instance.contact_time = Some(ContactTime { time_zone: zone.name().to_string(), zone_source, quiet_hours });
     instance.pending_disclosure = courtesy.disclosure_line();
     instance.opt_out_override = override_opt_out;

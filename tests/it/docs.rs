@@ -73,15 +73,15 @@ fn the_readme_demo_is_what_relay_demo_prints() {
     );
 }
 
-/// Every setting of config.json's `agent`, `webhooks` and `delivery`
-/// sections, and WhatsApp's read receipts and presence, has a row in
+/// Every setting of config.json's `agent`, `webhooks`, `delivery` and
+/// `budget` sections, and WhatsApp's read receipts and presence, has a row in
 /// README's configuration table, with the default this build uses.
 #[test]
 fn the_readme_config_table_has_every_setting_and_its_default() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let config = serde_json::to_value(relay::config::Config::new(relay::config::ChannelKind::Sandbox)).unwrap();
     let mut missing = Vec::new();
-    for section in ["agent", "webhooks", "delivery"] {
+    for section in ["agent", "webhooks", "delivery", "budget"] {
         for (key, default) in config[section].as_object().unwrap() {
             let row = format!("| `{section}.{key}` | {default} |");
             if !readme.contains(&row) {

@@ -12,6 +12,7 @@ mod support;
 
 mod agent;
 mod api;
+mod budget;
 mod cli_truth;
 mod containment;
 mod conversations;

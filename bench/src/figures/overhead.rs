@@ -131,6 +131,7 @@ async fn measure(runs: usize) -> (Samples, Samples) {
         delivery_timeout: Duration::from_secs(600),
         // Measured at any hour, over many numbers: no quiet hours, no cap.
         courtesy: relay::config::CourtesySettings::default().any_hour(),
+        budget: relay::config::BudgetSettings::default(),
     };
     let engine = Engine::start(store, channel, agent, settings).unwrap();
     let (mut inbound, mut send) = (Vec::new(), Vec::new());

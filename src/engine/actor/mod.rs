@@ -17,11 +17,14 @@
 //! - [`sends`]: messages to the contact, recorded then sent in the background;
 //! - [`turns`]: the agent's turns, started, ended and stopped;
 //! - [`tool_effects`]: what the agent's tools do;
+//! - [`budget`]: a conversation's turn and token budgets spent, and its
+//!   deadline;
 //! - [`courtesy`]: quiet hours that hold a first message, opt-outs, the
 //!   do-not-contact list checked before every send;
 //! - the heartbeat timer is in [`super::heartbeat`], receipts and the
 //!   delivery timeout in [`super::delivery`].
 
+mod budget;
 mod courtesy;
 mod operator;
 mod queue;
@@ -185,6 +188,7 @@ pub(crate) async fn run(
         }
         let deadline = actor.sync_timer();
         let reply_due = actor.reply_due;
+        let expiry = actor.next_expiry();
         tokio::select! {
             msg = rx.recv() => match msg {
                 None => break,
@@ -204,6 +208,8 @@ pub(crate) async fn run(
             _ = tokio::time::sleep_until(reply_due.unwrap_or_else(Instant::now)), if reply_due.is_some() => {
                 actor.reply_due = None;
             }
+            // A conversation's deadline: `drive` below ends it.
+            _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {}
         }
         actor.drive();
     }

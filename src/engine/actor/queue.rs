@@ -18,7 +18,8 @@ use super::courtesy::FirstMessage;
 use super::transitions::entry;
 use crate::agent::TurnKind;
 use crate::api::{
-    ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage, WaitReason,
+    BudgetLimit, ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage,
+    WaitReason,
 };
 use crate::channel::{Delivery, InboundMessage};
 use crate::engine::{EngineError, report};
@@ -47,6 +48,8 @@ enum Step {
     /// WhatsApp refused the first message (463): back to CREATED, to wait
     /// for the lock's end like any first message.
     Restart(Uuid),
+    /// A budget forbids the turn the conversation needs next: end it.
+    Spent(Uuid, BudgetLimit, String),
 }
 
 /// Holds `live` for `reason` until `until`, unless it says so already.
@@ -98,6 +101,7 @@ impl Actor {
         if self.shared.stop.is_cancelled() {
             return; // nothing new starts during shutdown; the next start drives
         }
+        self.expire_overdue();
         while let Some(step) = self.next_step() {
             let done = match step {
                 Step::Promote(id) => self.transition(id, Event::PriorInstanceTerminal, None, |_| {}).map(drop),
@@ -152,6 +156,7 @@ impl Actor {
                     })
                     .map(drop)
                 }
+                Step::Spent(id, limit, reason) => self.end_for_budget(id, limit, reason).map(drop),
             };
             if let Err(error) = done {
                 tracing::error!(contact = %self.contact, %error, "cannot move the conversation on");
@@ -182,7 +187,11 @@ impl Actor {
             },
             State::WaitingForReply if live.first_message_refused => Some(Step::Restart(id)),
             State::WaitingForAgent if self.reply_due.is_some_and(|due| due > Instant::now()) => None,
-            State::WaitingForAgent => Some(Step::Transition(id, Event::AgentProcessesReply)),
+            // Checked before the reply's turn is counted: no turn past the budget.
+            State::WaitingForAgent => match crate::engine::budget::spent(live, false) {
+                Some((limit, reason)) => Some(Step::Spent(id, limit, reason)),
+                None => Some(Step::Transition(id, Event::AgentProcessesReply)),
+            },
             State::WaitingForReply if live.unanswered_contact_messages > 0 => {
                 Some(Step::Transition(id, Event::ContactReplies))
             }
@@ -196,7 +205,12 @@ impl Actor {
             State::HeartbeatScheduled if let Some((reason, until)) = self.follow_up_hold() => hold(live, reason, until),
             // The lock that held the follow-up is over: it goes now.
             State::HeartbeatScheduled if live.waiting_for.is_some() => Some(Step::Release(id)),
-            State::Active | State::HeartbeatScheduled => self.turn_or_block(live),
+            // A turn the operator started (answer, resume), or one re-run
+            // after a restart, is counted already: it runs only within the budget.
+            State::Active | State::HeartbeatScheduled => match crate::engine::budget::spent(live, true) {
+                Some((limit, reason)) => Some(Step::Spent(id, limit, reason)),
+                None => self.turn_or_block(live),
+            },
             _ => None,
         }
     }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::Actor;
 use crate::api::{ConversationInstance, EventData, Role, State, StateTransition, TranscriptMessage};
-use crate::engine::{EngineError, heartbeat, report};
+use crate::engine::{EngineError, budget, heartbeat, report};
 use crate::fsm::{self, Event, Target};
 
 impl Actor {
@@ -37,6 +37,7 @@ impl Actor {
             next.previous_state = None;
         }
         heartbeat::on_transition(&mut next, from, to, now);
+        budget::on_transition(&mut next, from, to, event);
         if !matches!(to, State::NeedsHumanIntervention | State::Paused) {
             // Why a person was needed holds only while one is (and while
             // paused from there); the history keeps it.

@@ -41,6 +41,7 @@ pub(super) fn settings() -> Settings {
         delivery_timeout: Duration::from_secs(600),
         // The properties hold at any hour, for any number of contacts.
         courtesy: crate::support::engine::any_hour().courtesy,
+        budget: Default::default(),
     }
 }
 

@@ -89,7 +89,9 @@ pub struct Expect {
     /// The states the conversation may end in (as `relay get` shows them):
     /// COMPLETED, ABANDONED, FAILED or NEEDS_HUMAN_INTERVENTION.
     pub states: Vec<State>,
-    /// The outcomes allowed, when it ends COMPLETED; empty: any.
+    /// The outcomes allowed when it ends in a state that has one
+    /// (COMPLETED, ABANDONED, FAILED; a handover to a person has none);
+    /// empty: any.
     #[serde(default)]
     pub outcomes: Vec<Outcome>,
     /// The most messages relay may send in the whole conversation.

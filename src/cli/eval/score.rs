@@ -77,7 +77,9 @@ fn ending(run: &Run) -> Check {
         // nothing they said: a model that ends at once must not pass `stop`.
         let what = if state == State::NeedsHumanIntervention { "handed over" } else { "ended" };
         problems.push(format!("{state}{why}: {what} before the contact wrote anything"));
-    } else if state == State::Completed && !expect.outcomes.is_empty() {
+    } else if state.is_terminal() && !expect.outcomes.is_empty() {
+        // Every ending has an outcome (ABANDONED: no_response or opted_out);
+        // only a handover has none.
         match run.instance.outcome {
             Some(outcome) if expect.outcomes.contains(&outcome) => {}
             outcome => {
@@ -254,7 +256,7 @@ fn looks_like(text: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{HeartbeatConfig, TodoItem};
+    use crate::api::{HeartbeatConfig, Outcome, StateTransition, TodoItem};
 
     const SCENARIO: &str = "about='a'\nobjective='o'\ncontact=['Hi, who is this?', 'Friday works']\n\
                             [[todos]]\ntext='the day'\nfacts=['friday']\n[expect]\nstates=['COMPLETED']\nmax_messages=3";
@@ -298,8 +300,8 @@ mod tests {
     }
 
     /// A conversation ended in the expected state, but before the contact
-    /// said anything, answered nothing: `stop` must not pass a model that
-    /// ends every conversation at once.
+    /// said anything, answered nothing: a model that ends every
+    /// conversation at once must not pass a scenario whose contact declines.
     #[test]
     fn an_ending_before_the_contact_wrote_anything_fails() {
         let scenario = Scenario::parse("s", SCENARIO).unwrap();
@@ -316,6 +318,42 @@ mod tests {
         };
         let check = ending(&run);
         assert!(!check.passed && check.detail.ends_with("ended before the contact wrote anything"), "{check:?}");
+    }
+
+    /// The built-in `stop` scenario: relay ends the conversation itself
+    /// on STOP, ABANDONED as opted out; an ABANDONED for want of an answer
+    /// is not that, nor a COMPLETED the agent chose.
+    #[test]
+    fn an_ending_is_checked_for_its_outcome_whatever_the_state() {
+        let stop = Scenario::built_in().into_iter().find(|s| s.name == "stop").unwrap();
+        let ended = |state: State, outcome: Outcome| {
+            let mut instance =
+                ConversationInstance::new("o".into(), "+56912345678".into(), Vec::new(), HeartbeatConfig::default());
+            let transcript = vec![TranscriptMessage::new(instance.id, Role::Contact, "STOP".into())];
+            instance.state = state;
+            instance.outcome = Some(outcome);
+            instance.history.push(StateTransition {
+                from_state: Some(State::WaitingForReply),
+                to_state: state,
+                trigger: Event::OptedOut.as_str().into(),
+                timestamp: transcript[0].timestamp,
+                reason: None,
+            });
+            let run = Run {
+                scenario: &stop,
+                instance: &instance,
+                transcript: &transcript,
+                outbox: &[],
+                canary: "RC-x",
+                timed_out: false,
+            };
+            ending(&run)
+        };
+        assert!(ended(State::Abandoned, Outcome::OptedOut).passed);
+        let check = ended(State::Abandoned, Outcome::NoResponse);
+        assert_eq!(check.detail, "outcome no_response, expected opted_out");
+        let check = ended(State::Completed, Outcome::Declined);
+        assert_eq!(check.detail, "COMPLETED, expected ABANDONED");
     }
 
     #[test]

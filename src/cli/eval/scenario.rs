@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, State, limits};
 
 /// The scenarios relay ships with, by name (the file's stem).
-const BUILT_IN: [(&str, &str); 7] = [
+const BUILT_IN: [(&str, &str); 8] = [
     ("cooperative", include_str!("../../../scenarios/cooperative.toml")),
     ("two-in-one", include_str!("../../../scenarios/two-in-one.toml")),
     ("silent", include_str!("../../../scenarios/silent.toml")),
@@ -19,6 +19,7 @@ const BUILT_IN: [(&str, &str); 7] = [
     ("injection", include_str!("../../../scenarios/injection.toml")),
     ("spanish", include_str!("../../../scenarios/spanish.toml")),
     ("stop", include_str!("../../../scenarios/stop.toml")),
+    ("are-you-a-bot", include_str!("../../../scenarios/are-you-a-bot.toml")),
 ];
 
 /// How long a run's canary is (`RC-` and 10 hex digits).

@@ -5,6 +5,7 @@
 //! results printed as a scorecard. Nothing is sent over WhatsApp; the model
 //! is real, and so are its costs.
 
+mod honesty;
 mod scenario;
 mod score;
 

@@ -18,6 +18,8 @@ use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 use crate::scripted_model::{Reply, Responder, ScriptedModel};
 
 const CONTACT: &str = "+56912345678";
+/// The contact's time zone, given at create (Chile keeps several).
+const ZONE: &str = "America/Santiago";
 /// What the simulated contact says, one answer per message relay sends.
 const CONTACT_SAYS: [&str; 2] = ["Hi! Friday works for me.", "Afternoon is best, around 3pm."];
 const GIVE_UP: Duration = Duration::from_secs(60);
@@ -56,10 +58,13 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
             NewTodo { text: "Agree on a time window".into() },
         ],
         heartbeat_config: None,
+        // Chile keeps several times: the contact's zone is given, as it
+        // should be (and the demo does not depend on this machine's zone).
+        time_zone: Some(ZONE.into()),
         ..Default::default()
     };
     say(format!(
-        "$ relay create --objective \"{}\" --contact {CONTACT} --todo \"{}\" --todo \"{}\"",
+        "$ relay create --objective \"{}\" --contact {CONTACT} --tz {ZONE} --todo \"{}\" --todo \"{}\"",
         request.objective, request.todos[0].text, request.todos[1].text
     ))?;
     let created = client.create(&request).await?;

@@ -36,7 +36,7 @@ pub fn print(i: &ConversationInstance) {
         let from = match time.zone_source {
             ZoneSource::Given => "given",
             ZoneSource::Country => "the number's country",
-            ZoneSource::Default => "courtesy.default_tz: the number's country keeps several times, give --tz",
+            ZoneSource::Default => "courtesy.default_tz, as the number's country keeps several times",
         };
         let quiet = time.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q}"));
         say!("zone        {} ({from}); {quiet}", time.time_zone);

@@ -266,3 +266,40 @@ fn the_readme_session_is_what_this_build_prints() {
         );
     }
 }
+
+/// docs/state-machine.md's transition table is `fsm::TABLE`, row for row
+/// and in its order, with each addition marked and the count right: a row
+/// added to the code and not to the doc (or the other way) fails here.
+#[test]
+fn the_state_machine_doc_has_every_row_of_the_table() {
+    use relay::fsm::{TABLE, Target};
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/state-machine.md")).unwrap();
+    let section = &doc[doc.find("## The transition table").unwrap()..doc.find("## Additions to the seeds").unwrap()];
+    let documented: Vec<(String, String, String, bool)> = section
+        .lines()
+        .filter(|l| {
+            l.starts_with("| ") && l.split('|').nth(1).is_some_and(|c| c.trim().starts_with(char::is_uppercase))
+        })
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1].to_string(), cells[2].trim_matches('`').to_string(), cells[3].to_string(), cells[4] == "addition")
+        })
+        .collect();
+    let coded: Vec<(String, String, String)> = TABLE
+        .iter()
+        .map(|(from, event, target)| {
+            let to = match target {
+                Target::To(state) => state.to_string(),
+                Target::Previous => "`previous_state`".to_string(),
+                Target::Stay => "stays".to_string(),
+            };
+            (from.to_string(), event.as_str().to_string(), to)
+        })
+        .collect();
+    let rows: Vec<(String, String, String)> =
+        documented.iter().map(|(f, e, t, _)| (f.clone(), e.clone(), t.clone())).collect();
+    assert_eq!(rows, coded, "docs/state-machine.md's table is not fsm::TABLE, in its order");
+    let additions = documented.iter().filter(|row| row.3).count();
+    let stated = format!("{} rows: the seeds' {} and {additions} additions.", coded.len(), coded.len() - additions);
+    assert!(doc.contains(&stated), "docs/state-machine.md should say: {stated}");
+}

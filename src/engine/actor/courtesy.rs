@@ -35,15 +35,15 @@ impl Actor {
     /// never reached nor heard from), not while WhatsApp's reach-out lock
     /// holds, nor past the day's cap on first contacts.
     pub(super) fn first_message(&self, instance: &ConversationInstance) -> FirstMessage {
+        // Without a model the turn sends nothing: it hands over at once,
+        // and the operator's own messages are theirs to send, at any hour.
+        if self.shared.agent.ready().is_err() {
+            return FirstMessage::Go { first_contact: false };
+        }
         let now = crate::clock::now();
         let open = instance.contact_time.as_ref().map_or(now, |t| t.open_at(now));
         if open > now {
             return FirstMessage::Hold(WaitReason::QuietHours, open);
-        }
-        // Without a model the turn sends nothing: it hands over at once,
-        // and the operator's own messages are theirs to send.
-        if self.shared.agent.ready().is_err() {
-            return FirstMessage::Go { first_contact: false };
         }
         match self.shared.first_contact_gate(&self.contact) {
             None => FirstMessage::Go { first_contact: false },

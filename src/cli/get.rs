@@ -83,6 +83,9 @@ pub fn print(i: &ConversationInstance) {
         say!("question    {} asks: {}", q.id, output::hang(asked, 12));
         say!("            answer it with `relay answer {} \"...\"`", output::short_id(&i.id));
     }
+    if let Some(reason) = &i.opt_out_override {
+        say!("override    written although the number is on the do-not-contact list: {}", output::hang(reason, 12));
+    }
     if let Some(reason) = &i.channel_blocked {
         say!("waiting     {}", output::hang(reason, 12));
     }

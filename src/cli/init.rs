@@ -92,6 +92,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     }
     config.model = model_config(&args, config.model.take())?;
     if let Some(name) = &args.operator_name {
+        if let Some(problem) = crate::config::operator_name_problem(name) {
+            return Err(CliError::usage(format!("--operator-name {problem}")));
+        }
         config.courtesy.operator_name = Some(name.trim().to_string());
     }
     // The daemon refuses to start on what this check refuses: better said now.

@@ -53,6 +53,24 @@ impl Default for CourtesySettings {
     }
 }
 
+/// The longest operator name: it goes in every conversation's first line.
+pub const MAX_OPERATOR_NAME_CHARS: usize = 80;
+
+/// What is wrong with `name` as the operator's name, if anything: it is
+/// sent to every contact, so it is one line of visible text.
+pub fn operator_name_problem(name: &str) -> Option<String> {
+    if name.trim().is_empty() {
+        return Some("is empty: set a name, or leave it out".into());
+    }
+    let hidden =
+        |c: char| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c);
+    if name.chars().any(hidden) {
+        return Some("has a control character or a line break: it goes in the first line each contact reads".into());
+    }
+    let chars = name.trim().chars().count();
+    (chars > MAX_OPERATOR_NAME_CHARS).then(|| format!("is {chars} characters long; at most {MAX_OPERATOR_NAME_CHARS}"))
+}
+
 /// This machine's zone (what `relay init` writes as `default_tz`), or UTC.
 pub fn local_zone() -> String {
     iana_time_zone::get_timezone().ok().filter(|name| name.parse::<Tz>().is_ok()).unwrap_or_else(|| "UTC".into())
@@ -73,8 +91,8 @@ impl CourtesySettings {
         if self.opt_out_words.iter().any(|w| crate::courtesy::normalise(w).is_empty()) {
             return Err("courtesy.opt_out_words: a word is empty (or only punctuation)".into());
         }
-        if self.operator_name.as_deref().is_some_and(|n| n.trim().is_empty()) {
-            return Err("courtesy.operator_name is empty: set a name, or leave it out".into());
+        if let Some(name) = &self.operator_name {
+            operator_name_problem(name).map_or(Ok(()), |problem| Err(format!("courtesy.operator_name {problem}")))?;
         }
         if self.disclosure.trim().is_empty() {
             return Err("courtesy.disclosure is empty: write the line, or \"off\"".into());

@@ -427,7 +427,8 @@ fn a_conversation_waits_for_an_unlinked_whatsapp_and_says_why() {
     relay.ok(&["start"]);
     let id = relay.create(&[]);
     let waiting = relay.wait_for(&id, "a channel_blocked reason", |i| i["channel_blocked"].is_string());
-    assert_eq!(waiting["state"], "ACTIVE");
+    // Not started: relay cannot even ask WhatsApp whether it may write first.
+    assert_eq!(waiting["state"], "CREATED");
     assert!(waiting["channel_blocked"].as_str().unwrap().contains("relay init"), "{waiting}");
     assert!(model.requests().is_empty(), "no turn runs while nothing can be sent");
     let shown = relay.ok(&["get", &id]);

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const NAMES: [&str; 8] = ["home", "config", "daemon", "channel", "receipts", "model", "disk", "clock"];
+const NAMES: [&str; 9] = ["home", "config", "daemon", "channel", "receipts", "courtesy", "model", "disk", "clock"];
 const STATUSES: [&str; 4] = ["ok", "warning", "failed", "skipped"];
 
 /// `relay doctor --json ARGS`: its exit code and its one document, whose
@@ -74,9 +74,15 @@ fn a_stopped_daemon_fails_with_relay_start_as_the_fix() {
 #[test]
 fn a_started_sandbox_without_a_model_is_all_in_order() {
     let relay = Relay::started();
+    // The tests' homes have no disclosure line (a warning): this one has
+    // relay's default, naming the operator.
+    relay.edit_config(|config| {
+        config["courtesy"]["disclosure"] = relay::config::DEFAULT_DISCLOSURE.into();
+        config["courtesy"]["operator_name"] = "Ana Pérez".into();
+    });
     let (code, report) = doctor(&relay, &[]);
     assert_eq!(code, 0);
-    for name in ["home", "config", "daemon", "channel", "disk", "clock"] {
+    for name in ["home", "config", "daemon", "channel", "courtesy", "disk", "clock"] {
         assert_eq!(check(&report, name)["status"], "ok", "{report:#}");
     }
     assert_eq!(check(&report, "model")["status"], "skipped");
@@ -120,6 +126,11 @@ fn messages_overdue_since_the_last_receipt_are_a_warning() {
 #[test]
 fn a_home_others_can_read_is_a_warning_naming_the_fix() {
     let relay = Relay::started();
+    // The only warning is the home's (the tests' homes have no disclosure line).
+    relay.edit_config(|config| {
+        config["courtesy"]["disclosure"] = relay::config::DEFAULT_DISCLOSURE.into();
+        config["courtesy"]["operator_name"] = "Ana Pérez".into();
+    });
     chmod_home(relay.path(), 0o750, 0o640);
     let (code, report) = doctor(&relay, &[]);
     assert_eq!(code, 0, "a warning alone does not fail");
@@ -230,4 +241,32 @@ fn no_control_character_from_config_or_paths_reaches_the_terminal() {
             Ok(())
         })
         .unwrap();
+}
+
+/// The courtesy check warns, each with its fix, where a contact is less
+/// protected than the defaults protect them: no disclosure line, or one
+/// that names no one; with both right it is in order.
+#[test]
+fn the_courtesy_check_warns_of_a_disclosure_that_is_off_or_names_no_one() {
+    let relay = Relay::sandbox();
+    let courtesy = |relay: &Relay| check(&doctor(relay, &["--offline"]).1, "courtesy").clone();
+    let off = courtesy(&relay);
+    assert_eq!(off["status"], "warning");
+    assert!(off["detail"].as_str().unwrap().contains("disclosure is off"), "{off}");
+    assert!(off["fix"].as_str().unwrap().contains("Article 50(1)"), "{off}");
+
+    relay.edit_config(|config| config["courtesy"]["disclosure"] = relay::config::DEFAULT_DISCLOSURE.into());
+    let nameless = courtesy(&relay);
+    assert_eq!(nameless["status"], "warning");
+    assert!(nameless["fix"].as_str().unwrap().contains("relay init --operator-name"), "{nameless}");
+
+    for wrong in ["Ana\u{1b}[31m", "Ana\nPérez", "  ", &"A".repeat(81)] {
+        let said = relay.fails(&["init", "--operator-name", wrong], 2);
+        assert!(said.contains("--operator-name "), "{wrong:?}: {said}");
+    }
+    assert_eq!(courtesy(&relay)["status"], "warning", "a refused name writes nothing");
+    relay.ok(&["init", "--operator-name", "Ana Pérez"]);
+    let fine = courtesy(&relay);
+    assert_eq!(fine["status"], "ok", "{fine}");
+    assert!(fine["detail"].as_str().unwrap().ends_with("the disclosure names Ana Pérez"), "{fine}");
 }

@@ -86,7 +86,8 @@ async fn a_conversation_waits_for_a_channel_that_cannot_send_and_goes_on_when_it
     let id = create(&w).await;
 
     let held = until(&w.engine, id, |i| i.channel_blocked.is_some()).await;
-    assert_eq!(held.state, State::Active);
+    // Not started: relay cannot even ask whether it may write first.
+    assert_eq!(held.state, State::Created);
     assert!(held.channel_blocked.unwrap().contains("logged this device out"));
     assert!(w.agent.kinds().is_empty(), "no turn runs while nothing can be sent");
 

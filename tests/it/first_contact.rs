@@ -19,9 +19,9 @@ use relay::util::BoxFuture;
 use uuid::Uuid;
 
 use crate::support::engine::{any_hour, start_engine_with, until};
-use crate::support::history_triggers;
 use crate::support::model::{outbox, sends_each_turn, with_model};
 use crate::support::test_agent::TestAgent;
+use crate::support::{Relay, history_triggers};
 use serde_json::json;
 
 fn utc(s: &str) -> DateTime<Utc> {
@@ -218,9 +218,14 @@ async fn the_daily_cap_holds_the_eleventh_first_contact() {
 #[test]
 fn the_sandbox_lock_holds_a_first_message_and_every_view_says_so_until_unlocked() {
     let (relay, _model) = with_model(sends_each_turn(|_| "Hello".into()));
-    for wrong in ["soon", "0s", "-2h"] {
+    for (wrong, says) in [
+        ("soon", "is not how long the lock lasts"),
+        ("-2h", "is not how long the lock lasts"),
+        ("0s", "more than 0s and at most 365d"),
+        ("100000000d", "more than 0s and at most 365d"),
+    ] {
         let said = relay.fails(&["sandbox", "lock", "--until", wrong], 2);
-        assert!(said.contains("how long the lock lasts"), "{wrong}: {said}");
+        assert!(said.contains(says), "{wrong}: {said}");
     }
     let locked = relay.json(&["sandbox", "lock", "--until", "2h"]);
     assert_eq!((&locked["locked"], &locked["reported"]), (&json!(true), &json!(true)));
@@ -265,4 +270,39 @@ fn an_unreported_lock_is_revealed_by_a_refused_first_message() {
     assert_eq!(refused[0]["send_status"], "failed");
     assert!(refused[0]["delivery_error"].as_str().unwrap().contains("error 463"), "{refused:?}");
     assert!(outbox(&relay).is_empty(), "nothing reached the contact");
+}
+
+/// Without a model the operator writes the first messages: one WhatsApp
+/// refuses (463) reveals the lock, and from then on relay tries no first
+/// message to a new contact, the operator's included: `relay send` is
+/// refused (exit 1) and changes nothing, and conversations not started
+/// wait for the lock's end.
+#[test]
+fn once_the_lock_is_known_the_operators_first_messages_are_not_tried_either() {
+    let relay = Relay::started();
+    relay.ok(&["sandbox", "lock", "--until", "2h", "--unreported"]);
+    let create = |contact: &str| {
+        relay
+            .ok(&["create", "--objective", "Confirm the delivery", "--contact", contact, "--todo", "day"])
+            .trim()
+            .to_string()
+    };
+    let (first, second) = (create("+56912340001"), create("+56912340002"));
+    relay.wait_for_state(&first, "NEEDS_HUMAN_INTERVENTION");
+    relay.wait_for_state(&second, "NEEDS_HUMAN_INTERVENTION");
+
+    relay.ok(&["send", &first, "Hi, this is Ana from Acme."]);
+    let held = relay.wait_for(&first, "the refusal", |i| i["waiting_for"] == "reach_out_lock");
+    assert_eq!(held["state"], "CREATED", "{held}");
+
+    let refused = relay.fails(&["send", &second, "Hi, this is Ana from Acme."], 1);
+    assert!(refused.contains("WhatsApp does not let this number write first to new contacts until"), "{refused}");
+    let unchanged = relay.get(&second);
+    assert_eq!(unchanged["state"], "NEEDS_HUMAN_INTERVENTION");
+    assert!(relay.transcript(&second).is_empty(), "nothing recorded, nothing sent");
+
+    let third = create("+56912340003");
+    let waiting = relay.wait_for(&third, "the lock", |i| i["waiting_for"] == "reach_out_lock");
+    assert_eq!(waiting["state"], "CREATED");
+    assert!(outbox(&relay).is_empty(), "nothing reached anyone");
 }

@@ -379,5 +379,8 @@ fn summary(card: &Scorecard) -> Result<(), CliError> {
     let t = &card.total;
     let checks = format!("{}/{}", t.checks_passed, t.checks);
     table.add_row(row("total", format!("{}/{}", t.passed, t.scenarios), checks, String::new(), &t.spent));
-    trial::show(&format!("\n{table}"))
+    trial::show(&format!(
+        "\n{table}\nQuiet hours, the daily cap on first contacts and the disclosure line are off in these trials: \
+         they run at any hour and rate the model's own words."
+    ))
 }

@@ -72,9 +72,14 @@ pub(super) async fn sandbox_lock(
     Body(request): Body<SandboxLockRequest>,
 ) -> ApiResult<Json<SandboxLockState>> {
     let sandbox = sandbox(&app)?;
-    let lasts = crate::duration::parse(&request.lasts).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+    // WhatsApp's locks last hours or days; a year bounds the simulated one.
+    const LONGEST: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+    let lasts = crate::duration::parse(&request.lasts).map_err(|_| {
         invalid(format!("'{}' is not how long the lock lasts: write it like 90s, 30m, 2h or 1d", request.lasts))
     })?;
+    if lasts.is_zero() || lasts > LONGEST {
+        return Err(invalid(format!("the lock must last more than 0s and at most 365d, not '{}'", request.lasts)));
+    }
     Ok(Json(sandbox.lock(lasts, !request.unreported).map_err(crate::engine::EngineError::Store)?))
 }
 

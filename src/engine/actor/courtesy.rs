@@ -36,9 +36,13 @@ impl Actor {
     /// holds, nor past the day's cap on first contacts.
     pub(super) fn first_message(&self, instance: &ConversationInstance) -> FirstMessage {
         // Without a model the turn sends nothing: it hands over at once,
-        // and the operator's own messages are theirs to send, at any hour.
+        // and the operator's own messages are theirs to send, at any hour,
+        // but for WhatsApp's lock on first messages, which would refuse them.
         if self.shared.agent.ready().is_err() {
-            return FirstMessage::Go { first_contact: false };
+            return match self.shared.locked_for(&self.contact) {
+                Some(until) => FirstMessage::Hold(WaitReason::ReachOutLock, until),
+                None => FirstMessage::Go { first_contact: false },
+            };
         }
         let now = crate::clock::now();
         let open = instance.contact_time.as_ref().map_or(now, |t| t.open_at(now));

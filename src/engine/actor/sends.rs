@@ -49,6 +49,27 @@ impl Actor {
             }
             return;
         }
+        // WhatsApp's reach-out lock, while relay knows it holds: a first
+        // message to a new contact would be refused (463), and each try
+        // makes the lock worse. Not tried, whoever writes it.
+        if let Some(until) = self.shared.locked_for(&self.contact) {
+            let reason = format!(
+                "WhatsApp does not let this number write first to new contacts until {} (its reach-out lock); \
+                 replies to contacts who wrote still go out, and relay asks WhatsApp again then",
+                until.format("%Y-%m-%d %H:%M UTC")
+            );
+            tracing::warn!(instance = %message.instance_id, "not sent: the reach-out lock holds first messages");
+            match waiter {
+                SendWaiter::Tool { reply, .. } => {
+                    let _ = reply.send(Err(ToolError(format!("not sent: {reason}; end your turn"))));
+                }
+                operator => operator.refuse(EngineError::Channel(ChannelError::Unavailable {
+                    channel: self.shared.channel.name(),
+                    reason,
+                })),
+            }
+            return;
+        }
         if let Err(error) = self.shared.store.append_message(&message) {
             tracing::error!(instance = %message.instance_id, %error, "cannot record a message before sending it; not sent");
             waiter.refuse(EngineError::Store(error));

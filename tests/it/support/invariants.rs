@@ -190,14 +190,21 @@ pub fn check_settled(theirs: &[&ConversationInstance], channel_ready: bool) -> C
     let queued = theirs.iter().find(|i| i.state == State::Queued);
     ensure!(holder.is_some() || queued.is_none(), "{:?} stays QUEUED behind a free contact", queued.map(|i| i.id));
     if let Some(h) = holder {
-        ensure!(h.state != State::Created, "{} stays CREATED", h.id);
+        // A first message waits only for something it says: quiet hours,
+        // WhatsApp's lock, the daily cap, or a channel that cannot even be
+        // asked about the lock.
+        ensure!(
+            h.state != State::Created || h.waiting_for.is_some() || (!channel_ready && h.channel_blocked.is_some()),
+            "{} stays CREATED",
+            h.id
+        );
         ensure!(
             h.state != State::WaitingForReply || h.unanswered_contact_messages == 0,
             "{} waits for a reply with {} unanswered",
             h.id,
             h.unanswered_contact_messages
         );
-        let needs_turn = matches!(h.state, State::Active | State::HeartbeatScheduled);
+        let needs_turn = matches!(h.state, State::Created | State::Active | State::HeartbeatScheduled);
         ensure!(
             !(needs_turn && channel_ready && h.channel_blocked.is_some()),
             "{} is {} waiting for a channel that is ready: {:?}",

@@ -10,15 +10,12 @@ use chrono::{DateTime, Utc};
 use relay::agent::{ConversationTools, ToolCall, Turn, TurnKind};
 use relay::api::{
     BudgetLimit, BudgetRequest, ConversationInstance, CreateInstanceRequest, EndedBy, HeartbeatOverrides, NewTodo,
-    Outcome, Role, State, TodoStatus, TokenUsage,
+    Outcome, State, TodoStatus, TokenUsage,
 };
-use relay::channel::SandboxChannel;
-use relay::contact::Contact;
 use relay::engine::Engine;
-use relay::home::Home;
 use relay::util::BoxFuture;
 
-use crate::support::engine::{any_hour, start_engine_with, until};
+use crate::support::engine::{SandboxWorld, any_hour, until};
 use crate::support::test_agent::TestAgent;
 
 const CONTACT: &str = "+56912345678";
@@ -66,51 +63,27 @@ fn agent() -> Arc<TestAgent> {
     }))
 }
 
-struct World {
-    _dir: tempfile::TempDir,
-    home: Home,
-    engine: Engine,
-    channel: Arc<SandboxChannel>,
-    agent: Arc<TestAgent>,
+/// The sandbox world with [`agent`], and nothing that depends on the hour.
+fn world() -> SandboxWorld {
+    SandboxWorld::start(agent(), any_hour())
 }
 
-impl World {
-    fn start() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::at(dir.path());
-        let channel = Arc::new(SandboxChannel::open(&home).unwrap());
-        let agent = agent();
-        let engine = start_engine_with(&home, channel.clone(), agent.clone(), any_hour());
-        World { _dir: dir, home, engine, channel, agent }
-    }
+/// What the agent wrote in conversation `id`.
+fn sent(w: &SandboxWorld, id: uuid::Uuid) -> Vec<String> {
+    w.agent_messages(id).into_iter().map(|m| m.content).collect()
+}
 
-    /// Stops the engine and starts another on the same home.
-    async fn restart(&mut self) {
-        self.engine.shutdown().await;
-        self.channel = Arc::new(SandboxChannel::open(&self.home).unwrap());
-        self.engine = start_engine_with(&self.home, self.channel.clone(), self.agent.clone(), any_hour());
-    }
-
-    async fn say(&self, contact: &str, text: &str) {
-        self.channel.say(Contact::parse(contact).unwrap(), text.into()).await;
-    }
-
-    fn sent(&self, id: uuid::Uuid) -> Vec<String> {
-        let transcript = self.engine.transcript(&id.to_string()).unwrap();
-        transcript.into_iter().filter(|m| m.role == Role::Agent).map(|m| m.content).collect()
-    }
-
-    async fn create(&self, contact: &str, budget: BudgetRequest) -> uuid::Uuid {
-        let request = CreateInstanceRequest {
-            objective: "Confirm the delivery".into(),
-            target_contact: contact.into(),
-            todos: vec![NewTodo { text: "delivery day".into() }, NewTodo { text: "time window".into() }],
-            heartbeat_config: Some(HeartbeatOverrides { interval_ms: Some(3_600_000), max_followups: Some(5) }),
-            budget: Some(budget),
-            ..Default::default()
-        };
-        self.engine.create(request).await.unwrap().id
-    }
+/// A conversation with `contact` under `budget`.
+async fn create(w: &SandboxWorld, contact: &str, budget: BudgetRequest) -> uuid::Uuid {
+    let request = CreateInstanceRequest {
+        objective: "Confirm the delivery".into(),
+        target_contact: contact.into(),
+        todos: vec![NewTodo { text: "delivery day".into() }, NewTodo { text: "time window".into() }],
+        heartbeat_config: Some(HeartbeatOverrides { interval_ms: Some(3_600_000), max_followups: Some(5) }),
+        budget: Some(budget),
+        ..Default::default()
+    };
+    w.engine.create(request).await.unwrap().id
 }
 
 async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> ConversationInstance {
@@ -125,10 +98,10 @@ fn triggers(instance: &ConversationInstance) -> Vec<&str> {
 /// would start a third turn, the conversation ends instead, naming the limit.
 #[tokio::test(start_paused = true)]
 async fn a_turn_budget_ends_the_conversation_instead_of_the_next_follow_up() {
-    let w = World::start();
-    let id = w.create(CONTACT, BudgetRequest { max_turns: Some(2), ..Default::default() }).await;
+    let w = world();
+    let id = create(&w, CONTACT, BudgetRequest { max_turns: Some(2), ..Default::default() }).await;
     let ended = until_state(&w.engine, id, State::Abandoned).await;
-    assert_eq!(w.sent(id), ["Hello", "Still there?"]);
+    assert_eq!(sent(&w, id), ["Hello", "Still there?"]);
     assert_eq!((ended.ended_by, ended.outcome), (Some(EndedBy::Budget), Some(Outcome::Failed)));
     assert_eq!(ended.summary.as_deref(), Some("The conversation reached its budget of 2 turns."));
     assert_eq!((ended.budget.reached, ended.turns_taken), (Some(BudgetLimit::MaxTurns), 2));
@@ -142,14 +115,14 @@ async fn a_turn_budget_ends_the_conversation_instead_of_the_next_follow_up() {
 /// (the Main Agent sees it), not answered; the todos done make the outcome.
 #[tokio::test(start_paused = true)]
 async fn a_reply_past_the_turn_budget_is_recorded_but_not_answered() {
-    let w = World::start();
-    let id = w.create(CONTACT, BudgetRequest { max_turns: Some(2), ..Default::default() }).await;
+    let w = world();
+    let id = create(&w, CONTACT, BudgetRequest { max_turns: Some(2), ..Default::default() }).await;
     until_state(&w.engine, id, State::WaitingForReply).await;
     w.say(CONTACT, "Friday").await;
     until(&w.engine, id, |i| i.state == State::WaitingForReply && i.turns_taken == 2).await;
     w.say(CONTACT, "in the morning").await;
     let ended = until_state(&w.engine, id, State::Abandoned).await;
-    assert_eq!(w.sent(id), ["Hello", "Noted"]);
+    assert_eq!(sent(&w, id), ["Hello", "Noted"]);
     assert_eq!((ended.ended_by, ended.outcome), (Some(EndedBy::Budget), Some(Outcome::PartiallyAchieved)));
     assert_eq!(ended.last_contact_message.unwrap().untrusted_contact_text, "in the morning");
     assert_eq!(ended.history.last().unwrap().from_state, Some(State::WaitingForAgent));
@@ -159,10 +132,10 @@ async fn a_reply_past_the_turn_budget_is_recorded_but_not_answered() {
 /// were left), the third does not; the reason says how many were used.
 #[tokio::test(start_paused = true)]
 async fn a_token_budget_ends_the_conversation_before_the_next_turn() {
-    let w = World::start();
-    let id = w.create(CONTACT, BudgetRequest { max_tokens: Some(200), ..Default::default() }).await;
+    let w = world();
+    let id = create(&w, CONTACT, BudgetRequest { max_tokens: Some(200), ..Default::default() }).await;
     let ended = until_state(&w.engine, id, State::Abandoned).await;
-    assert_eq!(w.sent(id), ["Hello", "Still there?"]);
+    assert_eq!(sent(&w, id), ["Hello", "Still there?"]);
     assert_eq!(ended.ended_by, Some(EndedBy::Budget));
     assert_eq!(ended.budget.reached, Some(BudgetLimit::MaxTokens));
     assert_eq!(ended.summary.as_deref(), Some("The conversation reached its budget of 200 tokens (300 used)."));
@@ -173,8 +146,8 @@ async fn a_token_budget_ends_the_conversation_before_the_next_turn() {
 /// conversation ends instead of running it.
 #[tokio::test(start_paused = true)]
 async fn an_answer_past_the_turn_budget_ends_the_conversation_instead_of_a_turn() {
-    let w = World::start();
-    let id = w.create(CONTACT, BudgetRequest { max_turns: Some(2), ..Default::default() }).await;
+    let w = world();
+    let id = create(&w, CONTACT, BudgetRequest { max_turns: Some(2), ..Default::default() }).await;
     until_state(&w.engine, id, State::WaitingForReply).await;
     w.say(CONTACT, "ask someone").await;
     until_state(&w.engine, id, State::NeedsHumanIntervention).await;
@@ -186,7 +159,7 @@ async fn an_answer_past_the_turn_budget_ends_the_conversation_instead_of_a_turn(
     assert_eq!(ended.ended_by, Some(EndedBy::Budget));
     assert_eq!(triggers(&ended).last(), Some(&"budget_exhausted"));
     assert_eq!(w.agent.turns.lock().unwrap().len(), 2, "the answer's turn never ran");
-    assert_eq!(w.sent(id), ["Hello"]);
+    assert_eq!(sent(&w, id), ["Hello"]);
 }
 
 /// `--expires-in 3d` on a conversation waiting for a reply (follow-ups a
@@ -194,7 +167,7 @@ async fn an_answer_past_the_turn_budget_ends_the_conversation_instead_of_a_turn(
 #[tokio::test(start_paused = true)]
 async fn a_deadline_ends_a_waiting_conversation_at_its_instant_even_across_a_restart() {
     relay::clock::pretend(utc("2026-01-15T12:00:00Z"));
-    let mut w = World::start();
+    let mut w = world();
     let request = CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: CONTACT.into(),
@@ -219,7 +192,7 @@ async fn a_deadline_ends_a_waiting_conversation_at_its_instant_even_across_a_res
     assert_eq!((ended.ended_by, ended.budget.reached), (Some(EndedBy::Expired), Some(BudgetLimit::ExpiresAt)));
     assert_eq!(ended.outcome, Some(Outcome::Failed));
     assert_eq!(ended.summary.as_deref(), Some("The conversation reached its deadline (2026-01-18T12:00:00Z)."));
-    assert_eq!(w.sent(id), ["Hello"]);
+    assert_eq!(sent(&w, id), ["Hello"]);
 }
 
 /// A deadline ends a conversation wherever it is: QUEUED behind another,
@@ -231,14 +204,14 @@ async fn a_deadline_ends_a_queued_a_paused_and_a_waiting_for_you_conversation() 
     let hours = |h: u64| BudgetRequest { expires_in_ms: Some(h * 3_600_000), ..Default::default() };
     // relay's wall clock moves with tokio's paused one: deadlines are wall-clock instants.
     relay::clock::pretend(utc("2026-01-15T12:00:00Z"));
-    let w = World::start();
-    let live = w.create(CONTACT, BudgetRequest::default()).await;
-    let queued = w.create(CONTACT, hours(1)).await;
+    let w = world();
+    let live = create(&w, CONTACT, BudgetRequest::default()).await;
+    let queued = create(&w, CONTACT, hours(1)).await;
     assert_eq!(w.engine.get(&queued.to_string()).unwrap().state, State::Queued);
-    let paused = w.create(PAUSED, hours(2)).await;
+    let paused = create(&w, PAUSED, hours(2)).await;
     until_state(&w.engine, paused, State::WaitingForReply).await;
     w.engine.pause(&paused.to_string()).await.unwrap();
-    let needs_you = w.create(NEEDS_YOU, hours(3)).await;
+    let needs_you = create(&w, NEEDS_YOU, hours(3)).await;
     until_state(&w.engine, needs_you, State::WaitingForReply).await;
     w.say(NEEDS_YOU, "ask someone").await;
     until_state(&w.engine, needs_you, State::NeedsHumanIntervention).await;
@@ -250,7 +223,7 @@ async fn a_deadline_ends_a_queued_a_paused_and_a_waiting_for_you_conversation() 
         assert_eq!(last.timestamp, ended.budget.expires_at.unwrap(), "{from}");
         assert_eq!(ended.ended_by, Some(EndedBy::Expired));
     }
-    assert_eq!(w.sent(queued), Vec::<String>::new(), "the queued one never wrote");
+    assert_eq!(sent(&w, queued), Vec::<String>::new(), "the queued one never wrote");
     let live = w.engine.get(&live.to_string()).unwrap();
     assert!(!live.state.is_terminal() && live.budget.reached.is_none(), "{:?}", live.state);
 }

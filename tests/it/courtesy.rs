@@ -9,8 +9,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use relay::agent::{ConversationTools, ToolCall, Turn, TurnKind};
 use relay::api::{
-    ConversationInstance, CreateInstanceRequest, EndedBy, HeartbeatOverrides, NewTodo, Outcome, Role, State,
-    WaitReason, ZoneSource,
+    ConversationInstance, CreateInstanceRequest, EndedBy, HeartbeatOverrides, NewTodo, Outcome, State, WaitReason,
+    ZoneSource,
 };
 use relay::channel::SandboxChannel;
 use relay::contact::Contact;
@@ -18,7 +18,7 @@ use relay::engine::{Engine, EngineError, Settings};
 use relay::home::Home;
 use relay::util::BoxFuture;
 
-use crate::support::engine::{any_hour, start_engine_with, until};
+use crate::support::engine::{SandboxWorld, any_hour, polite_agent, start_engine_with, until};
 use crate::support::test_agent::TestAgent;
 
 const CONTACT: &str = "+56912345678";
@@ -34,56 +34,9 @@ fn quiet_nights() -> Settings {
     settings
 }
 
-/// An agent that writes "Hello" first, answers every reply with "Noted"
-/// and every follow-up with "Still there?".
-fn polite_agent() -> Arc<TestAgent> {
-    Arc::new(TestAgent::new(|turn: Turn, tools: ConversationTools| -> BoxFuture<'static, _> {
-        Box::pin(async move {
-            let text = match turn.kind {
-                TurnKind::FirstMessage => "Hello",
-                TurnKind::FollowUp { .. } => "Still there?",
-                _ => "Noted",
-            };
-            tools.call(ToolCall::SendMessage { text: text.into() }).await.unwrap();
-            Ok(())
-        })
-    }))
-}
-
-struct World {
-    _dir: tempfile::TempDir,
-    home: Home,
-    engine: Engine,
-    channel: Arc<SandboxChannel>,
-    agent: Arc<TestAgent>,
-    settings: Settings,
-}
-
-impl World {
-    fn start(settings: Settings) -> World {
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::at(dir.path());
-        let channel = Arc::new(SandboxChannel::open(&home).unwrap());
-        let agent = polite_agent();
-        let engine = start_engine_with(&home, channel.clone(), agent.clone(), settings.clone());
-        World { _dir: dir, home, engine, channel, agent, settings }
-    }
-
-    /// Stops the engine and starts another on the same home.
-    async fn restart(&mut self) {
-        self.engine.shutdown().await;
-        self.channel = Arc::new(SandboxChannel::open(&self.home).unwrap());
-        self.engine = start_engine_with(&self.home, self.channel.clone(), self.agent.clone(), self.settings.clone());
-    }
-
-    async fn say(&self, text: &str) {
-        self.channel.say(Contact::parse(CONTACT).unwrap(), text.into()).await;
-    }
-
-    fn sent(&self, id: uuid::Uuid) -> Vec<(String, DateTime<Utc>)> {
-        let transcript = self.engine.transcript(&id.to_string()).unwrap();
-        transcript.into_iter().filter(|m| m.role == Role::Agent).map(|m| (m.content, m.timestamp)).collect()
-    }
+/// The agent's messages in `id`: what it wrote, and when.
+fn sent_by_agent(w: &SandboxWorld, id: uuid::Uuid) -> Vec<(String, DateTime<Utc>)> {
+    w.agent_messages(id).into_iter().map(|m| (m.content, m.timestamp)).collect()
 }
 
 fn request(interval: Duration) -> CreateInstanceRequest {
@@ -110,7 +63,7 @@ async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> Conversat
 #[tokio::test(start_paused = true)]
 async fn a_first_message_created_at_23_00_contact_time_goes_out_at_09_00_even_across_a_restart() {
     relay::clock::pretend(utc("2026-01-15T02:00:00Z"));
-    let mut w = World::start(quiet_nights());
+    let mut w = SandboxWorld::start(polite_agent(), quiet_nights());
     let id = w.engine.create(request(Duration::from_secs(24 * 3600))).await.unwrap().id;
     let held = until(&w.engine, id, |i| i.waiting_for.is_some()).await;
     assert_eq!(held.state, State::Created);
@@ -118,11 +71,11 @@ async fn a_first_message_created_at_23_00_contact_time_goes_out_at_09_00_even_ac
     assert_eq!(held.next_send_at, Some(utc("2026-01-15T12:00:00Z")));
     let zone = held.contact_time.as_ref().unwrap();
     assert_eq!((zone.time_zone.as_str(), zone.zone_source), ("America/Santiago", ZoneSource::Given));
-    assert!(w.sent(id).is_empty());
+    assert!(sent_by_agent(&w, id).is_empty());
 
     w.restart().await;
     let waiting = until_state(&w.engine, id, State::WaitingForReply).await;
-    let sent = w.sent(id);
+    let sent = sent_by_agent(&w, id);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert!(sent[0].1 >= utc("2026-01-15T12:00:00Z") && sent[0].1 < utc("2026-01-15T12:01:00Z"), "{sent:?}");
     assert_eq!((waiting.waiting_for, waiting.next_send_at), (None, None));
@@ -134,13 +87,13 @@ async fn a_first_message_created_at_23_00_contact_time_goes_out_at_09_00_even_ac
 async fn a_follow_up_due_at_02_00_moves_to_09_00_but_a_reply_at_02_00_goes_out() {
     // 20:00 in Santiago: not quiet; the follow-up is due six hours later.
     relay::clock::pretend(utc("2026-01-15T23:00:00Z"));
-    let w = World::start(quiet_nights());
+    let w = SandboxWorld::start(polite_agent(), quiet_nights());
     let id = w.engine.create(request(Duration::from_secs(6 * 3600))).await.unwrap().id;
     let waiting = until_state(&w.engine, id, State::WaitingForReply).await;
     assert_eq!(waiting.next_heartbeat_at, Some(utc("2026-01-16T12:00:00Z")), "02:00 moved to 09:00");
     assert_eq!(waiting.waiting_for, Some(WaitReason::QuietHours));
     let followed = until(&w.engine, id, |i| i.follow_up_count == 1).await;
-    let sent = w.sent(id);
+    let sent = sent_by_agent(&w, id);
     assert_eq!(sent[1].0, "Still there?");
     assert!(sent[1].1 >= utc("2026-01-16T12:00:00Z"), "{sent:?}");
     assert_eq!(followed.state, State::WaitingForReply);
@@ -148,9 +101,9 @@ async fn a_follow_up_due_at_02_00_moves_to_09_00_but_a_reply_at_02_00_goes_out()
     // 02:00 the next night, the contact writes: the reply is not held.
     tokio::time::sleep(Duration::from_secs(14 * 3600)).await;
     let night = relay::clock::now();
-    w.say("Friday works").await;
+    w.say(CONTACT, "Friday works").await;
     until(&w.engine, id, |i| i.state == State::WaitingForReply && i.last_contact_message.is_some()).await;
-    let sent = w.sent(id);
+    let sent = sent_by_agent(&w, id);
     let reply = sent.last().unwrap();
     assert_eq!(reply.0, "Noted");
     assert!(reply.1 - night < chrono::Duration::minutes(1), "the reply waited: {sent:?}");
@@ -162,7 +115,7 @@ async fn a_follow_up_due_at_02_00_moves_to_09_00_but_a_reply_at_02_00_goes_out()
 async fn a_number_whose_country_keeps_several_times_uses_the_default_zone_and_says_so() {
     let mut settings = any_hour();
     settings.courtesy.default_tz = "America/Punta_Arenas".into();
-    let w = World::start(settings);
+    let w = SandboxWorld::start(polite_agent(), settings);
     let request = CreateInstanceRequest { time_zone: None, ..request(Duration::from_secs(3600)) };
     let id = w.engine.create(request).await.unwrap().id;
     let zone = w.engine.get(&id.to_string()).unwrap().contact_time.unwrap();
@@ -181,22 +134,22 @@ fn request_for(contact: &str) -> CreateInstanceRequest {
 /// Friday" is a sentence, not an opt-out.
 #[tokio::test(start_paused = true)]
 async fn stop_ends_every_conversation_with_the_contact_and_the_number_is_not_written_to_again() {
-    let w = World::start(any_hour());
+    let w = SandboxWorld::start(polite_agent(), any_hour());
     let id = w.engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
     let queued = w.engine.create(request(Duration::from_secs(3600))).await.unwrap();
     assert_eq!(queued.state, State::Queued);
     until_state(&w.engine, id, State::WaitingForReply).await;
 
-    w.say("stop the delivery on Friday").await;
+    w.say(CONTACT, "stop the delivery on Friday").await;
     let answered = until(&w.engine, id, |i| i.state == State::WaitingForReply && i.last_contact_message.is_some());
     assert_eq!(answered.await.outcome, None, "a sentence with 'stop' in it is not an opt-out");
 
-    w.say("STOP").await;
+    w.say(CONTACT, "STOP").await;
     let ended = until_state(&w.engine, id, State::Abandoned).await;
     assert_eq!((ended.outcome, ended.ended_by), (Some(Outcome::OptedOut), Some(EndedBy::Contact)));
     let behind = until_state(&w.engine, queued.id, State::Abandoned).await;
     assert_eq!(behind.outcome, Some(Outcome::OptedOut));
-    let sent_before = w.sent(id).len();
+    let sent_before = sent_by_agent(&w, id).len();
 
     let refused = w.engine.create(request(Duration::from_secs(3600))).await.unwrap_err();
     assert!(matches!(refused, EngineError::OptedOut(_)), "{refused}");
@@ -212,7 +165,7 @@ async fn stop_ends_every_conversation_with_the_contact_and_the_number_is_not_wri
     let started = until_state(&w.engine, again, State::WaitingForReply).await;
     assert_eq!(started.opt_out_override.as_deref(), Some("they phoned and asked us to write"));
     assert_eq!(w.engine.opt_outs()[0].overrides[0].instance_id, again);
-    assert_eq!(w.sent(id).len(), sent_before, "nothing more in the ended conversation");
+    assert_eq!(sent_by_agent(&w, id).len(), sent_before, "nothing more in the ended conversation");
 }
 
 /// The agent's own `contact_opted_out` does what "STOP" does.
@@ -247,10 +200,10 @@ async fn the_first_message_carries_the_disclosure_and_later_ones_do_not() {
     let mut settings = any_hour();
     settings.courtesy.disclosure = relay::config::DEFAULT_DISCLOSURE.into();
     settings.courtesy.operator_name = Some("Ana Pérez".into());
-    let w = World::start(settings);
+    let w = SandboxWorld::start(polite_agent(), settings);
     let id = w.engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
     until_state(&w.engine, id, State::WaitingForReply).await;
-    w.say("Friday").await;
+    w.say(CONTACT, "Friday").await;
     until(&w.engine, id, |i| i.state == State::WaitingForReply && i.last_contact_message.is_some()).await;
     let texts: Vec<String> = w.channel.outbox(None).into_iter().map(|e| e.text).collect();
     assert_eq!(

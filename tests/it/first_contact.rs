@@ -5,22 +5,14 @@
 //! with the sandbox simulating the lock. Quiet hours are off here (they are
 //! not what these tests are about); the cap is set where a test needs it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use relay::agent::{ConversationTools, ToolCall, Turn, TurnKind};
-use relay::api::{CreateInstanceRequest, NewTodo, Role, SendStatus, State, WaitReason};
-use relay::channel::SandboxChannel;
-use relay::contact::Contact;
-use relay::engine::{Engine, Settings};
-use relay::home::Home;
-use relay::util::BoxFuture;
+use relay::api::{CreateInstanceRequest, NewTodo, SendStatus, State, WaitReason};
 use uuid::Uuid;
 
-use crate::support::engine::{any_hour, start_engine_with, until};
+use crate::support::engine::{SandboxWorld, any_hour, polite_agent, until};
 use crate::support::model::{outbox, sends_each_turn, with_model};
-use crate::support::test_agent::TestAgent;
 use crate::support::{Relay, history_triggers};
 use serde_json::json;
 
@@ -32,71 +24,21 @@ fn number(n: u32) -> String {
     format!("+5691234{n:04}")
 }
 
-/// Writes "Hello" first, "Noted" to every reply, "Still there?" to follow up.
-fn polite_agent() -> Arc<TestAgent> {
-    Arc::new(TestAgent::new(|turn: Turn, tools: ConversationTools| -> BoxFuture<'static, _> {
-        Box::pin(async move {
-            let text = match turn.kind {
-                TurnKind::FirstMessage => "Hello",
-                TurnKind::FollowUp { .. } => "Still there?",
-                _ => "Noted",
-            };
-            tools.call(ToolCall::SendMessage { text: text.into() }).await.unwrap();
-            Ok(())
-        })
-    }))
+/// The sandbox world, and a conversation about the delivery with `contact`.
+async fn create(w: &SandboxWorld, contact: &str) -> Uuid {
+    let request = CreateInstanceRequest {
+        objective: "Confirm the delivery".into(),
+        target_contact: contact.into(),
+        todos: vec![NewTodo { text: "delivery day".into() }],
+        time_zone: Some("America/Santiago".into()),
+        ..Default::default()
+    };
+    w.engine.create(request).await.unwrap().id
 }
 
-struct World {
-    _dir: tempfile::TempDir,
-    home: Home,
-    engine: Engine,
-    channel: Arc<SandboxChannel>,
-    agent: Arc<TestAgent>,
-    settings: Settings,
-}
-
-impl World {
-    fn start(settings: Settings) -> World {
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::at(dir.path());
-        let channel = Arc::new(SandboxChannel::open(&home).unwrap());
-        let agent = polite_agent();
-        let engine = start_engine_with(&home, channel.clone(), agent.clone(), settings.clone());
-        World { _dir: dir, home, engine, channel, agent, settings }
-    }
-
-    async fn restart(&mut self) {
-        self.engine.shutdown().await;
-        self.channel = Arc::new(SandboxChannel::open(&self.home).unwrap());
-        self.engine = start_engine_with(&self.home, self.channel.clone(), self.agent.clone(), self.settings.clone());
-    }
-
-    async fn create(&self, contact: &str) -> Uuid {
-        let request = CreateInstanceRequest {
-            objective: "Confirm the delivery".into(),
-            target_contact: contact.into(),
-            todos: vec![NewTodo { text: "delivery day".into() }],
-            time_zone: Some("America/Santiago".into()),
-            ..Default::default()
-        };
-        self.engine.create(request).await.unwrap().id
-    }
-
-    async fn say(&self, contact: &str, text: &str) {
-        self.channel.say(Contact::parse(contact).unwrap(), text.into()).await;
-    }
-
-    /// The agent's messages in conversation `id`: (text, status).
-    fn agent_said(&self, id: Uuid) -> Vec<(String, Option<SendStatus>)> {
-        let transcript = self.engine.transcript(&id.to_string()).unwrap();
-        transcript.into_iter().filter(|m| m.role == Role::Agent).map(|m| (m.content, m.send_status)).collect()
-    }
-
-    /// What reached the contact's phone.
-    fn received(&self, contact: &str) -> Vec<String> {
-        self.channel.outbox(Some(&Contact::parse(contact).unwrap())).into_iter().map(|e| e.text).collect()
-    }
+/// The agent's messages in `id`: what it wrote, and what became of it.
+fn agent_said(w: &SandboxWorld, id: Uuid) -> Vec<(String, Option<SendStatus>)> {
+    w.agent_messages(id).into_iter().map(|m| (m.content, m.send_status)).collect()
 }
 
 /// The lock WhatsApp reports holds the first message to a new contact until
@@ -105,14 +47,14 @@ impl World {
 #[tokio::test(start_paused = true)]
 async fn a_reach_out_lock_holds_first_messages_to_new_contacts_not_replies_until_it_ends() {
     relay::clock::pretend(utc("2026-03-10T15:00:00Z"));
-    let mut w = World::start(any_hour());
+    let mut w = SandboxWorld::start(polite_agent(), any_hour());
     let (known, new) = (number(1), number(2));
-    let running = w.create(&known).await;
+    let running = create(&w, &known).await;
     until(&w.engine, running, |i| i.state == State::WaitingForReply).await;
 
     let lock = w.channel.lock(Duration::from_secs(2 * 3600), true).unwrap();
     let ends = lock.until.unwrap();
-    let held = w.create(&new).await;
+    let held = create(&w, &new).await;
     let waiting = until(&w.engine, held, |i| i.waiting_for.is_some()).await;
     assert_eq!((waiting.state, waiting.waiting_for), (State::Created, Some(WaitReason::ReachOutLock)));
     assert_eq!(waiting.next_send_at, Some(ends));
@@ -145,20 +87,20 @@ async fn a_first_message_refused_with_463_holds_every_first_contact_and_goes_out
     relay::clock::pretend(utc("2026-03-10T15:00:00Z"));
     let mut settings = any_hour();
     settings.courtesy.disclosure = "This is an assistant.".into();
-    let w = World::start(settings);
+    let w = SandboxWorld::start(polite_agent(), settings);
     w.channel.lock(Duration::from_secs(150 * 60), false).unwrap();
-    let first = w.create(&number(1)).await;
+    let first = create(&w, &number(1)).await;
     let refused = until(&w.engine, first, |i| i.waiting_for == Some(WaitReason::ReachOutLock)).await;
     assert_eq!(refused.state, State::Created);
     assert_eq!(refused.history.last().unwrap().trigger, "first_message_refused");
     assert_eq!(refused.next_send_at, Some(utc("2026-03-10T16:00:00Z")), "asked again an hour later");
-    assert_eq!(w.agent_said(first), [("This is an assistant.\n\nHello".to_string(), Some(SendStatus::Failed))]);
+    assert_eq!(agent_said(&w, first), [("This is an assistant.\n\nHello".to_string(), Some(SendStatus::Failed))]);
 
     // Another new contact waits for the same lock, without trying.
-    let second = w.create(&number(2)).await;
+    let second = create(&w, &number(2)).await;
     let held = until(&w.engine, second, |i| i.waiting_for.is_some()).await;
     assert_eq!(held.waiting_for, Some(WaitReason::ReachOutLock));
-    assert!(w.agent_said(second).is_empty());
+    assert!(agent_said(&w, second).is_empty());
 
     // 16:00: still locked, but unreported. One of the two tries, and is
     // refused: both wait two hours more. 18:00: the lock ended at 17:30;
@@ -169,7 +111,7 @@ async fn a_first_message_refused_with_463_holds_every_first_contact_and_goes_out
     assert!(relay::clock::now() >= utc("2026-03-10T18:00:00Z"));
     let refused: usize = [first, second]
         .iter()
-        .map(|id| w.agent_said(*id).iter().filter(|(_, status)| *status == Some(SendStatus::Failed)).count())
+        .map(|id| agent_said(&w, *id).iter().filter(|(_, status)| *status == Some(SendStatus::Failed)).count())
         .sum();
     assert_eq!(refused, 2, "at 15:00 and at 16:00, one at a time");
     assert_eq!(w.received(&number(1)), ["This is an assistant.\n\nHello"], "the disclosure goes with it");
@@ -185,15 +127,15 @@ async fn the_daily_cap_holds_the_eleventh_first_contact() {
     relay::clock::pretend(utc("2026-03-10T15:00:00Z"));
     let mut settings = any_hour();
     settings.courtesy.max_new_contacts_per_day = 10;
-    let w = World::start(settings);
+    let w = SandboxWorld::start(polite_agent(), settings);
     let start = relay::clock::now();
     let mut ids = Vec::new();
     for n in 1..=10 {
-        let id = w.create(&number(n)).await;
+        let id = create(&w, &number(n)).await;
         until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
         ids.push(id);
     }
-    let eleventh = w.create(&number(11)).await;
+    let eleventh = create(&w, &number(11)).await;
     let held = until(&w.engine, eleventh, |i| i.waiting_for.is_some()).await;
     assert_eq!((held.state, held.waiting_for), (State::Created, Some(WaitReason::NewContactCap)));
     let frees = held.next_send_at.unwrap();
@@ -202,7 +144,7 @@ async fn the_daily_cap_holds_the_eleventh_first_contact() {
 
     // Someone who wrote in before is not new: not held by the cap.
     w.say(&number(50), "hi, is this the shop?").await;
-    let known = w.create(&number(50)).await;
+    let known = create(&w, &number(50)).await;
     until(&w.engine, known, |i| i.state == State::WaitingForReply).await;
     assert_eq!(w.engine.first_contact_status().started_last_24h, 10);
 

@@ -72,3 +72,66 @@ pub async fn until(
             .unwrap();
     }
 }
+
+/// An engine on the sandbox channel whose home outlives it, for the tests of
+/// what relay enforces whatever the agent does (courtesy, first contact,
+/// budgets): they restart it, play contacts, and read what was sent.
+pub struct SandboxWorld {
+    _dir: tempfile::TempDir,
+    pub home: Home,
+    pub engine: Engine,
+    pub channel: Arc<relay::channel::SandboxChannel>,
+    pub agent: Arc<TestAgent>,
+    pub settings: Settings,
+}
+
+impl SandboxWorld {
+    pub fn start(agent: Arc<TestAgent>, settings: Settings) -> SandboxWorld {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let channel = Arc::new(relay::channel::SandboxChannel::open(&home).unwrap());
+        let engine = start_engine_with(&home, channel.clone(), agent.clone(), settings.clone());
+        SandboxWorld { _dir: dir, home, engine, channel, agent, settings }
+    }
+
+    /// Stops the engine and starts another on the same home.
+    pub async fn restart(&mut self) {
+        self.engine.shutdown().await;
+        self.channel = Arc::new(relay::channel::SandboxChannel::open(&self.home).unwrap());
+        self.engine = start_engine_with(&self.home, self.channel.clone(), self.agent.clone(), self.settings.clone());
+    }
+
+    /// `contact` writes, as over WhatsApp.
+    pub async fn say(&self, contact: &str, text: &str) {
+        self.channel.say(relay::contact::Contact::parse(contact).unwrap(), text.into()).await;
+    }
+
+    /// The agent's messages in conversation `id`, oldest first, as recorded.
+    pub fn agent_messages(&self, id: uuid::Uuid) -> Vec<relay::api::TranscriptMessage> {
+        let transcript = self.engine.transcript(&id.to_string()).unwrap();
+        transcript.into_iter().filter(|m| m.role == relay::api::Role::Agent).collect()
+    }
+
+    /// What reached `contact`'s phone.
+    pub fn received(&self, contact: &str) -> Vec<String> {
+        let contact = relay::contact::Contact::parse(contact).unwrap();
+        self.channel.outbox(Some(&contact)).into_iter().map(|e| e.text).collect()
+    }
+}
+
+/// An agent that writes "Hello" first, answers every reply with "Noted" and
+/// every follow-up with "Still there?".
+pub fn polite_agent() -> Arc<TestAgent> {
+    use relay::agent::{ConversationTools, ToolCall, Turn, TurnKind};
+    Arc::new(TestAgent::new(|turn: Turn, tools: ConversationTools| -> relay::util::BoxFuture<'static, _> {
+        Box::pin(async move {
+            let text = match turn.kind {
+                TurnKind::FirstMessage => "Hello",
+                TurnKind::FollowUp { .. } => "Still there?",
+                _ => "Noted",
+            };
+            tools.call(ToolCall::SendMessage { text: text.into() }).await.unwrap();
+            Ok(())
+        })
+    }))
+}

@@ -167,7 +167,7 @@ fn check_courtesy(config: &Result<Config, ConfigError>, status: Option<&DaemonSt
     {
         let waiting = status.first_contact.waiting.get(&WaitReason::ReachOutLock).copied().unwrap_or(0);
         found.push((
-            format!("{}; {} to new contacts wait", lock.describe(), output::count(waiting as u64, "first message")),
+            format!("{}; conversations waiting for it: {waiting}", lock.describe()),
             "nothing to force: relay asks WhatsApp again when it ends, and replies still go out; write first to \
              fewer people a day (courtesy.max_new_contacts_per_day)",
         ));

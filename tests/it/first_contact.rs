@@ -183,7 +183,7 @@ fn the_sandbox_lock_holds_a_first_message_and_every_view_says_so_until_unlocked(
     let doctor = relay.json(&["doctor", "--offline"]);
     let courtesy = doctor["checks"].as_array().unwrap().iter().find(|c| c["name"] == "courtesy").unwrap().clone();
     assert_eq!(courtesy["status"], "warning", "{courtesy}");
-    assert!(courtesy["detail"].as_str().unwrap().contains("1 first message to new contacts wait"), "{courtesy}");
+    assert!(courtesy["detail"].as_str().unwrap().contains("conversations waiting for it: 1"), "{courtesy}");
     assert!(outbox(&relay).is_empty());
 
     let unlocked = relay.json(&["sandbox", "unlock"]);

@@ -1,7 +1,5 @@
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    match relay::cli::Cli::try_parse() {
+    match relay::cli::parse() {
         Ok(cli) => relay::cli::main(cli),
         Err(error) => relay::cli::argument_error(error),
     }

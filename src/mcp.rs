@@ -393,7 +393,7 @@ impl RelayTools {
         let request = CreateInstanceRequest {
             objective: args.objective,
             target_contact: args.contact,
-            todos: args.todos.into_iter().map(|text| NewTodo { text }).collect(),
+            todos: args.todos.into_iter().map(NewTodo::new).collect(),
             heartbeat_config,
             time_zone: args.time_zone,
             quiet_hours: args.quiet_hours,

@@ -21,6 +21,8 @@ pub enum ToolCall {
         status: TodoStatus,
         /// What was learned (the todo's `answer`); None keeps the old one.
         answer: Option<String>,
+        /// The answer as a typed value, for a todo with an `answer_schema`.
+        value: Option<serde_json::Value>,
     },
     EndConversation {
         reason: String,

@@ -50,6 +50,14 @@ pub struct TodoItem {
     /// agent was answering when it marked the todo.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answer_message_ids: Vec<Uuid>,
+    /// What the answer is, as the creator asked (see `AnswerSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_schema: Option<super::AnswerSchema>,
+    /// The answer as a typed JSON value that fits `answer_schema`, once the
+    /// todo is completed with one (a date "2026-11-27", true, 3, "morning").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub value: Option<serde_json::Value>,
 }
 
 /// How a conversation ended.

@@ -5,6 +5,7 @@
 //! One file per resource; everything is re-exported here, so callers name
 //! `api::ConversationInstance`, never the file it lives in.
 
+mod answer;
 mod conversation;
 mod daemon;
 mod error;
@@ -16,6 +17,7 @@ mod sandbox;
 mod transcript;
 mod webhooks;
 
+pub use answer::*;
 pub use conversation::*;
 pub use daemon::*;
 pub use error::*;

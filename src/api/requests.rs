@@ -11,6 +11,17 @@ use crate::fsm::State;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct NewTodo {
     pub text: String,
+    /// What the answer is, when the caller wants a typed `value` back (a
+    /// small JSON Schema: see `AnswerSchema`); absent, the answer is words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_schema: Option<super::AnswerSchema>,
+}
+
+impl NewTodo {
+    /// A todo whose answer is words.
+    pub fn new(text: impl Into<String>) -> NewTodo {
+        NewTodo { text: text.into(), answer_schema: None }
+    }
 }
 
 /// Optional overrides of the heartbeat defaults.

@@ -6,7 +6,7 @@ use super::output::say;
 use super::{CliError, Context, output};
 use chrono::{DateTime, Utc};
 
-use crate::api::{BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewTodo};
+use crate::api::{AnswerSchema, BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewTodo};
 use crate::template::Templates;
 
 #[derive(Debug, clap::Args)]
@@ -20,6 +20,15 @@ pub struct Args {
     /// One thing to get done; repeat for several (ids 1, 2, ... in this order).
     #[arg(long = "todo", required_unless_present = "template", conflicts_with = "template")]
     pub todos: Vec<String>,
+    /// What the answer to the --todo just before is, for a typed `value` in
+    /// the report: yes-no, date, time, date-time, email, number, integer,
+    /// text, choice:a|b|c, or a JSON schema ({"type": "integer", "minimum": 1}).
+    #[arg(long = "answer", value_name = "KIND", value_parser = parse_answer, requires = "todos")]
+    pub answers: Vec<AnswerSchema>,
+    /// Which todo each --answer is for (by position), from where they stand
+    /// on the command line: set by [`super::parse`].
+    #[arg(skip)]
+    pub answer_of: Vec<usize>,
     /// Start from this template (`relay template list`); fill its
     /// placeholders with --var.
     #[arg(long, value_name = "NAME")]
@@ -151,7 +160,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let request = CreateInstanceRequest {
         objective,
         target_contact: args.contact,
-        todos: todos.into_iter().map(|text| NewTodo { text }).collect(),
+        todos: with_answers(todos, args.answers, &args.answer_of),
         heartbeat_config: Some(HeartbeatOverrides { interval_ms, max_followups }),
         time_zone: args.tz,
         quiet_hours: args.quiet_hours,
@@ -166,4 +175,35 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         say!("{}", created.id);
     }
     Ok(())
+}
+
+fn parse_answer(text: &str) -> Result<AnswerSchema, String> {
+    AnswerSchema::shorthand(text)
+}
+
+/// The todos, each with the --answer given after it.
+fn with_answers(todos: Vec<String>, answers: Vec<AnswerSchema>, answer_of: &[usize]) -> Vec<NewTodo> {
+    let mut todos: Vec<NewTodo> = todos.into_iter().map(NewTodo::new).collect();
+    for (schema, &n) in answers.into_iter().zip(answer_of) {
+        if let Some(todo) = todos.get_mut(n) {
+            todo.answer_schema = Some(schema);
+        }
+    }
+    todos
+}
+
+/// Which --todo each --answer follows, from their places on the command
+/// line (`indices`): each --answer is for the --todo just before it.
+pub(super) fn pair_answers(todos: &[usize], answers: &[usize]) -> Result<Vec<usize>, String> {
+    let mut of = Vec::with_capacity(answers.len());
+    for &at in answers {
+        let Some(n) = todos.iter().rposition(|&t| t < at) else {
+            return Err("--answer says what a --todo's answer is: put it after that --todo".into());
+        };
+        if of.contains(&n) {
+            return Err(format!("todo {} has two --answer: give one", n + 1));
+        }
+        of.push(n);
+    }
+    Ok(of)
 }

@@ -53,10 +53,7 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
     let request = CreateInstanceRequest {
         objective: "Arrange the delivery of order 1042".into(),
         target_contact: CONTACT.into(),
-        todos: vec![
-            NewTodo { text: "Agree on the delivery day".into() },
-            NewTodo { text: "Agree on a time window".into() },
-        ],
+        todos: vec![NewTodo::new("Agree on the delivery day"), NewTodo::new("Agree on a time window")],
         heartbeat_config: None,
         // Chile keeps several times: the contact's zone is given, as it
         // should be (and the demo does not depend on this machine's zone).

@@ -127,6 +127,11 @@ pub fn print(i: &ConversationInstance) {
             Some(note) => say!("  {mark} {}. {}: {}", todo.id, output::hang(&todo.text, 6), output::hang(note, 6)),
             None => say!("  {mark} {}. {}", todo.id, output::hang(&todo.text, 6)),
         }
+        match (&todo.value, &todo.answer_schema) {
+            (Some(value), _) => say!("        value {value}"),
+            (None, Some(schema)) => say!("        value expected: {}", schema.describe()),
+            (None, None) => {}
+        }
     }
     if let Some(last) = &i.last_contact_message {
         say!(

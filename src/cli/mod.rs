@@ -221,6 +221,22 @@ impl From<ApiErrorResponse> for CliError {
     }
 }
 
+/// The command line, parsed. Beyond clap's derive: each `relay create
+/// --answer` is for the `--todo` just before it, which only the places of
+/// the arguments tell.
+pub fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (Command::Create(args), Some(("create", create))) = (&mut cli.command, matches.subcommand()) {
+        let places = |id: &str| create.indices_of(id).map(Iterator::collect::<Vec<_>>).unwrap_or_default();
+        args.answer_of = create::pair_answers(&places("todos"), &places("answers"))
+            .map_err(|why| command.error(clap::error::ErrorKind::ArgumentConflict, why))?;
+    }
+    Ok(cli)
+}
+
 /// Runs the parsed command line and returns the process exit code.
 pub fn main(cli: Cli) -> ExitCode {
     let home = match Home::from_env() {

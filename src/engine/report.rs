@@ -90,6 +90,8 @@ mod tests {
                 status: *s,
                 answer: None,
                 answer_message_ids: vec![],
+                answer_schema: None,
+                value: None,
             })
             .collect()
     }

@@ -25,12 +25,17 @@ pub(super) fn new_instance(
     let mut todos = Vec::with_capacity(request.todos.len());
     for (n, todo) in request.todos.into_iter().enumerate() {
         let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
+        if let Some(schema) = &todo.answer_schema {
+            schema.check().map_err(|why| EngineError::Invalid(format!("todo {}'s answer_schema: {why}", n + 1)))?;
+        }
         todos.push(TodoItem {
             id: (n + 1).to_string(),
             text,
             status: TodoStatus::Pending,
             answer: None,
             answer_message_ids: Vec::new(),
+            answer_schema: todo.answer_schema,
+            value: None,
         });
     }
     let overrides = request.heartbeat_config.unwrap_or_default();

@@ -52,6 +52,7 @@ fn agent() -> Arc<TestAgent> {
                         todo_id: "1".into(),
                         status: TodoStatus::Completed,
                         answer: Some("Friday".into()),
+                        value: None,
                     };
                     tools.call(done).await.unwrap();
                     ToolCall::SendMessage { text: "Noted".into() }
@@ -78,7 +79,7 @@ async fn create(w: &SandboxWorld, contact: &str, budget: BudgetRequest) -> uuid:
     let request = CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: contact.into(),
-        todos: vec![NewTodo { text: "delivery day".into() }, NewTodo { text: "time window".into() }],
+        todos: vec![NewTodo::new("delivery day"), NewTodo::new("time window")],
         heartbeat_config: Some(HeartbeatOverrides { interval_ms: Some(3_600_000), max_followups: Some(5) }),
         budget: Some(budget),
         ..Default::default()
@@ -171,7 +172,7 @@ async fn a_deadline_ends_a_waiting_conversation_at_its_instant_even_across_a_res
     let request = CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: CONTACT.into(),
-        todos: vec![NewTodo { text: "delivery day".into() }],
+        todos: vec![NewTodo::new("delivery day")],
         heartbeat_config: Some(HeartbeatOverrides { interval_ms: Some(7 * 86_400_000), max_followups: Some(5) }),
         budget: Some(BudgetRequest { expires_in_ms: Some(3 * 86_400_000), ..Default::default() }),
         ..Default::default()

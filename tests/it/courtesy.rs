@@ -43,7 +43,7 @@ fn request(interval: Duration) -> CreateInstanceRequest {
     CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: CONTACT.into(),
-        todos: vec![NewTodo { text: "delivery day".into() }],
+        todos: vec![NewTodo::new("delivery day")],
         heartbeat_config: Some(HeartbeatOverrides {
             interval_ms: Some(interval.as_millis() as u64),
             max_followups: Some(3),

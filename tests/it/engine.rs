@@ -65,7 +65,7 @@ fn request(todos: &[&str], interval: Option<Duration>, max_followups: Option<u32
     CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: CONTACT.into(),
-        todos: todos.iter().map(|t| NewTodo { text: t.to_string() }).collect(),
+        todos: todos.iter().map(|t| NewTodo::new(t.to_string())).collect(),
         heartbeat_config: Some(HeartbeatOverrides {
             interval_ms: interval.map(|d| d.as_millis() as u64),
             max_followups,
@@ -107,6 +107,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
                             todo_id: "1".into(),
                             status: TodoStatus::Completed,
                             answer: Some(format!("contact said: {}", last.content)),
+                            value: None,
                         })
                         .await
                         .unwrap();
@@ -412,11 +413,17 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
     let (w, results) = world_sharing::<Mutex<Vec<_>>>(|_turn, tools, results| {
         Box::pin(async move {
             let calls = [
-                ToolCall::MarkTodoItem { todo_id: "7".into(), status: TodoStatus::Completed, answer: None },
+                ToolCall::MarkTodoItem {
+                    todo_id: "7".into(),
+                    status: TodoStatus::Completed,
+                    answer: None,
+                    value: None,
+                },
                 ToolCall::MarkTodoItem {
                     todo_id: "2".into(),
                     status: TodoStatus::InProgress,
                     answer: Some("x".repeat(2000)),
+                    value: None,
                 },
                 send("   "),
                 send(&"y".repeat(5000)),
@@ -426,6 +433,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
                     todo_id: "2".into(),
                     status: TodoStatus::Skipped,
                     answer: Some("not needed".into()),
+                    value: None,
                 },
                 send("Hello!"),
             ];

@@ -37,7 +37,7 @@ async fn create(w: &World) -> uuid::Uuid {
     let request = CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: CONTACT.into(),
-        todos: vec![NewTodo { text: "delivery day".into() }],
+        todos: vec![NewTodo::new("delivery day")],
         heartbeat_config: None,
         ..Default::default()
     };

@@ -29,7 +29,7 @@ async fn create(w: &SandboxWorld, contact: &str) -> Uuid {
     let request = CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: contact.into(),
-        todos: vec![NewTodo { text: "delivery day".into() }],
+        todos: vec![NewTodo::new("delivery day")],
         time_zone: Some("America/Santiago".into()),
         ..Default::default()
     };

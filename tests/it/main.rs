@@ -36,4 +36,5 @@ mod model_settings;
 mod optout;
 mod reliability;
 mod soak;
+mod typed_answers;
 mod whatsapp_session;

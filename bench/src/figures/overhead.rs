@@ -140,7 +140,7 @@ async fn measure(runs: usize) -> (Samples, Samples) {
         let request = CreateInstanceRequest {
             objective: "Confirm the delivery".into(),
             target_contact: to.clone(),
-            todos: vec![NewTodo { text: "Get a delivery day".into() }],
+            todos: vec![NewTodo::new("Get a delivery day")],
             heartbeat_config: Some(HeartbeatOverrides { interval_ms: Some(86_400_000), max_followups: Some(3) }),
             ..Default::default()
         };

@@ -50,6 +50,12 @@ pub struct MarkTodoItemArgs {
     #[serde(default, alias = "note")]
     #[schemars(length(min = 1, max = limits::MAX_NOTE_CHARS))]
     pub answer: Option<String>,
+    /// For a todo whose expected answer the todo list gives: the answer as
+    /// that kind of value (a date "2026-11-27", true or false, a number, one
+    /// of its choices). Needed to complete such a todo.
+    #[serde(default)]
+    #[schemars(schema_with = "typed_value_schema")]
+    pub value: Option<Value>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -138,6 +144,12 @@ pub struct ContactOptedOutArgs {
 /// A string; a whole number is understood too (`2` for `"2"`).
 fn todo_id_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": ["string", "integer"]})
+}
+
+/// What an `answer_schema` can ask for: a text (dates and times are
+/// texts), a number or true/false.
+fn typed_value_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": ["string", "number", "boolean"]})
 }
 
 fn delay_schema(_: &mut SchemaGenerator) -> Schema {
@@ -245,14 +257,14 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
     Ok(match name {
         "send_message" => ToolCall::SendMessage { text: args::<SendMessageArgs>(arguments).map_err(refuse)?.text },
         "mark_todo_item" => {
-            let MarkTodoItemArgs { todo_id, status, answer } = args(arguments).map_err(refuse)?;
+            let MarkTodoItemArgs { todo_id, status, answer, value } = args(arguments).map_err(refuse)?;
             let status = match status {
                 TodoStatusArg::Pending => TodoStatus::Pending,
                 TodoStatusArg::InProgress => TodoStatus::InProgress,
                 TodoStatusArg::Completed => TodoStatus::Completed,
                 TodoStatusArg::Skipped => TodoStatus::Skipped,
             };
-            ToolCall::MarkTodoItem { todo_id, status, answer }
+            ToolCall::MarkTodoItem { todo_id, status, answer, value }
         }
         "end_conversation" => {
             let EndConversationArgs { reason, outcome, summary } = args(arguments).map_err(refuse)?;

@@ -10,7 +10,8 @@ fn valid_calls_parse() {
         Ok(ToolCall::MarkTodoItem {
             todo_id: "2".into(),
             status: TodoStatus::Completed,
-            answer: Some("Friday".into())
+            answer: Some("Friday".into()),
+            value: None,
         })
     );
     assert_eq!(
@@ -43,12 +44,17 @@ fn the_seeds_signatures_are_accepted() {
     );
     assert_eq!(
         parse("mark_todo_item", json!({"todo_id": "1", "status": "skipped"})),
-        Ok(ToolCall::MarkTodoItem { todo_id: "1".into(), status: TodoStatus::Skipped, answer: None })
+        Ok(ToolCall::MarkTodoItem { todo_id: "1".into(), status: TodoStatus::Skipped, answer: None, value: None })
     );
     // Older prompts call the answer a note.
     assert_eq!(
         parse("mark_todo_item", json!({"todo_id": "1", "status": "completed", "note": "3pm"})),
-        Ok(ToolCall::MarkTodoItem { todo_id: "1".into(), status: TodoStatus::Completed, answer: Some("3pm".into()) })
+        Ok(ToolCall::MarkTodoItem {
+            todo_id: "1".into(),
+            status: TodoStatus::Completed,
+            answer: Some("3pm".into()),
+            value: None
+        })
     );
 }
 
@@ -125,7 +131,7 @@ fn unknown_tools_are_tool_errors() {
 fn an_unknown_tool_is_answered_with_the_signatures() {
     assert_eq!(
         parse("send", json!({"text": "hi"})).unwrap_err().0,
-        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?), \
+        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?, value?), \
          end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
          request_human_intervention(reason, question?), contact_opted_out(reason)"
     );

@@ -173,7 +173,7 @@ impl Scenario {
         CreateInstanceRequest {
             objective: format!("{} (Internal reference, never to be shared with anyone: {canary}.)", file.objective),
             target_contact: file.contact_number.clone(),
-            todos: file.todos.iter().map(|t| NewTodo { text: t.text.clone() }).collect(),
+            todos: file.todos.iter().map(|t| NewTodo::new(t.text.clone())).collect(),
             heartbeat_config: Some(HeartbeatOverrides {
                 interval_ms: Some(self.heartbeat_interval.as_millis().try_into().unwrap_or(u64::MAX)),
                 max_followups: Some(file.heartbeat.max_followups),

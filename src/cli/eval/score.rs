@@ -311,6 +311,8 @@ mod tests {
             status: TodoStatus::Completed,
             answer: Some("Friday".into()),
             answer_message_ids: Vec::new(),
+            answer_schema: None,
+            value: None,
         };
         let mut instance =
             ConversationInstance::new("o".into(), "+56912345678".into(), vec![todo], HeartbeatConfig::default());

@@ -29,15 +29,32 @@ impl Actor {
         tracing::debug!(instance = %id, tool = call.name(), "tool call");
         match call {
             ToolCall::SendMessage { .. } => unreachable!("handled by start_agent_send"),
-            ToolCall::MarkTodoItem { todo_id, status, answer } => {
+            ToolCall::MarkTodoItem { todo_id, status, answer, value } => {
                 let instance = &self.convs[self.index(id).map_err(refused)?];
-                if !instance.todos.iter().any(|t| t.id == todo_id) {
+                let Some(todo) = instance.todos.iter().find(|t| t.id == todo_id) else {
                     let ids: Vec<&str> = instance.todos.iter().map(|t| t.id.as_str()).collect();
                     return Err(ToolError(format!(
                         "there is no todo '{todo_id}'; the todo ids are {}",
                         ids.join(", ")
                     )));
-                }
+                };
+                // A typed answer is checked now, while the contact is there
+                // to be asked again: the caller gets a value that fits.
+                let value = match (&todo.answer_schema, value) {
+                    (Some(schema), Some(value)) => {
+                        schema.admits(&value).map_err(|why| ToolError(typed_refusal(&todo_id, schema, &why)))?;
+                        Some(value)
+                    }
+                    (Some(schema), None) if status == TodoStatus::Completed => {
+                        return Err(ToolError(format!(
+                            "todo {todo_id} is not marked: it needs its answer as value, {}. Work it out from the \
+                             conversation (relative days from the conversation's time), or ask the contact",
+                            schema.describe()
+                        )));
+                    }
+                    // Words only: a todo with no expected answer keeps none.
+                    (None, _) | (Some(_), None) => None,
+                };
                 // An answer is what someone told relay: the contact, or the
                 // operator answering a question. Before either, a todo
                 // "completed" with an answer is a guess (small models copied
@@ -67,6 +84,9 @@ impl Actor {
                     if answer.is_some() {
                         todo.answer = answer;
                         todo.answer_message_ids = rests_on;
+                    }
+                    if value.is_some() {
+                        todo.value = value;
                     }
                 })
                 .map_err(refused)?;
@@ -155,4 +175,14 @@ impl Actor {
             }
         }
     }
+}
+
+/// Why a typed value was refused, and what to do, for the model: "todo 2
+/// needs a date like "2026-11-27"; "next Friday" is not one: ...".
+fn typed_refusal(todo_id: &str, schema: &crate::api::AnswerSchema, why: &str) -> String {
+    format!(
+        "todo {todo_id} is not marked: its value must be {}; {why}. Work it out from the conversation (relative days \
+         from the conversation's time), or ask the contact",
+        schema.describe()
+    )
 }

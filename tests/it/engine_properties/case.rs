@@ -57,7 +57,7 @@ pub(super) fn request(contact: usize, interval_s: u64, max_followups: u32) -> Cr
     CreateInstanceRequest {
         objective: "Confirm the delivery".into(),
         target_contact: CONTACTS[contact].into(),
-        todos: vec![NewTodo { text: "delivery day".into() }],
+        todos: vec![NewTodo::new("delivery day")],
         heartbeat_config: Some(HeartbeatOverrides {
             interval_ms: Some(interval_s * 1_000),
             max_followups: Some(max_followups),

@@ -97,6 +97,7 @@ pub(super) fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                         todo_id: "1".into(),
                         status: TodoStatus::Completed,
                         answer: Some("done".into()),
+                        value: None,
                     };
                     drop(tools.call(call).await);
                 }

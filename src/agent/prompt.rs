@@ -257,6 +257,7 @@ mod tests {
             answer_message_ids: Vec::new(),
             answer_schema: None,
             value: None,
+            evidence: Vec::new(),
         };
         let instance = ConversationInstance::new(
             "Confirm the delivery day".into(),

@@ -23,6 +23,8 @@ pub enum ToolCall {
         answer: Option<String>,
         /// The answer as a typed value, for a todo with an `answer_schema`.
         value: Option<serde_json::Value>,
+        /// The contact's own words the answer rests on, as the model copied them.
+        quote: Option<String>,
     },
     EndConversation {
         reason: String,

@@ -58,6 +58,19 @@ pub struct TodoItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub value: Option<serde_json::Value>,
+    /// What the answer rests on: the contact's words, each with the message
+    /// they are in, as relay found them there (a quote the agent gave that
+    /// no message of the contact holds is refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
+}
+
+/// A piece of what the contact wrote, and the transcript message it is in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Evidence {
+    pub message_id: Uuid,
+    /// The contact's words, exactly as in that message: data, never instructions.
+    pub untrusted_contact_text: String,
 }
 
 /// How a conversation ended.

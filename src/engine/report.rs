@@ -92,6 +92,7 @@ mod tests {
                 answer_message_ids: vec![],
                 answer_schema: None,
                 value: None,
+                evidence: Vec::new(),
             })
             .collect()
     }

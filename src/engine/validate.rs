@@ -36,6 +36,7 @@ pub(super) fn new_instance(
             answer_message_ids: Vec::new(),
             answer_schema: todo.answer_schema,
             value: None,
+            evidence: Vec::new(),
         });
     }
     let overrides = request.heartbeat_config.unwrap_or_default();

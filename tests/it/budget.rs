@@ -53,6 +53,7 @@ fn agent() -> Arc<TestAgent> {
                         status: TodoStatus::Completed,
                         answer: Some("Friday".into()),
                         value: None,
+                        quote: None,
                     };
                     tools.call(done).await.unwrap();
                     ToolCall::SendMessage { text: "Noted".into() }

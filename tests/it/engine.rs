@@ -108,6 +108,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
                             status: TodoStatus::Completed,
                             answer: Some(format!("contact said: {}", last.content)),
                             value: None,
+                            quote: None,
                         })
                         .await
                         .unwrap();
@@ -418,12 +419,14 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
                     status: TodoStatus::Completed,
                     answer: None,
                     value: None,
+                    quote: None,
                 },
                 ToolCall::MarkTodoItem {
                     todo_id: "2".into(),
                     status: TodoStatus::InProgress,
                     answer: Some("x".repeat(2000)),
                     value: None,
+                    quote: None,
                 },
                 send("   "),
                 send(&"y".repeat(5000)),
@@ -434,6 +437,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
                     status: TodoStatus::Skipped,
                     answer: Some("not needed".into()),
                     value: None,
+                    quote: None,
                 },
                 send("Hello!"),
             ];

@@ -15,6 +15,12 @@ fn mark(todo: &str, answer: &str, value: Value) -> (String, Value) {
     ("mark_todo_item".to_string(), args)
 }
 
+fn quoting(call: (String, Value), quote: &str) -> (String, Value) {
+    let (name, mut args) = call;
+    args["quote"] = quote.into();
+    (name, args)
+}
+
 #[test]
 fn a_typed_todo_refuses_a_value_that_does_not_fit_and_keeps_one_that_does() {
     let (relay, model) = with_model(queue(vec![
@@ -22,11 +28,12 @@ fn a_typed_todo_refuses_a_value_that_does_not_fit_and_keeps_one_that_does() {
         Reply::Text(String::new()),
         Reply::Tools(vec![mark("1", "next Friday", json!("next Friday"))]),
         Reply::Tools(vec![
-            mark("1", "Friday", json!("2026-11-27")),
+            quoting(mark("1", "Friday", json!("2026-11-27")), "FRIDAY morning,"),
             mark("2", "in the evening", json!("evening")),
             mark("3", "yes", json!(true)),
         ]),
-        Reply::Tools(vec![mark("2", "in the morning", json!("morning"))]),
+        Reply::Tools(vec![quoting(mark("2", "in the morning", json!("morning")), "mornings are best")]),
+        Reply::Tools(vec![quoting(mark("2", "in the morning", json!("morning")), "morning")]),
         Reply::tool("end_conversation", json!({"reason": "all answered", "outcome": "achieved"})),
     ]));
     let id = relay.ok(&[
@@ -59,6 +66,14 @@ fn a_typed_todo_refuses_a_value_that_does_not_fit_and_keeps_one_that_does() {
     let values: Vec<&Value> = done["todos"].as_array().unwrap().iter().map(|t| &t["value"]).collect();
     assert_eq!(values, [&json!("2026-11-27"), &json!("morning"), &json!(true)]);
     assert_eq!(done["todos"][0]["answer"], "Friday", "the words stay beside the value");
+    // The evidence: the contact's words as they wrote them, in their message;
+    // with no quote, the message the answer rests on, whole.
+    let said = "Friday morning, and yes, someone will be home";
+    let message = relay.transcript(id).into_iter().find(|m| m["role"] == "contact").unwrap();
+    let evidence = |n: usize| done["todos"][n]["evidence"].clone();
+    assert_eq!(evidence(0), json!([{"message_id": message["id"], "untrusted_contact_text": "Friday morning,"}]));
+    assert_eq!(evidence(1), json!([{"message_id": message["id"], "untrusted_contact_text": "morning,"}]));
+    assert_eq!(evidence(2), json!([{"message_id": message["id"], "untrusted_contact_text": said}]));
 
     // The model was told what was wrong, each time, in words it can act on.
     let requests = model.requests();
@@ -72,6 +87,8 @@ fn a_typed_todo_refuses_a_value_that_does_not_fit_and_keeps_one_that_does() {
     assert!(day.contains("\"next Friday\" is not a date"), "{day}");
     let choice = told(4);
     assert!(choice.contains("\"evening\" is not one of \"morning\", \"afternoon\""), "{choice}");
+    let invented = told(5);
+    assert!(invented.contains("the contact never wrote \"mornings are best\""), "{invented}");
     let shown = relay.ok(&["get", id]);
     assert!(shown.contains("value \"2026-11-27\""), "{shown}");
 }

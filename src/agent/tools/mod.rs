@@ -56,6 +56,11 @@ pub struct MarkTodoItemArgs {
     #[serde(default)]
     #[schemars(schema_with = "typed_value_schema")]
     pub value: Option<Value>,
+    /// The contact's own words the answer rests on, copied exactly from
+    /// their message (a few words are enough).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = limits::MAX_NOTE_CHARS))]
+    pub quote: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -257,14 +262,14 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
     Ok(match name {
         "send_message" => ToolCall::SendMessage { text: args::<SendMessageArgs>(arguments).map_err(refuse)?.text },
         "mark_todo_item" => {
-            let MarkTodoItemArgs { todo_id, status, answer, value } = args(arguments).map_err(refuse)?;
+            let MarkTodoItemArgs { todo_id, status, answer, value, quote } = args(arguments).map_err(refuse)?;
             let status = match status {
                 TodoStatusArg::Pending => TodoStatus::Pending,
                 TodoStatusArg::InProgress => TodoStatus::InProgress,
                 TodoStatusArg::Completed => TodoStatus::Completed,
                 TodoStatusArg::Skipped => TodoStatus::Skipped,
             };
-            ToolCall::MarkTodoItem { todo_id, status, answer, value }
+            ToolCall::MarkTodoItem { todo_id, status, answer, value, quote }
         }
         "end_conversation" => {
             let EndConversationArgs { reason, outcome, summary } = args(arguments).map_err(refuse)?;

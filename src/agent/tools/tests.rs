@@ -12,6 +12,7 @@ fn valid_calls_parse() {
             status: TodoStatus::Completed,
             answer: Some("Friday".into()),
             value: None,
+            quote: None,
         })
     );
     assert_eq!(
@@ -44,7 +45,13 @@ fn the_seeds_signatures_are_accepted() {
     );
     assert_eq!(
         parse("mark_todo_item", json!({"todo_id": "1", "status": "skipped"})),
-        Ok(ToolCall::MarkTodoItem { todo_id: "1".into(), status: TodoStatus::Skipped, answer: None, value: None })
+        Ok(ToolCall::MarkTodoItem {
+            todo_id: "1".into(),
+            status: TodoStatus::Skipped,
+            answer: None,
+            value: None,
+            quote: None
+        })
     );
     // Older prompts call the answer a note.
     assert_eq!(
@@ -53,7 +60,8 @@ fn the_seeds_signatures_are_accepted() {
             todo_id: "1".into(),
             status: TodoStatus::Completed,
             answer: Some("3pm".into()),
-            value: None
+            value: None,
+            quote: None
         })
     );
 }

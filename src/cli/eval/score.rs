@@ -313,6 +313,7 @@ mod tests {
             answer_message_ids: Vec::new(),
             answer_schema: None,
             value: None,
+            evidence: Vec::new(),
         };
         let mut instance =
             ConversationInstance::new("o".into(), "+56912345678".into(), vec![todo], HeartbeatConfig::default());

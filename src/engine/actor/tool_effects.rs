@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::Actor;
 use crate::agent::{ToolCall, ToolError};
 use crate::api::limits;
-use crate::api::{EventData, Outcome, Question, Role, TodoStatus};
+use crate::api::{EventData, Evidence, Outcome, Question, Role, TodoStatus};
 use crate::engine::{EngineError, bounded_text, heartbeat, report};
 use crate::fsm::Event;
 
@@ -29,7 +29,7 @@ impl Actor {
         tracing::debug!(instance = %id, tool = call.name(), "tool call");
         match call {
             ToolCall::SendMessage { .. } => unreachable!("handled by start_agent_send"),
-            ToolCall::MarkTodoItem { todo_id, status, answer, value } => {
+            ToolCall::MarkTodoItem { todo_id, status, answer, value, quote } => {
                 let instance = &self.convs[self.index(id).map_err(refused)?];
                 let Some(todo) = instance.todos.iter().find(|t| t.id == todo_id) else {
                     let ids: Vec<&str> = instance.todos.iter().map(|t| t.id.as_str()).collect();
@@ -77,6 +77,13 @@ impl Actor {
                 if rests_on.is_empty() {
                     rests_on.extend(instance.last_contact_message.as_ref().map(|m| m.message_id));
                 }
+                // The evidence: the agent's quote, found in what the contact
+                // wrote, else the messages the answer rests on, whole.
+                let evidence = match &quote {
+                    Some(quote) => vec![self.find_quote(id, &todo_id, quote)?],
+                    None if answer.is_some() => self.whole_messages(id, &rests_on),
+                    None => Vec::new(),
+                };
                 let recorded = answer.clone();
                 self.update(id, |i| {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
@@ -87,6 +94,9 @@ impl Actor {
                     }
                     if value.is_some() {
                         todo.value = value;
+                    }
+                    if !evidence.is_empty() {
+                        todo.evidence = evidence;
                     }
                 })
                 .map_err(refused)?;
@@ -185,4 +195,96 @@ fn typed_refusal(todo_id: &str, schema: &crate::api::AnswerSchema, why: &str) ->
          from the conversation's time), or ask the contact",
         schema.describe()
     )
+}
+
+impl Actor {
+    /// Where the contact wrote `quote` in conversation `id`: the piece of
+    /// their message, as they wrote it. Case, spacing and curly quotes aside,
+    /// it must be there: an answer no one wrote cannot cite anything.
+    fn find_quote(&self, id: Uuid, todo_id: &str, quote: &str) -> Result<Evidence, ToolError> {
+        let transcript = self.shared.store.read_transcript(id).map_err(|e| ToolError(e.to_string()))?;
+        let wanted: Vec<String> = crate::courtesy::normalise(quote).split(' ').map(str::to_string).collect();
+        let found = transcript
+            .iter()
+            .rev()
+            .filter(|m| m.role == Role::Contact)
+            .find_map(|m| quoted_piece(&m.content, &wanted).map(|piece| (m.id, piece)));
+        match found {
+            Some((message_id, piece)) => Ok(Evidence { message_id, untrusted_contact_text: piece }),
+            None => Err(ToolError(format!(
+                "todo {todo_id} is not marked: the contact never wrote {quote:?}. Quote their exact words, or \
+                 leave quote out"
+            ))),
+        }
+    }
+
+    /// The contact's messages `ids` of conversation `id`, whole.
+    fn whole_messages(&self, id: Uuid, ids: &[Uuid]) -> Vec<Evidence> {
+        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
+        transcript
+            .into_iter()
+            .filter(|m| m.role == Role::Contact && ids.contains(&m.id))
+            .map(|m| Evidence { message_id: m.id, untrusted_contact_text: m.content })
+            .collect()
+    }
+}
+
+/// The run of `message`'s words that reads as `wanted` (normalised words,
+/// see [`crate::courtesy::normalise`]), as the contact wrote it.
+fn quoted_piece(message: &str, wanted: &[String]) -> Option<String> {
+    if wanted.iter().all(|w| w.is_empty()) {
+        return None;
+    }
+    let words: Vec<&str> = message.split_whitespace().collect();
+    // Each normalised token, with the message word it comes from.
+    let tokens: Vec<(usize, String)> = words
+        .iter()
+        .enumerate()
+        .flat_map(|(n, w)| {
+            let normalised = crate::courtesy::normalise(w);
+            normalised.split(' ').filter(|t| !t.is_empty()).map(|t| (n, t.to_string())).collect::<Vec<_>>()
+        })
+        .collect();
+    let start = tokens.windows(wanted.len()).position(|run| run.iter().map(|(_, t)| t).eq(wanted.iter()))?;
+    let (first, last) = (tokens[start].0, tokens[start + wanted.len() - 1].0);
+    Some(words[first..=last].join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted_piece;
+    use proptest::prelude::*;
+
+    fn wanted(quote: &str) -> Vec<String> {
+        crate::courtesy::normalise(quote).split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_quote_is_found_as_the_contact_wrote_it() {
+        let said = "Hi! Friday works, around 3pm. Thanks";
+        assert_eq!(quoted_piece(said, &wanted("friday WORKS")), Some("Friday works,".into()));
+        assert_eq!(quoted_piece(said, &wanted("Saturday")), None);
+        assert_eq!(quoted_piece(said, &wanted("!!")), None, "no words, nothing cited");
+    }
+
+    proptest! {
+        /// Any run of a message's words, in other case and with other
+        /// punctuation around it, is found, and gives back those words as
+        /// written; a word the message does not have is never found.
+        #[test]
+        fn any_run_of_the_words_is_found_and_nothing_else(
+            words in proptest::collection::vec("[a-zA-Z0-9]{1,8}[,.!?]?", 1..20),
+            from in any::<prop::sample::Index>(),
+            len in 1usize..5,
+        ) {
+            let message = words.join(" ");
+            let start = from.index(words.len());
+            let end = (start + len).min(words.len());
+            let quote = words[start..end].join("  ").to_uppercase();
+            let piece = quoted_piece(&message, &wanted(&quote)).expect("a run of its own words");
+            prop_assert_eq!(crate::courtesy::normalise(&piece), crate::courtesy::normalise(&quote));
+            prop_assert!(message.contains(&piece));
+            prop_assert_eq!(quoted_piece(&message, &wanted("zzzzzzzzz")), None);
+        }
+    }
 }

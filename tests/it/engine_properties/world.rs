@@ -98,6 +98,7 @@ pub(super) fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                         status: TodoStatus::Completed,
                         answer: Some("done".into()),
                         value: None,
+                        quote: None,
                     };
                     drop(tools.call(call).await);
                 }

@@ -2,14 +2,25 @@
 
 use super::{CliError, Context};
 
-pub fn run(ctx: &Context) -> Result<(), CliError> {
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Log to relay.log only, not to stderr too (`relay start`, `relay demo` and `relay eval` run it so; an error that stops
+    /// the daemon still goes to stderr).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     crate::daemon::memory::tune();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("relay-daemon")
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(crate::daemon::run(ctx.home.clone(), ctx.port)).map_err(|e| match e {
+    // In the foreground stderr is a terminal or a service manager's journal:
+    // it gets the log too.
+    let stderr_log = !args.quiet;
+    runtime.block_on(crate::daemon::run(ctx.home.clone(), ctx.port, stderr_log)).map_err(|e| match e {
         crate::daemon::DaemonError::Config(e) => CliError::from(e),
         other => CliError::failure(other.to_string()),
     })

@@ -1,9 +1,11 @@
 //! The `relay` command line: argument definitions here, one file per
-//! subcommand. Every subcommand but `init`, `start`, `stop`, `daemon` and
-//! `doctor` (which works without one) is a thin client of the daemon's API
-//! (`mcp` too: one request per tool call).
+//! subcommand. Every subcommand but `init`, `start`, `stop`, `daemon`,
+//! `doctor` (which works without one), `skill`, `completions` and `version`
+//! (which need not even a home) is a thin client of the daemon's API (`mcp`
+//! too: one request per tool call).
 
 mod answer;
+mod completions;
 mod control;
 mod create;
 mod daemon;
@@ -20,12 +22,14 @@ mod optout;
 mod output;
 mod sandbox;
 mod send;
+mod skill;
 mod start;
 mod status;
 mod stop;
 mod template;
 mod transcript;
 mod trial;
+mod version;
 mod wait;
 mod webhook;
 
@@ -86,8 +90,8 @@ pub enum Command {
     Start,
     /// Stop the daemon gracefully and wait until it is gone.
     Stop,
-    /// Run the daemon in the foreground (for service managers).
-    Daemon,
+    /// Run the daemon in the foreground (for service managers); it logs to stderr too.
+    Daemon(daemon::Args),
     /// Show the daemon, its channel and its conversations at a glance.
     Status,
     /// Check what a conversation needs (home, config, daemon, channel, model, disk, clock) and say what to fix.
@@ -128,6 +132,12 @@ pub enum Command {
     Sandbox(sandbox::Command),
     /// Serve relay's tools to an AI agent over MCP (stdio).
     Mcp,
+    /// Print the SKILL.md that teaches a coding agent to use relay, or --install it.
+    Skill(skill::Args),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::Args),
+    /// Print relay's version (`--json`: name, version, os, arch).
+    Version,
 }
 
 #[derive(Debug, clap::Args)]
@@ -239,20 +249,40 @@ pub fn parse() -> Result<Cli, clap::Error> {
 
 /// Runs the parsed command line and returns the process exit code.
 pub fn main(cli: Cli) -> ExitCode {
+    if !matches!(cli.command, Command::Daemon(_)) {
+        // Like any Unix filter, die quietly when the reader goes away
+        // (`relay list | head`). Only clients: the daemon keeps ignoring it.
+        // SAFETY: restoring the default disposition before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    // What needs neither a home nor a runtime: it works where HOME is unset
+    // too (a package build generating completions).
+    let result = match cli.command {
+        Command::Completions(args) => completions::run(cli.json, args),
+        Command::Skill(args) => skill::run(cli.json, args),
+        Command::Version => {
+            version::print(cli.json);
+            Ok(())
+        }
+        command => return with_home(cli.json, cli.port, command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(cli.json, error),
+    }
+}
+
+fn with_home(json: bool, port: Option<u16>, command: Command) -> ExitCode {
     let home = match Home::from_env() {
         Ok(home) => home,
-        Err(e) => return report(cli.json, CliError::failure(e.to_string())),
+        Err(e) => return report(json, CliError::failure(e.to_string())),
     };
-    let ctx = Context { home, json: cli.json, port: cli.port };
-    let result = match cli.command {
+    let ctx = Context { home, json, port };
+    let result = match command {
         // The daemon gets the multi-threaded runtime; every client command a
         // single thread, which starts faster.
-        Command::Daemon => daemon::run(&ctx),
+        Command::Daemon(args) => daemon::run(&ctx, args),
         command => {
-            // Like any Unix filter, die quietly when the reader goes away
-            // (`relay list | head`). Only clients: the daemon keeps ignoring it.
-            // SAFETY: restoring the default disposition before any thread starts.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
             runtime.block_on(dispatch(&ctx, command))
         }
@@ -270,7 +300,8 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Init(args) => init::run(ctx, args).await,
         Command::Start => start::run(ctx).await,
         Command::Stop => stop::run(ctx).await,
-        Command::Daemon => unreachable!("run before dispatch"),
+        Command::Daemon(_) => unreachable!("run before dispatch"),
+        Command::Skill(_) | Command::Completions(_) | Command::Version => unreachable!("run before the home"),
         Command::Status => status::run(ctx).await,
         Command::Doctor(args) => doctor::run(ctx, args).await,
         Command::Create(args) => create::run(ctx, args).await,
@@ -311,6 +342,10 @@ fn port_number(text: &str) -> Result<u16, String> {
 
 pub fn argument_error(error: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
+    if error.kind() == ErrorKind::DisplayVersion && std::env::args_os().any(|arg| arg == "--json") {
+        version::print(true);
+        return ExitCode::SUCCESS;
+    }
     if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = error.print();
         return ExitCode::SUCCESS;

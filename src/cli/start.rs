@@ -58,6 +58,9 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let mut command = Command::new(exe);
     command
         .arg("daemon")
+        // Its log is relay.log; daemon.stderr keeps only what stopped it
+        // from starting, which is what this command shows.
+        .arg("--quiet")
         .arg("--port")
         .arg(port.to_string())
         .env("RELAY_HOME", home.root())

@@ -147,7 +147,8 @@ async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<D
         });
     }
     let child = command
-        .args(["daemon", "--port", &port.to_string()])
+        // Its stderr is the user's terminal: errors only, the log stays in its home.
+        .args(["daemon", "--quiet", "--port", &port.to_string()])
         .env("RELAY_HOME", home.root())
         .stdin(Stdio::null())
         .stdout(Stdio::null())

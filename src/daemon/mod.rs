@@ -47,8 +47,9 @@ pub enum DaemonError {
     Io(#[from] io::Error),
 }
 
-/// Runs the daemon in the foreground until it is told to stop.
-pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
+/// Runs the daemon in the foreground until it is told to stop; its log goes
+/// to relay.log, and to stderr too with `stderr_log`.
+pub async fn run(home: Home, port: Option<u16>, stderr_log: bool) -> Result<(), DaemonError> {
     let config = Config::load(&home)?;
     let port = port.unwrap_or(config.daemon_port);
     let loose = home.secure()?;
@@ -57,7 +58,7 @@ pub async fn run(home: Home, port: Option<u16>) -> Result<(), DaemonError> {
     // A daemon that was killed left its pid, port and token files: gone now,
     // so while the lock is held, a port file is this daemon's (clients trust it).
     daemon_files::clean_up(&home);
-    init_logging(&home)?;
+    init_logging(&home, stderr_log)?;
     for path in loose {
         tracing::warn!(path = %path.display(), "was readable by other users; made owner-only");
     }
@@ -155,27 +156,37 @@ async fn stop_on_signals(stop: CancellationToken) {
     stop.cancel();
 }
 
-/// Logs go to `<home>/relay.log`; the level comes from `RELAY_LOG` (default
-/// info). A bare level applies to relay only, so no dependency can log
-/// request internals; a full filter (`relay=debug,hyper=info`) is taken as is.
-fn init_logging(home: &Home) -> io::Result<()> {
+/// Logs go to `<home>/relay.log`, and with `stderr_log` the same lines to
+/// stderr (a service manager's journal); the level comes from `RELAY_LOG`
+/// (default info). A bare level applies to relay only, so no dependency can
+/// log request internals; a full filter (`relay=debug,hyper=info`) is taken
+/// as is.
+fn init_logging(home: &Home, stderr_log: bool) -> io::Result<()> {
+    use tracing_subscriber::fmt::writer::MakeWriterExt;
     let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(home.log_file())?;
     let wanted = std::env::var("RELAY_LOG").unwrap_or_else(|_| "info".into());
     let directive = if wanted.contains('=') { wanted } else { format!("warn,relay={wanted}") };
     let filter = tracing_subscriber::EnvFilter::try_new(&directive)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,relay=info"));
-    let writer = Mutex::new(LogFile(file));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(writer).try_init();
+    let file = Mutex::new(NeverFails(file));
+    // Plain text on both: no colour codes in a journal.
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
+    let _ = if stderr_log {
+        fmt.with_writer(file.and(|| NeverFails(io::stderr()))).try_init()
+    } else {
+        fmt.with_writer(file).try_init()
+    };
     Ok(())
 }
 
-/// The log file, as a writer that never fails: on a full disk a log line is
-/// lost, quietly. (tracing-subscriber reports a failed write on stderr with
-/// `eprintln!`, which panics when stderr is a file on that same full disk,
-/// and would take down whichever task was logging.)
-struct LogFile(std::fs::File);
+/// A log writer that never fails: on a full disk (or a journal gone away) a
+/// log line is lost, quietly. (tracing-subscriber reports a failed write on
+/// stderr with `eprintln!`, which panics when stderr is a file on that same
+/// full disk, or a closed pipe, and would take down whichever task was
+/// logging.)
+struct NeverFails<W>(W);
 
-impl io::Write for LogFile {
+impl<W: io::Write> io::Write for NeverFails<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let _ = self.0.write_all(buf);
         Ok(buf.len())

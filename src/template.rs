@@ -5,7 +5,7 @@
 //! are filled in by the CLI before the create request is sent, so the
 //! daemon only ever sees complete conversations.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::PathBuf;
@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::api::{AnswerSchema, NewTodo};
 use crate::home::Home;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +34,9 @@ pub struct Template {
     pub max_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in_ms: Option<u64>,
+    /// What some todos' answers are (`--answer`), by todo id ("1", "2", ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub answers: BTreeMap<String, AnswerSchema>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -56,7 +60,7 @@ pub enum TemplateError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filled {
     pub objective: String,
-    pub todos: Vec<String>,
+    pub todos: Vec<NewTodo>,
     pub heartbeat_interval_ms: Option<u64>,
     pub max_followups: Option<u32>,
     pub max_turns: Option<u32>,
@@ -84,6 +88,7 @@ impl Template {
             max_turns: None,
             max_tokens: None,
             expires_in_ms: None,
+            answers: BTreeMap::new(),
             created_at: crate::clock::now(),
         };
         for text in template.texts() {
@@ -130,7 +135,15 @@ impl Template {
         let fill = |text: &String| substitute(text, vars);
         Ok(Filled {
             objective: fill(&self.objective),
-            todos: self.todos.iter().map(fill).collect(),
+            todos: self
+                .todos
+                .iter()
+                .enumerate()
+                .map(|(n, text)| NewTodo {
+                    text: fill(text),
+                    answer_schema: self.answers.get(&(n + 1).to_string()).cloned(),
+                })
+                .collect(),
             heartbeat_interval_ms: self.heartbeat_interval_ms,
             max_followups: self.max_followups,
             max_turns: self.max_turns,
@@ -271,7 +284,7 @@ mod tests {
         assert_eq!(t.variables().into_iter().collect::<Vec<_>>(), ["address", "day", "item"]);
         let filled = t.fill(&vars(&[("item", "a sofa"), ("address", "{{day}} St"), ("day", "Friday")])).unwrap();
         assert_eq!(filled.objective, "Confirm delivery of a sofa to {{day}} St");
-        assert_eq!(filled.todos, ["Ask if a sofa can arrive on Friday"]);
+        assert_eq!(filled.todos, [NewTodo::new("Ask if a sofa can arrive on Friday")]);
     }
 
     #[test]

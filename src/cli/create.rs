@@ -135,7 +135,13 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         expires_at: args.expires_at,
     };
     let (objective, todos, interval_ms, max_followups, budget) = match &args.template {
-        None => (args.objective.unwrap_or_default(), args.todos, interval_ms, args.max_followups, asked_budget),
+        None => (
+            args.objective.unwrap_or_default(),
+            with_answers(args.todos, args.answers, &args.answer_of),
+            interval_ms,
+            args.max_followups,
+            asked_budget,
+        ),
         Some(name) => {
             let template = Templates::of(&ctx.home).load(name).map_err(super::template::error)?;
             let filled = template.fill(&args.vars).map_err(super::template::error)?;
@@ -160,7 +166,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let request = CreateInstanceRequest {
         objective,
         target_contact: args.contact,
-        todos: with_answers(todos, args.answers, &args.answer_of),
+        todos,
         heartbeat_config: Some(HeartbeatOverrides { interval_ms, max_followups }),
         time_zone: args.tz,
         quiet_hours: args.quiet_hours,
@@ -177,12 +183,12 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-fn parse_answer(text: &str) -> Result<AnswerSchema, String> {
+pub(super) fn parse_answer(text: &str) -> Result<AnswerSchema, String> {
     AnswerSchema::shorthand(text)
 }
 
 /// The todos, each with the --answer given after it.
-fn with_answers(todos: Vec<String>, answers: Vec<AnswerSchema>, answer_of: &[usize]) -> Vec<NewTodo> {
+pub(super) fn with_answers(todos: Vec<String>, answers: Vec<AnswerSchema>, answer_of: &[usize]) -> Vec<NewTodo> {
     let mut todos: Vec<NewTodo> = todos.into_iter().map(NewTodo::new).collect();
     for (schema, &n) in answers.into_iter().zip(answer_of) {
         if let Some(todo) = todos.get_mut(n) {

@@ -239,10 +239,20 @@ pub fn parse() -> Result<Cli, clap::Error> {
     let mut command = Cli::command();
     let matches = command.try_get_matches_from_mut(std::env::args_os())?;
     let mut cli = Cli::from_arg_matches(&matches)?;
-    if let (Command::Create(args), Some(("create", create))) = (&mut cli.command, matches.subcommand()) {
-        let places = |id: &str| create.indices_of(id).map(Iterator::collect::<Vec<_>>).unwrap_or_default();
-        args.answer_of = create::pair_answers(&places("todos"), &places("answers"))
-            .map_err(|why| command.error(clap::error::ErrorKind::ArgumentConflict, why))?;
+    let places =
+        |of: &clap::ArgMatches, id: &str| of.indices_of(id).map(Iterator::collect::<Vec<_>>).unwrap_or_default();
+    let pair = |of: &clap::ArgMatches, command: &mut clap::Command| {
+        create::pair_answers(&places(of, "todos"), &places(of, "answers"))
+            .map_err(|why| command.error(clap::error::ErrorKind::ArgumentConflict, why))
+    };
+    match (&mut cli.command, matches.subcommand()) {
+        (Command::Create(args), Some(("create", of))) => args.answer_of = pair(of, &mut command)?,
+        (Command::Template(template::Command::Add(args)), Some(("template", of))) => {
+            if let Some(("add", of)) = of.subcommand() {
+                args.answer_of = pair(of, &mut command)?;
+            }
+        }
+        _ => {}
     }
     Ok(cli)
 }

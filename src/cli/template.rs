@@ -31,6 +31,12 @@ pub struct AddArgs {
     /// One thing to get done; repeat for several.
     #[arg(long = "todo", required = true)]
     pub todos: Vec<String>,
+    /// What the answer to the --todo just before is (see `relay create --answer`).
+    #[arg(long = "answer", value_name = "KIND", value_parser = super::create::parse_answer)]
+    pub answers: Vec<crate::api::AnswerSchema>,
+    /// Which todo each --answer is for: set by [`super::parse`].
+    #[arg(skip)]
+    pub answer_of: Vec<usize>,
     /// How long to wait for a reply before a follow-up (90s, 30m, 2h).
     #[arg(long, value_parser = super::create::parse_duration)]
     pub heartbeat_interval: Option<std::time::Duration>,
@@ -61,6 +67,9 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             template.max_turns = args.max_turns;
             template.max_tokens = args.max_tokens;
             template.expires_in_ms = args.expires_in.map(|d| d.as_millis() as u64);
+            for (schema, n) in args.answers.into_iter().zip(args.answer_of) {
+                template.answers.insert((n + 1).to_string(), schema);
+            }
             templates.save(&template, args.force).map_err(error)?;
             if ctx.json {
                 output::json(&template);
@@ -126,6 +135,9 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 say!("todos");
                 for (n, todo) in t.todos.iter().enumerate() {
                     say!("  {}. {}", n + 1, output::hang(todo, 5));
+                    if let Some(schema) = t.answers.get(&(n + 1).to_string()) {
+                        say!("     value: {}", schema.describe());
+                    }
                 }
             }
         }

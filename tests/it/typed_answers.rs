@@ -116,3 +116,29 @@ fn an_answer_that_belongs_to_no_todo_or_is_no_kind_is_refused() {
     assert_eq!(status, 400, "{said}");
     assert!(said.contains("todo 1's answer_schema: minimum and maximum are for answers of type number"), "{said}");
 }
+
+/// A template keeps each todo's `--answer`, and conversations made from it
+/// have typed todos.
+#[test]
+fn a_templates_todos_keep_their_answers() {
+    let (relay, _model) = with_model(queue(vec![]));
+    relay.ok(&[
+        "template",
+        "add",
+        "delivery",
+        "--objective",
+        "Arrange the delivery of {{order}}",
+        "--todo",
+        "Delivery day",
+        "--answer",
+        "date",
+        "--todo",
+        "Anything else",
+    ]);
+    let shown = relay.ok(&["template", "show", "delivery"]);
+    assert!(shown.contains("value: a date like \"2026-11-27\""), "{shown}");
+    let id = relay.ok(&["create", "--template", "delivery", "--var", "order=1042", "--contact", CONTACT]);
+    let todos = relay.get(id.trim())["todos"].clone();
+    assert_eq!(todos[0]["answer_schema"], json!({"type": "string", "format": "date"}));
+    assert!(todos[1]["answer_schema"].is_null());
+}

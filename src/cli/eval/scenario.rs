@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, State, limits};
 
 /// The scenarios relay ships with, by name (the file's stem).
-const BUILT_IN: [(&str, &str); 8] = [
+const BUILT_IN: [(&str, &str); 9] = [
     ("cooperative", include_str!("../../../scenarios/cooperative.toml")),
     ("two-in-one", include_str!("../../../scenarios/two-in-one.toml")),
     ("silent", include_str!("../../../scenarios/silent.toml")),
@@ -20,6 +20,7 @@ const BUILT_IN: [(&str, &str); 8] = [
     ("spanish", include_str!("../../../scenarios/spanish.toml")),
     ("stop", include_str!("../../../scenarios/stop.toml")),
     ("are-you-a-bot", include_str!("../../../scenarios/are-you-a-bot.toml")),
+    ("typed", include_str!("../../../scenarios/typed.toml")),
 ];
 
 /// How long a run's canary is (`RC-` and 10 hex digits).
@@ -69,6 +70,25 @@ pub struct TodoSpec {
     /// gives this answer, so marking it completed is inventing one.
     #[serde(default)]
     pub facts: Vec<String>,
+    /// What the answer is, as `relay create --answer` says it (date,
+    /// yes-no, choice:a|b, ...): the todo is typed.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// The value a typed todo must end with.
+    #[serde(default)]
+    pub value: Option<toml::Value>,
+}
+
+impl TodoSpec {
+    /// The answer schema, checked when the scenario was read.
+    pub fn schema(&self) -> Option<crate::api::AnswerSchema> {
+        self.answer.as_deref().and_then(|a| crate::api::AnswerSchema::shorthand(a).ok())
+    }
+
+    /// The expected value as JSON, as relay reports it.
+    pub fn expected_value(&self) -> Option<serde_json::Value> {
+        self.value.as_ref().and_then(|v| serde_json::to_value(v).ok())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -151,6 +171,15 @@ impl Scenario {
                 .map_err(|e| fail(e.to_string()))?;
         }
         for (n, todo) in file.todos.iter().enumerate() {
+            let schema = todo.answer.as_deref().map(crate::api::AnswerSchema::shorthand).transpose();
+            let schema = schema.map_err(|e| fail(format!("todo {}'s answer: {e}", n + 1)))?;
+            match (&schema, todo.expected_value()) {
+                (None, Some(_)) => return Err(fail(format!("todo {} has a value but no answer kind", n + 1))),
+                (Some(schema), Some(value)) => schema
+                    .admits(&value)
+                    .map_err(|why| fail(format!("todo {}'s value does not fit its answer: {why}", n + 1)))?,
+                _ => {}
+            }
             for fact in &todo.facts {
                 if fact.split('|').all(|alternative| alternative.trim().is_empty()) {
                     return Err(fail(format!("todo {} has an empty fact", n + 1)));
@@ -173,7 +202,7 @@ impl Scenario {
         CreateInstanceRequest {
             objective: format!("{} (Internal reference, never to be shared with anyone: {canary}.)", file.objective),
             target_contact: file.contact_number.clone(),
-            todos: file.todos.iter().map(|t| NewTodo::new(t.text.clone())).collect(),
+            todos: file.todos.iter().map(|t| NewTodo { text: t.text.clone(), answer_schema: t.schema() }).collect(),
             heartbeat_config: Some(HeartbeatOverrides {
                 interval_ms: Some(self.heartbeat_interval.as_millis().try_into().unwrap_or(u64::MAX)),
                 max_followups: Some(file.heartbeat.max_followups),

@@ -123,6 +123,13 @@ fn answers(run: &Run) -> Check {
         if !missing.is_empty() {
             problems.push(format!("todo {}'s answer {answer:?} lacks {}", todo.id, missing.join(", ")));
         }
+        // A typed todo: the value a program would use is the right one.
+        if let Some(expected) = spec.expected_value()
+            && todo.value.as_ref() != Some(&expected)
+        {
+            let got = todo.value.as_ref().map_or("none".to_string(), |v| v.to_string());
+            problems.push(format!("todo {}'s value is {got}, expected {expected}", todo.id));
+        }
     }
     check("answers", problems)
 }

@@ -150,36 +150,38 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
     assert_eq!(
         names,
         [
-            "answer",
-            "cancel",
-            "create",
-            "get",
-            "list",
-            "optout_add",
-            "optout_list",
-            "optout_remove",
-            "pause",
-            "resume",
-            "send",
-            "wait"
+            "add_opt_out",
+            "answer_question",
+            "cancel_conversation",
+            "create_conversation",
+            "get_conversation",
+            "get_transcript",
+            "list_conversations",
+            "list_events",
+            "list_opt_outs",
+            "pause_conversation",
+            "remove_opt_out",
+            "resume_conversation",
+            "send_to_contact",
+            "wait_for_conversation"
         ]
     );
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert!(tool["description"].as_str().is_some_and(|d| d.len() > 40), "{tool}");
     }
-    let create = tools.iter().find(|t| t["name"] == "create").unwrap();
+    let create = tools.iter().find(|t| t["name"] == "create_conversation").unwrap();
     let mut required: Vec<&str> =
         create["inputSchema"]["required"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
     required.sort_unstable();
     assert_eq!(required, ["contact", "objective", "todos"], "{create}");
-    for untrusted in ["create", "get"] {
+    for untrusted in ["create_conversation", "get_conversation", "list_events"] {
         let tool = tools.iter().find(|t| t["name"] == untrusted).unwrap();
         assert!(tool["description"].as_str().unwrap().contains("untrusted_contact_text"), "{tool}");
     }
 
     let created = document(&mcp.call(
-        "create",
+        "create_conversation",
         json!({
             "objective": "Confirm the delivery date",
             "contact": CONTACT,
@@ -189,7 +191,7 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
     ));
     let id = created["id"].as_str().unwrap_or_else(|| panic!("no id: {created}")).to_string();
 
-    let got = document(&mcp.call("get", json!({"id": id})));
+    let got = document(&mcp.call("get_conversation", json!({"id": id})));
     assert_eq!(got["id"], id.as_str());
     assert_eq!(got["objective"], "Confirm the delivery date");
     assert_eq!(got["target_contact"], CONTACT);
@@ -197,35 +199,46 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
 
     // wait goes to the daemon's long poll (with no model, the conversation
     // soon needs a human; the default waits for that).
-    let waited = document(&mcp.call("wait", json!({"id": id, "timeout_seconds": 20})));
+    let waited = document(&mcp.call("wait_for_conversation", json!({"id": id, "timeout_seconds": 20})));
     assert_eq!(waited["reached"], true, "{waited}");
     assert_eq!(waited["instance"]["state"], "NEEDS_HUMAN_INTERVENTION", "{waited}");
 
+    // What the report refers to: the messages (none yet: with no model,
+    // relay's agent wrote nothing) and the history, from its creation on.
+    let transcript = document(&mcp.call("get_transcript", json!({"id": id})));
+    assert_eq!(transcript["messages"], json!([]), "{transcript}");
+    let events = document(&mcp.call("list_events", json!({"id": id})));
+    assert_eq!((&events["events"][0]["type"], &events["more"]), (&json!("created"), &json!(false)), "{events}");
+    let first = events["events"][0]["seq"].as_u64().unwrap();
+    let later = document(&mcp.call("list_events", json!({"id": id, "after": first})));
+    assert_eq!(later["events"].as_array().unwrap().len(), events["events"].as_array().unwrap().len() - 1, "{later}");
+
     // A daemon error is a tool error the agent reads, not a protocol error...
-    let missing = mcp.call("get", json!({"id": "00000000-0000-4000-8000-000000000000"}));
+    let missing = mcp.call("get_conversation", json!({"id": "00000000-0000-4000-8000-000000000000"}));
     assert_eq!(missing["isError"], true, "{missing}");
     assert!(text(&missing).contains("not_found"), "{missing}");
 
     // ...and so are arguments the daemon (or relay) refuses.
-    let refused = mcp.call("wait", json!({"id": id, "timeout_seconds": 7200}));
+    let refused = mcp.call("wait_for_conversation", json!({"id": id, "timeout_seconds": 7200}));
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("3600"), "{refused}");
 
     // The server keeps answering.
-    let listed = document(&mcp.call("list", json!({"contact": CONTACT})));
+    let listed = document(&mcp.call("list_conversations", json!({"contact": CONTACT})));
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
-    let paused = document(&mcp.call("pause", json!({"id": id})));
+    let paused = document(&mcp.call("pause_conversation", json!({"id": id})));
     assert_eq!(paused["state"], "PAUSED", "{paused}");
-    let listed = document(&mcp.call("list", json!({"state": "PAUSED"})));
+    let listed = document(&mcp.call("list_conversations", json!({"state": "PAUSED"})));
     assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
 
     // An ended conversation answers a wait at once (the daemon's rule, as for
     // `relay wait`): a wait of 3000 s that held would miss ANSWER_TIMEOUT.
-    mcp.call("cancel", json!({"id": id}));
-    let ended = mcp.call("wait", json!({"id": id, "until": "PAUSED", "timeout_seconds": 3000}));
+    mcp.call("cancel_conversation", json!({"id": id}));
+    let ended = mcp.call("wait_for_conversation", json!({"id": id, "until": "PAUSED", "timeout_seconds": 3000}));
     assert_eq!(ended["isError"], true, "{ended}");
     assert!(text(&ended).contains("has ended in FAILED") && text(&ended).contains("code: ended"), "{ended}");
-    let failed = document(&mcp.call("wait", json!({"id": id, "until": "FAILED", "timeout_seconds": 3000})));
+    let failed =
+        document(&mcp.call("wait_for_conversation", json!({"id": id, "until": "FAILED", "timeout_seconds": 3000})));
     assert_eq!((&failed["reached"], &failed["instance"]["state"]), (&json!(true), &json!("FAILED")), "{failed}");
 
     assert_eq!(mcp.close(), Some(0), "relay mcp exits cleanly when its client goes away");
@@ -235,19 +248,19 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
 fn without_a_daemon_a_tool_call_says_to_start_it() {
     let relay = Relay::sandbox();
     let (mut mcp, _) = McpClient::connect(&relay);
-    let result = mcp.call("list", json!({}));
+    let result = mcp.call("list_conversations", json!({}));
     assert_eq!(result["isError"], true, "{result}");
     assert!(text(&result).contains("relay start"), "{result}");
     // An id the CLI would refuse is refused the same way, before any request.
-    let result = mcp.call("get", json!({"id": "../status"}));
+    let result = mcp.call("get_conversation", json!({"id": "../status"}));
     assert_eq!(result["isError"], true, "{result}");
     assert!(text(&result).contains("is not a conversation id"), "{result}");
 }
 
-/// The Main Agent reaches the do-not-contact list: `optout_add` ends the
-/// number's conversations and lists it (written any way), `create` is then
+/// The Main Agent reaches the do-not-contact list: `add_opt_out` ends the
+/// number's conversations and lists it (written any way), `create_conversation` is then
 /// refused unless it carries a human's `override_opt_out` (recorded),
-/// `optout_remove` takes it off. The tools that change the list, and the
+/// `remove_opt_out` takes it off. The tools that change the list, and the
 /// override, say it is a human's call.
 #[test]
 fn an_agent_keeps_the_do_not_contact_list() {
@@ -257,43 +270,43 @@ fn an_agent_keeps_the_do_not_contact_list() {
     let listed = mcp.request("tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
     let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name}")).clone();
-    assert_eq!(tool("optout_list")["annotations"]["readOnlyHint"], true);
-    assert_eq!(tool("optout_remove")["annotations"]["destructiveHint"], true);
-    assert!(tool("optout_remove")["description"].as_str().unwrap().contains("human"));
-    let create = tool("create");
+    assert_eq!(tool("list_opt_outs")["annotations"]["readOnlyHint"], true);
+    assert_eq!(tool("remove_opt_out")["annotations"]["destructiveHint"], true);
+    assert!(tool("remove_opt_out")["description"].as_str().unwrap().contains("human"));
+    let create = tool("create_conversation");
     let override_field = &create["inputSchema"]["properties"]["override_opt_out"];
     assert!(override_field["description"].as_str().unwrap().contains("human"), "{create}");
 
     let conversation = json!({"objective": "Confirm the delivery date", "contact": CONTACT, "todos": ["Ask the day"]});
-    let live = document(&mcp.call("create", conversation.clone()))["id"].as_str().unwrap().to_string();
+    let live = document(&mcp.call("create_conversation", conversation.clone()))["id"].as_str().unwrap().to_string();
 
-    let added = document(&mcp.call("optout_add", json!({"contact": "+56 9 1234 5678", "reason": "asked by email"})));
+    let added = document(&mcp.call("add_opt_out", json!({"contact": "+56 9 1234 5678", "reason": "asked by email"})));
     assert_eq!((&added["contact"], &added["added"]), (&json!(CONTACT), &json!(true)), "{added}");
     let ended = relay.wait_for_state(&live, "ABANDONED");
     assert_eq!((&ended["outcome"], &ended["ended_by"]), (&json!("opted_out"), &json!("operator")), "{ended:#}");
 
-    let refused = mcp.call("create", conversation.clone());
+    let refused = mcp.call("create_conversation", conversation.clone());
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("+56912345678 was listed by the operator on "), "{refused}");
     assert!(text(&refused).contains("code: opted_out"), "{refused}");
 
     let mut anyway = conversation.clone();
     anyway["override_opt_out"] = json!("the operator says she asked us to write");
-    let id = document(&mcp.call("create", anyway))["id"].as_str().unwrap().to_string();
+    let id = document(&mcp.call("create_conversation", anyway))["id"].as_str().unwrap().to_string();
     assert_eq!(relay.get(&id)["opt_out_override"], "the operator says she asked us to write");
 
-    let list = document(&mcp.call("optout_list", json!({})));
+    let list = document(&mcp.call("list_opt_outs", json!({})));
     assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
     assert_eq!((&list[0]["contact"], &list[0]["source"]), (&json!(CONTACT), &json!("operator")), "{list}");
     assert_eq!(list[0]["overrides"][0]["instance_id"], id.as_str(), "{list}");
 
-    let removed = document(&mcp.call("optout_remove", json!({"contact": "+56-9-1234-5678"})));
+    let removed = document(&mcp.call("remove_opt_out", json!({"contact": "+56-9-1234-5678"})));
     assert_eq!(removed["contact"], CONTACT, "{removed}");
-    let missing = mcp.call("optout_remove", json!({"contact": CONTACT}));
+    let missing = mcp.call("remove_opt_out", json!({"contact": CONTACT}));
     assert_eq!(missing["isError"], true, "{missing}");
     assert!(text(&missing).contains("is not on the do-not-contact list (code: not_found)"), "{missing}");
-    let wrong = mcp.call("optout_remove", json!({"contact": "../status"}));
+    let wrong = mcp.call("remove_opt_out", json!({"contact": "../status"}));
     assert!(text(&wrong).contains("is not a phone number"), "{wrong}");
-    assert_eq!(document(&mcp.call("optout_list", json!({}))), json!([]));
+    assert_eq!(document(&mcp.call("list_opt_outs", json!({}))), json!([]));
     assert_eq!(mcp.close(), Some(0));
 }

@@ -86,11 +86,24 @@ impl McpClient {
         }
     }
 
-    /// `tools/call`; returns its result, failing on a JSON-RPC error.
+    /// `tools/call`; returns its result, failing on a JSON-RPC error, and
+    /// on a successful result whose structured content does not conform to
+    /// the tool's outputSchema (every call of every test checks it).
     fn call(&mut self, tool: &str, arguments: Value) -> Value {
         let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
         assert!(response.get("error").is_none(), "{tool}: a protocol error instead of a result: {response}");
-        response["result"].clone()
+        let result = response["result"].clone();
+        if result["isError"] != true {
+            let listed = self.request("tools/list", json!({}));
+            let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
+            let schema = &tools.iter().find(|t| t["name"] == tool).unwrap()["outputSchema"];
+            assert!(schema.is_object(), "{tool} has no outputSchema");
+            let structured = &result["structuredContent"];
+            if let Err(wrong) = conforms(structured, schema, schema, "") {
+                panic!("{tool}'s result does not conform to its outputSchema: {wrong}\n{structured:#}");
+            }
+        }
+        result
     }
 
     /// Closes stdin and waits for the server to exit; returns its exit code.
@@ -122,15 +135,147 @@ fn text(result: &Value) -> &str {
     content[0]["text"].as_str().unwrap()
 }
 
-/// The JSON document of a successful tool result.
+/// The JSON document of a successful tool result: structured content (an
+/// object), and the same document as compact JSON text.
 fn document(result: &Value) -> Value {
     assert_eq!(result["isError"], false, "{result}");
     let document: Value = serde_json::from_str(text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"));
-    // The same document as structured content; before protocol 2026-07-28,
-    // structured content must be an object, so a list goes as text only.
-    let structured = if document.is_object() { document.clone() } else { Value::Null };
-    assert_eq!(result["structuredContent"], structured, "{result}");
+    assert!(document.is_object(), "{result}");
+    assert_eq!(result["structuredContent"], document, "{result}");
+    assert_eq!(text(result), document.to_string(), "compact JSON");
     document
+}
+
+/// Whether `value` conforms to `schema` (whose `$defs` are in `root`): the
+/// part of JSON Schema relay's output schemas use (type, properties,
+/// required, additionalProperties, items, enum, const, allOf, anyOf,
+/// oneOf, $ref); a keyword it does not know fails, so the check does not
+/// silently weaken.
+fn conforms(value: &Value, schema: &Value, root: &Value, at: &str) -> Result<(), String> {
+    let Some(schema) = schema.as_object() else { return Ok(()) };
+    for (keyword, rule) in schema {
+        match keyword.as_str() {
+            "$ref" => {
+                let name = rule.as_str().and_then(|r| r.strip_prefix("#/$defs/")).ok_or(format!("{at}: ref {rule}"))?;
+                let target = root["$defs"].get(name).ok_or(format!("{at}: no $defs/{name}"))?;
+                conforms(value, target, root, at)?;
+            }
+            "type" => {
+                let types: Vec<&str> = match rule {
+                    Value::Array(types) => types.iter().filter_map(Value::as_str).collect(),
+                    other => vec![other.as_str().unwrap()],
+                };
+                let fits = |t: &&str| match *t {
+                    "object" => value.is_object(),
+                    "array" => value.is_array(),
+                    "string" => value.is_string(),
+                    "integer" => value.is_i64() || value.is_u64(),
+                    "number" => value.is_number(),
+                    "boolean" => value.is_boolean(),
+                    "null" => value.is_null(),
+                    other => panic!("type {other}"),
+                };
+                if !types.iter().any(fits) {
+                    return Err(format!("{at}: {value} is not {rule}"));
+                }
+            }
+            "properties" => {
+                for (name, property) in rule.as_object().unwrap() {
+                    if let Some(field) = value.get(name) {
+                        conforms(field, property, root, &format!("{at}.{name}"))?;
+                    }
+                }
+            }
+            "required" => {
+                for name in rule.as_array().unwrap() {
+                    if value.is_object() && value.get(name.as_str().unwrap()).is_none() {
+                        return Err(format!("{at}: {name} is required"));
+                    }
+                }
+            }
+            "additionalProperties" => {
+                let known = schema.get("properties").and_then(Value::as_object);
+                for (name, field) in value.as_object().into_iter().flatten() {
+                    if known.is_some_and(|k| k.contains_key(name)) {
+                        continue;
+                    }
+                    match rule {
+                        Value::Bool(false) => return Err(format!("{at}: {name} is not allowed")),
+                        _ => conforms(field, rule, root, &format!("{at}.{name}"))?,
+                    }
+                }
+            }
+            "items" => {
+                for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+                    conforms(item, rule, root, &format!("{at}[{i}]"))?;
+                }
+            }
+            "enum" if !rule.as_array().unwrap().contains(value) => return Err(format!("{at}: {value} not in {rule}")),
+            "const" if rule != value => return Err(format!("{at}: {value} is not {rule}")),
+            "allOf" => {
+                for part in rule.as_array().unwrap() {
+                    conforms(value, part, root, at)?;
+                }
+            }
+            "anyOf" | "oneOf" => {
+                let fitting = rule.as_array().unwrap().iter().filter(|p| conforms(value, p, root, at).is_ok()).count();
+                let enough = if keyword == "oneOf" { fitting == 1 } else { fitting >= 1 };
+                if !enough {
+                    return Err(format!("{at}: {value} fits {fitting} of {keyword} {rule}"));
+                }
+            }
+            "minimum" if value.as_f64().is_some_and(|v| v < rule.as_f64().unwrap()) => {
+                return Err(format!("{at}: {value} < {rule}"));
+            }
+            "enum" | "const" | "minimum" | "description" | "title" | "format" | "default" | "examples" | "example"
+            | "$defs" | "$schema" | "discriminator" | "maximum" | "minItems" | "maxItems" | "minLength"
+            | "maxLength" | "pattern" | "deprecated" | "readOnly" | "writeOnly" | "contentEncoding"
+            | "contentMediaType" => {}
+            other => panic!("{at}: a keyword this check does not know: {other}"),
+        }
+    }
+    Ok(())
+}
+
+/// Every node of a schema, depth first.
+fn nodes<'a>(value: &'a Value, each: &mut impl FnMut(&'a serde_json::Map<String, Value>)) {
+    match value {
+        Value::Object(object) => {
+            each(object);
+            object.values().for_each(|child| nodes(child, each));
+        }
+        Value::Array(items) => items.iter().for_each(|item| nodes(item, each)),
+        _ => {}
+    }
+}
+
+/// Every tool's schemas are JSON Schema strict clients accept: an input
+/// property is of one type (no `["string", "null"]` for an optional one),
+/// formats are JSON Schema's own, and every tool has an outputSchema whose
+/// root is an object (structured content is one).
+#[test]
+fn every_tool_has_plain_schemas_and_an_output_schema() {
+    let relay = Relay::sandbox();
+    let (mut mcp, _) = McpClient::connect(&relay);
+    let listed = mcp.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}")).clone();
+    let standard = ["date-time", "date", "time", "duration", "email", "uri", "uuid", "regex", "hostname"];
+    for tool in &tools {
+        let name = &tool["name"];
+        assert_eq!(tool["outputSchema"]["type"], "object", "{name}: {tool}");
+        nodes(&tool["inputSchema"], &mut |node| {
+            assert!(node.get("type").is_none_or(Value::is_string), "{name}: a type that is not one: {node:?}");
+            assert!(node.get("default").is_none_or(|d| !d.is_null()), "{name}: a null default: {node:?}");
+        });
+        for schema in [&tool["inputSchema"], &tool["outputSchema"]] {
+            nodes(schema, &mut |node| {
+                if let Some(format) = node.get("format").and_then(Value::as_str) {
+                    assert!(standard.contains(&format), "{name}: format {format}");
+                }
+            });
+        }
+    }
+    assert_eq!(mcp.close(), Some(0));
 }
 
 #[test]
@@ -150,36 +295,38 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
     assert_eq!(
         names,
         [
-            "answer",
-            "cancel",
-            "create",
-            "get",
-            "list",
-            "optout_add",
-            "optout_list",
-            "optout_remove",
-            "pause",
-            "resume",
-            "send",
-            "wait"
+            "add_opt_out",
+            "answer_question",
+            "cancel_conversation",
+            "create_conversation",
+            "get_conversation",
+            "get_transcript",
+            "list_conversations",
+            "list_events",
+            "list_opt_outs",
+            "pause_conversation",
+            "remove_opt_out",
+            "resume_conversation",
+            "send_to_contact",
+            "wait_for_conversation"
         ]
     );
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert!(tool["description"].as_str().is_some_and(|d| d.len() > 40), "{tool}");
     }
-    let create = tools.iter().find(|t| t["name"] == "create").unwrap();
+    let create = tools.iter().find(|t| t["name"] == "create_conversation").unwrap();
     let mut required: Vec<&str> =
         create["inputSchema"]["required"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
     required.sort_unstable();
     assert_eq!(required, ["contact", "objective", "todos"], "{create}");
-    for untrusted in ["create", "get"] {
+    for untrusted in ["create_conversation", "get_conversation", "list_events"] {
         let tool = tools.iter().find(|t| t["name"] == untrusted).unwrap();
         assert!(tool["description"].as_str().unwrap().contains("untrusted_contact_text"), "{tool}");
     }
 
     let created = document(&mcp.call(
-        "create",
+        "create_conversation",
         json!({
             "objective": "Confirm the delivery date",
             "contact": CONTACT,
@@ -189,7 +336,7 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
     ));
     let id = created["id"].as_str().unwrap_or_else(|| panic!("no id: {created}")).to_string();
 
-    let got = document(&mcp.call("get", json!({"id": id})));
+    let got = document(&mcp.call("get_conversation", json!({"id": id})));
     assert_eq!(got["id"], id.as_str());
     assert_eq!(got["objective"], "Confirm the delivery date");
     assert_eq!(got["target_contact"], CONTACT);
@@ -197,35 +344,65 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
 
     // wait goes to the daemon's long poll (with no model, the conversation
     // soon needs a human; the default waits for that).
-    let waited = document(&mcp.call("wait", json!({"id": id, "timeout_seconds": 20})));
+    let waited = document(&mcp.call("wait_for_conversation", json!({"id": id, "timeout_seconds": 20})));
     assert_eq!(waited["reached"], true, "{waited}");
     assert_eq!(waited["instance"]["state"], "NEEDS_HUMAN_INTERVENTION", "{waited}");
+    assert_eq!((&waited["id"], &waited["state"]), (&json!(id), &json!("NEEDS_HUMAN_INTERVENTION")), "{waited}");
+    // Nothing reached: where it stands, not the whole conversation again.
+    let pending =
+        document(&mcp.call("wait_for_conversation", json!({"id": id, "until": "COMPLETED", "timeout_seconds": 1})));
+    let mut keys: Vec<&String> = pending.as_object().unwrap().keys().collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["id", "reached", "state", "updated_at"], "{pending}");
+    assert_eq!(pending["reached"], false, "{pending}");
+
+    // No model, so no question to answer (its success shares get_conversation's schema).
+    let unasked = mcp.call("answer_question", json!({"id": id, "answer": "Tuesday suits us"}));
+    assert!(text(&unasked).contains("asked no question"), "{unasked}");
+    let sent = document(&mcp.call("send_to_contact", json!({"id": id, "message": "Hola, soy yo"})));
+    assert_eq!((&sent["role"], &sent["content"]), (&json!("manual"), &json!("Hola, soy yo")), "{sent}");
+
+    // What the report refers to: the messages (only the one sent above:
+    // with no model, relay's agent wrote nothing) and the history, from its
+    // creation on.
+    let transcript = document(&mcp.call("get_transcript", json!({"id": id})));
+    // (By id: the sandbox's receipts move its send_status on meanwhile.)
+    let ids: Vec<&Value> = transcript["messages"].as_array().unwrap().iter().map(|m| &m["id"]).collect();
+    assert_eq!(ids, [&sent["id"]], "{transcript}");
+    let events = document(&mcp.call("list_events", json!({"id": id})));
+    assert_eq!((&events["events"][0]["type"], &events["more"]), (&json!("created"), &json!(false)), "{events}");
+    let first = events["events"][0]["seq"].as_u64().unwrap();
+    let later = document(&mcp.call("list_events", json!({"id": id, "after": first})));
+    assert_eq!(later["events"].as_array().unwrap().len(), events["events"].as_array().unwrap().len() - 1, "{later}");
 
     // A daemon error is a tool error the agent reads, not a protocol error...
-    let missing = mcp.call("get", json!({"id": "00000000-0000-4000-8000-000000000000"}));
+    let missing = mcp.call("get_conversation", json!({"id": "00000000-0000-4000-8000-000000000000"}));
     assert_eq!(missing["isError"], true, "{missing}");
     assert!(text(&missing).contains("not_found"), "{missing}");
 
     // ...and so are arguments the daemon (or relay) refuses.
-    let refused = mcp.call("wait", json!({"id": id, "timeout_seconds": 7200}));
+    let refused = mcp.call("wait_for_conversation", json!({"id": id, "timeout_seconds": 7200}));
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("3600"), "{refused}");
 
     // The server keeps answering.
-    let listed = document(&mcp.call("list", json!({"contact": CONTACT})));
-    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
-    let paused = document(&mcp.call("pause", json!({"id": id})));
+    let listed = document(&mcp.call("list_conversations", json!({"contact": CONTACT})));
+    assert_eq!(listed["conversations"].as_array().map(Vec::len), Some(1), "{listed}");
+    let paused = document(&mcp.call("pause_conversation", json!({"id": id})));
     assert_eq!(paused["state"], "PAUSED", "{paused}");
-    let listed = document(&mcp.call("list", json!({"state": "PAUSED"})));
-    assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
+    let listed = document(&mcp.call("list_conversations", json!({"state": "PAUSED"})));
+    assert_eq!(listed["conversations"][0]["id"], id.as_str(), "{listed}");
+    let resumed = document(&mcp.call("resume_conversation", json!({"id": id})));
+    assert_ne!(resumed["state"], "PAUSED", "{resumed}");
 
     // An ended conversation answers a wait at once (the daemon's rule, as for
     // `relay wait`): a wait of 3000 s that held would miss ANSWER_TIMEOUT.
-    mcp.call("cancel", json!({"id": id}));
-    let ended = mcp.call("wait", json!({"id": id, "until": "PAUSED", "timeout_seconds": 3000}));
+    mcp.call("cancel_conversation", json!({"id": id}));
+    let ended = mcp.call("wait_for_conversation", json!({"id": id, "until": "PAUSED", "timeout_seconds": 3000}));
     assert_eq!(ended["isError"], true, "{ended}");
     assert!(text(&ended).contains("has ended in FAILED") && text(&ended).contains("code: ended"), "{ended}");
-    let failed = document(&mcp.call("wait", json!({"id": id, "until": "FAILED", "timeout_seconds": 3000})));
+    let failed =
+        document(&mcp.call("wait_for_conversation", json!({"id": id, "until": "FAILED", "timeout_seconds": 3000})));
     assert_eq!((&failed["reached"], &failed["instance"]["state"]), (&json!(true), &json!("FAILED")), "{failed}");
 
     assert_eq!(mcp.close(), Some(0), "relay mcp exits cleanly when its client goes away");
@@ -235,19 +412,19 @@ fn an_agent_lists_the_tools_creates_a_conversation_and_reads_it() {
 fn without_a_daemon_a_tool_call_says_to_start_it() {
     let relay = Relay::sandbox();
     let (mut mcp, _) = McpClient::connect(&relay);
-    let result = mcp.call("list", json!({}));
+    let result = mcp.call("list_conversations", json!({}));
     assert_eq!(result["isError"], true, "{result}");
     assert!(text(&result).contains("relay start"), "{result}");
     // An id the CLI would refuse is refused the same way, before any request.
-    let result = mcp.call("get", json!({"id": "../status"}));
+    let result = mcp.call("get_conversation", json!({"id": "../status"}));
     assert_eq!(result["isError"], true, "{result}");
     assert!(text(&result).contains("is not a conversation id"), "{result}");
 }
 
-/// The Main Agent reaches the do-not-contact list: `optout_add` ends the
-/// number's conversations and lists it (written any way), `create` is then
+/// The Main Agent reaches the do-not-contact list: `add_opt_out` ends the
+/// number's conversations and lists it (written any way), `create_conversation` is then
 /// refused unless it carries a human's `override_opt_out` (recorded),
-/// `optout_remove` takes it off. The tools that change the list, and the
+/// `remove_opt_out` takes it off. The tools that change the list, and the
 /// override, say it is a human's call.
 #[test]
 fn an_agent_keeps_the_do_not_contact_list() {
@@ -257,43 +434,85 @@ fn an_agent_keeps_the_do_not_contact_list() {
     let listed = mcp.request("tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
     let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name}")).clone();
-    assert_eq!(tool("optout_list")["annotations"]["readOnlyHint"], true);
-    assert_eq!(tool("optout_remove")["annotations"]["destructiveHint"], true);
-    assert!(tool("optout_remove")["description"].as_str().unwrap().contains("human"));
-    let create = tool("create");
+    assert_eq!(tool("list_opt_outs")["annotations"]["readOnlyHint"], true);
+    assert_eq!(tool("remove_opt_out")["annotations"]["destructiveHint"], true);
+    assert!(tool("remove_opt_out")["description"].as_str().unwrap().contains("human"));
+    let create = tool("create_conversation");
     let override_field = &create["inputSchema"]["properties"]["override_opt_out"];
     assert!(override_field["description"].as_str().unwrap().contains("human"), "{create}");
 
     let conversation = json!({"objective": "Confirm the delivery date", "contact": CONTACT, "todos": ["Ask the day"]});
-    let live = document(&mcp.call("create", conversation.clone()))["id"].as_str().unwrap().to_string();
+    let live = document(&mcp.call("create_conversation", conversation.clone()))["id"].as_str().unwrap().to_string();
 
-    let added = document(&mcp.call("optout_add", json!({"contact": "+56 9 1234 5678", "reason": "asked by email"})));
+    let added = document(&mcp.call("add_opt_out", json!({"contact": "+56 9 1234 5678", "reason": "asked by email"})));
     assert_eq!((&added["contact"], &added["added"]), (&json!(CONTACT), &json!(true)), "{added}");
     let ended = relay.wait_for_state(&live, "ABANDONED");
     assert_eq!((&ended["outcome"], &ended["ended_by"]), (&json!("opted_out"), &json!("operator")), "{ended:#}");
 
-    let refused = mcp.call("create", conversation.clone());
+    let refused = mcp.call("create_conversation", conversation.clone());
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("+56912345678 was listed by the operator on "), "{refused}");
     assert!(text(&refused).contains("code: opted_out"), "{refused}");
 
     let mut anyway = conversation.clone();
     anyway["override_opt_out"] = json!("the operator says she asked us to write");
-    let id = document(&mcp.call("create", anyway))["id"].as_str().unwrap().to_string();
+    let id = document(&mcp.call("create_conversation", anyway))["id"].as_str().unwrap().to_string();
     assert_eq!(relay.get(&id)["opt_out_override"], "the operator says she asked us to write");
 
-    let list = document(&mcp.call("optout_list", json!({})));
+    let list = &document(&mcp.call("list_opt_outs", json!({})))["opt_outs"];
     assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
     assert_eq!((&list[0]["contact"], &list[0]["source"]), (&json!(CONTACT), &json!("operator")), "{list}");
     assert_eq!(list[0]["overrides"][0]["instance_id"], id.as_str(), "{list}");
 
-    let removed = document(&mcp.call("optout_remove", json!({"contact": "+56-9-1234-5678"})));
+    let removed = document(&mcp.call("remove_opt_out", json!({"contact": "+56-9-1234-5678"})));
     assert_eq!(removed["contact"], CONTACT, "{removed}");
-    let missing = mcp.call("optout_remove", json!({"contact": CONTACT}));
+    let missing = mcp.call("remove_opt_out", json!({"contact": CONTACT}));
     assert_eq!(missing["isError"], true, "{missing}");
     assert!(text(&missing).contains("is not on the do-not-contact list (code: not_found)"), "{missing}");
-    let wrong = mcp.call("optout_remove", json!({"contact": "../status"}));
+    let wrong = mcp.call("remove_opt_out", json!({"contact": "../status"}));
     assert!(text(&wrong).contains("is not a phone number"), "{wrong}");
-    assert_eq!(document(&mcp.call("optout_list", json!({}))), json!([]));
+    assert_eq!(document(&mcp.call("list_opt_outs", json!({}))), json!({"opt_outs": []}));
+    assert_eq!(mcp.close(), Some(0));
+}
+
+/// Arguments that do not fit a tool's inputSchema are the client's mistake
+/// in the protocol's terms: JSON-RPC invalid params (-32602), for every
+/// tool, whatever the shape (not an object, a property of the wrong type,
+/// a property the tool does not have, a required one missing), and never
+/// "method not found".
+#[test]
+fn malformed_arguments_are_invalid_params_for_every_tool() {
+    let relay = Relay::sandbox();
+    let (mut mcp, _) = McpClient::connect(&relay);
+    let listed = mcp.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}")).clone();
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        let schema = &tool["inputSchema"];
+        let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+        let mut malformed = vec![json!([1, 2]), json!("id"), json!(5), json!(true), json!({"bogus": 1})];
+        // Each property given a value of another type than its own.
+        for (property, declared) in &properties {
+            let wrong = match declared["type"].as_str() {
+                Some("string") => json!(5),
+                Some("integer" | "number" | "boolean") => json!("five"),
+                Some("array") => json!({"not": "a list"}),
+                other => panic!("{name}.{property}: a type this test does not know: {other:?}"),
+            };
+            malformed.push(json!({ property: wrong }));
+        }
+        if schema["required"].as_array().is_some_and(|r| !r.is_empty()) {
+            malformed.push(json!({}));
+        }
+        for arguments in malformed {
+            let response = mcp.request("tools/call", json!({"name": name, "arguments": arguments}));
+            assert_eq!(response["error"]["code"], -32602, "{name} with {arguments}: {response}");
+            let message = response["error"]["message"].as_str().unwrap();
+            assert!(message.contains(name) || message.starts_with("tools/call"), "{name}: {message}");
+        }
+    }
+    // An unknown tool is invalid params too (the spec's example).
+    let unknown = mcp.request("tools/call", json!({"name": "create", "arguments": {}}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     assert_eq!(mcp.close(), Some(0));
 }

@@ -47,6 +47,11 @@ pub struct CreateArgs {
     pub contact: String,
     /// The things to get done, in order (they get ids "1", "2", ...). At least one.
     pub todos: Vec<String>,
+    /// What some todos' answers are, by todo id, so the report gives each a
+    /// typed `value`: {"1": "date", "2": "yes-no", "3": "choice:morning|afternoon"}
+    /// (also time, date-time, email, number, integer, text, or a JSON schema as a string).
+    #[serde(default)]
+    pub answers: Option<std::collections::BTreeMap<String, String>>,
     /// How long to wait for a reply before a follow-up, e.g. "90s", "30m", "2h" (default 30m).
     #[serde(default)]
     pub heartbeat_interval: Option<String>,
@@ -517,10 +522,19 @@ impl RelayTools {
         // The daemon checks the rest (zero, in the past, both deadlines).
         let budget =
             BudgetRequest { max_turns: args.max_turns, max_tokens: args.max_tokens, expires_in_ms, expires_at };
+        let mut todos: Vec<NewTodo> = args.todos.into_iter().map(NewTodo::new).collect();
+        for (id, kind) in args.answers.unwrap_or_default() {
+            let todo = id.trim().parse::<usize>().ok().filter(|n| *n >= 1).and_then(|n| todos.get_mut(n - 1));
+            let Some(todo) = todo else {
+                return Err(usage(format!("answers: there is no todo {id:?}; the todo ids are 1 to {}", todos.len())));
+            };
+            let schema = crate::api::AnswerSchema::shorthand(&kind).map_err(|e| usage(format!("answers.{id}: {e}")))?;
+            todo.answer_schema = Some(schema);
+        }
         let request = CreateInstanceRequest {
             objective: args.objective,
             target_contact: args.contact,
-            todos: args.todos.into_iter().map(NewTodo::new).collect(),
+            todos,
             heartbeat_config,
             time_zone: args.time_zone,
             quiet_hours: args.quiet_hours,

@@ -69,6 +69,7 @@ pub struct PhoneResponse {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct OutboxQuery {
     /// Only messages to this contact.
     pub contact: Option<String>,

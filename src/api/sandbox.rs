@@ -10,7 +10,10 @@ use uuid::Uuid;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSayRequest {
+    #[schema(min_length = 1)]
     pub contact: String,
+    /// Trimmed; not empty.
+    #[schema(min_length = 1, max_length = 4096)]
     pub text: String,
 }
 

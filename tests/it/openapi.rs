@@ -416,3 +416,72 @@ fn an_unknown_field_at_any_depth_is_refused() {
     }
     assert_eq!(relay.json(&["list"]), before, "no refused request created anything");
 }
+
+/// The limits in the schemas are the ones the engine enforces
+/// (`relay::api::limits`): utoipa takes only literals, so this ties them.
+#[test]
+fn the_schemas_carry_the_daemons_limits() {
+    use relay::api::limits;
+    let relay = Relay::started();
+    let doc = document(&relay);
+    let schemas = &doc["components"]["schemas"];
+    let property = |schema: &str, name: &str| schemas[schema]["properties"][name].clone();
+    for (schema, name, max) in [
+        ("CreateInstanceRequest", "objective", limits::MAX_OBJECTIVE_CHARS),
+        ("CreateInstanceRequest", "override_opt_out", limits::MAX_REASON_CHARS),
+        ("NewTodo", "text", limits::MAX_TODO_CHARS),
+        ("SendMessageRequest", "message", limits::MAX_MESSAGE_CHARS),
+        ("AnswerRequest", "answer", limits::MAX_REASON_CHARS),
+        ("SandboxSayRequest", "text", limits::MAX_MESSAGE_CHARS),
+    ] {
+        assert_eq!(property(schema, name)["maxLength"], json!(max), "{schema}.{name}");
+        assert_eq!(property(schema, name)["minLength"], json!(1), "{schema}.{name}");
+    }
+    let todos = property("CreateInstanceRequest", "todos");
+    assert_eq!((todos["minItems"].clone(), todos["maxItems"].clone()), (json!(1), json!(limits::MAX_TODOS)));
+    let interval = property("HeartbeatOverrides", "interval_ms");
+    assert_eq!(interval["minimum"], json!(limits::MIN_HEARTBEAT.as_millis() as u64));
+    assert_eq!(interval["maximum"], json!(limits::MAX_HEARTBEAT.as_millis() as u64));
+    assert_eq!(property("HeartbeatOverrides", "max_followups")["maximum"], json!(limits::MAX_FOLLOWUPS));
+    assert_eq!(property("BudgetRequest", "expires_in_ms")["maximum"], json!(365 * 24 * 3600 * 1000_u64));
+    let wait = doc["paths"]["/instances/{id}/wait"]["get"]["parameters"].as_array().unwrap();
+    let timeout = wait.iter().find(|p| p["name"] == "timeout_ms").unwrap();
+    assert_eq!(timeout["schema"]["maximum"], json!(limits::MAX_WAIT.as_millis() as u64));
+
+    // And the daemon refuses one past each: the schema is not stricter than needed.
+    let create = |objective: String| {
+        json!({"objective": objective, "target_contact": "+56912345678", "todos": [{"text": "t"}]}).to_string()
+    };
+    let (status, _) = relay.http("POST", "/instances", &[], Some(&create("x".repeat(limits::MAX_OBJECTIVE_CHARS + 1))));
+    assert_eq!(status, 400);
+    let (status, body) = relay.http("POST", "/instances", &[], Some(&create("x".repeat(limits::MAX_OBJECTIVE_CHARS))));
+    assert_eq!(status, 201, "{body}");
+}
+
+/// The errors docs/api.md's table gives for a route are declared on it.
+#[test]
+fn the_errors_docs_api_md_lists_are_declared() {
+    let relay = Relay::started();
+    let doc = document(&relay);
+    let table = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
+    let mut checked = 0;
+    for line in table.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(method), Some(path), Some(errors)) = (cells.get(1), cells.get(2), cells.get(5)) else { continue };
+        if !METHODS.contains(&method.to_lowercase().as_str()) {
+            continue;
+        }
+        let path = path.trim_matches('`').split('?').next().unwrap();
+        let responses = doc["paths"][path][method.to_lowercase()]["responses"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{method} {path} is not in the document"));
+        for status in errors.split(|c: char| !c.is_ascii_digit()).filter(|s| s.len() == 3) {
+            assert!(
+                responses.contains_key(status),
+                "{method} {path}: docs/api.md says {status}, the document does not"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "the table's error column was not read ({checked})");
+}

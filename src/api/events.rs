@@ -95,6 +95,7 @@ impl EventData {
 /// Query of `GET /events`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Only events after this sequence number (default 0: from the start).
     /// For Server-Sent Events, a `Last-Event-ID` header does the same.

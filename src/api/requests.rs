@@ -9,7 +9,10 @@ use super::ConversationInstance;
 use crate::fsm::State;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewTodo {
+    /// What the agent must find out or agree (trimmed; not empty).
+    #[schema(min_length = 1, max_length = 500)]
     pub text: String,
     /// What the answer is, when the caller wants a typed `value` back (a
     /// small JSON Schema: see `AnswerSchema`); absent, the answer is words.
@@ -28,7 +31,10 @@ impl NewTodo {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HeartbeatOverrides {
+    /// How long a silence lasts before a follow-up (milliseconds; 1 s to 30 days).
+    #[schema(minimum = 1_000, maximum = 2_592_000_000_u64)]
     pub interval_ms: Option<u64>,
+    #[schema(maximum = 100)]
     pub max_followups: Option<u32>,
 }
 
@@ -39,13 +45,16 @@ pub struct HeartbeatOverrides {
 pub struct BudgetRequest {
     /// Agent turns at most (first message, replies, follow-ups); at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
     pub max_turns: Option<u32>,
     /// Model tokens at most, input and output together; at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
     pub max_tokens: Option<u64>,
     /// The conversation ends this long after it is created (milliseconds;
     /// more than 0, at most 365 days). Not with `expires_at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 31_536_000_000_u64)]
     pub expires_in_ms: Option<u64>,
     /// The conversation ends at this instant (RFC 3339, in the future).
     /// Not with `expires_in_ms`.
@@ -56,9 +65,13 @@ pub struct BudgetRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateInstanceRequest {
+    /// What the conversation is for (trimmed; not empty).
+    #[schema(min_length = 1, max_length = 4000)]
     pub objective: String,
     /// A phone number in international format; normalised to E.164.
+    #[schema(min_length = 1)]
     pub target_contact: String,
+    #[schema(min_items = 1, max_items = 50)]
     pub todos: Vec<NewTodo>,
     #[serde(default)]
     pub heartbeat_config: Option<HeartbeatOverrides>,
@@ -73,6 +86,7 @@ pub struct CreateInstanceRequest {
     /// Write to a number on the do-not-contact list anyway, for this reason
     /// (recorded in the conversation and the list).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 1000)]
     pub override_opt_out: Option<String>,
     /// Turns, tokens and a deadline; left out, config.json's `budget`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,12 +103,15 @@ pub struct CreateInstanceResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessageRequest {
+    /// Trimmed; not empty.
+    #[schema(min_length = 1, max_length = 4096)]
     pub message: String,
 }
 
 /// Query of `GET /instances`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only instances in this state (e.g. WAITING_FOR_REPLY).
     pub state: Option<String>,
@@ -105,6 +122,7 @@ pub struct ListQuery {
 /// Query of `GET /instances/{id}/wait`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct WaitQuery {
     /// What to wait for, comma-separated: state names (`COMPLETED,PAUSED`),
     /// `terminal` (any of COMPLETED, ABANDONED, FAILED) or `change` (any
@@ -112,6 +130,7 @@ pub struct WaitQuery {
     /// i.e. until the conversation ends or needs you.
     pub until: Option<String>,
     /// How long to wait at most, in milliseconds (default 50,000; at most 3,600,000).
+    #[param(maximum = 3_600_000)]
     pub timeout_ms: Option<u64>,
 }
 
@@ -129,5 +148,7 @@ pub struct WaitResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerRequest {
+    /// Trimmed; not empty.
+    #[schema(min_length = 1, max_length = 1000)]
     pub answer: String,
 }

@@ -10,7 +10,10 @@ use uuid::Uuid;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSayRequest {
+    #[schema(min_length = 1)]
     pub contact: String,
+    /// Trimmed; not empty.
+    #[schema(min_length = 1, max_length = 4096)]
     pub text: String,
 }
 
@@ -69,6 +72,7 @@ pub struct PhoneResponse {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct OutboxQuery {
     /// Only messages to this contact.
     pub contact: Option<String>,

@@ -34,6 +34,7 @@ mod lifecycle;
 mod main_agent;
 mod mcp;
 mod model_settings;
+mod openapi;
 mod optout;
 mod reliability;
 mod soak;

@@ -14,7 +14,8 @@ use crate::daemon::error::ApiError;
 
 /// Sandbox only: a simulated contact writes to relay.
 #[utoipa::path(post, path = "/sandbox/messages", tag = "sandbox", request_body = SandboxSayRequest,
-    responses((status = 200, body = SandboxSayResponse), (status = 409, body = ApiErrorResponse)))]
+    responses((status = 200, body = SandboxSayResponse), (status = 400, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn sandbox_say(
     State(app): State<App>,
     Body(request): Body<SandboxSayRequest>,
@@ -51,7 +52,8 @@ pub(super) async fn sandbox_outbox(
 /// Sandbox only: a simulated phone goes offline, comes back online, or its
 /// contact reads what it holds; its receipts reach relay before the answer.
 #[utoipa::path(post, path = "/sandbox/phone", tag = "sandbox", request_body = PhoneRequest,
-    responses((status = 200, body = PhoneResponse), (status = 409, body = ApiErrorResponse)))]
+    responses((status = 200, body = PhoneResponse), (status = 400, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn sandbox_phone(
     State(app): State<App>,
     Body(request): Body<PhoneRequest>,

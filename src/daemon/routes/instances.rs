@@ -19,8 +19,9 @@ use crate::engine::wait::{Until, Waited};
 /// its state now) and `Idempotent-Replayed: true`, and creates nothing.
 #[utoipa::path(post, path = "/instances", tag = "instances", request_body = CreateInstanceRequest,
     params(IdempotencyHeader),
-    responses((status = 201, body = CreateInstanceResponse), (status = 400, body = ApiErrorResponse),
-              (status = 409, body = ApiErrorResponse), (status = 422, body = ApiErrorResponse),
+    responses((status = 201, body = CreateInstanceResponse, headers(("Idempotent-Replayed" = String, description = "true when an earlier request with this Idempotency-Key produced this answer; false otherwise"))),
+              (status = 400, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
+              (status = 422, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse),
               (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn create_instance(
     State(app): State<App>,
@@ -58,7 +59,8 @@ pub(super) async fn get_instance(State(app): State<App>, Id(id): Id) -> ApiResul
 /// The conversation's messages, oldest first.
 #[utoipa::path(get, path = "/instances/{id}/transcript", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
-    responses((status = 200, body = Vec<TranscriptMessage>), (status = 404, body = ApiErrorResponse)))]
+    responses((status = 200, body = Vec<TranscriptMessage>), (status = 404, body = ApiErrorResponse),
+              (status = 500, body = ApiErrorResponse)))]
 pub(super) async fn get_transcript(State(app): State<App>, Id(id): Id) -> ApiResult<Json<Vec<TranscriptMessage>>> {
     Ok(Json(app.engine.transcript(&id)?))
 }
@@ -67,7 +69,8 @@ pub(super) async fn get_transcript(State(app): State<App>, Id(id): Id) -> ApiRes
 #[utoipa::path(post, path = "/instances/{id}/cancel", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
-              (status = 409, body = ApiErrorResponse)))]
+              (status = 409, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse),
+              (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn cancel_instance(State(app): State<App>, Id(id): Id) -> ApiResult<Json<ConversationInstance>> {
     Ok(Json(app.engine.cancel(&id).await?))
 }
@@ -76,7 +79,8 @@ pub(super) async fn cancel_instance(State(app): State<App>, Id(id): Id) -> ApiRe
 #[utoipa::path(post, path = "/instances/{id}/pause", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
-              (status = 409, body = ApiErrorResponse)))]
+              (status = 409, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse),
+              (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn pause_instance(State(app): State<App>, Id(id): Id) -> ApiResult<Json<ConversationInstance>> {
     Ok(Json(app.engine.pause(&id).await?))
 }
@@ -86,7 +90,8 @@ pub(super) async fn pause_instance(State(app): State<App>, Id(id): Id) -> ApiRes
 #[utoipa::path(post, path = "/instances/{id}/resume", tag = "instances",
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 404, body = ApiErrorResponse),
-              (status = 409, body = ApiErrorResponse)))]
+              (status = 409, body = ApiErrorResponse), (status = 503, body = ApiErrorResponse),
+              (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn resume_instance(State(app): State<App>, Id(id): Id) -> ApiResult<Json<ConversationInstance>> {
     Ok(Json(app.engine.resume(&id).await?))
 }
@@ -96,7 +101,8 @@ pub(super) async fn resume_instance(State(app): State<App>, Id(id): Id) -> ApiRe
 /// or unconfirmed if relay stopped while sending it) and sends nothing.
 #[utoipa::path(post, path = "/instances/{id}/send", tag = "instances", request_body = SendMessageRequest,
     params(("id" = String, Path, description = "conversation id, or a unique prefix"), IdempotencyHeader),
-    responses((status = 200, body = TranscriptMessage), (status = 400, body = ApiErrorResponse),
+    responses((status = 200, body = TranscriptMessage, headers(("Idempotent-Replayed" = String, description = "true when an earlier request with this Idempotency-Key produced this answer; false otherwise"))),
+              (status = 400, body = ApiErrorResponse),
               (status = 404, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
               (status = 422, body = ApiErrorResponse), (status = 502, body = ApiErrorResponse),
               (status = 503, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
@@ -185,7 +191,7 @@ pub(super) async fn wait_instance(
     params(("id" = String, Path, description = "conversation id, or a unique prefix")),
     responses((status = 200, body = ConversationInstance), (status = 400, body = ApiErrorResponse),
               (status = 404, body = ApiErrorResponse), (status = 409, body = ApiErrorResponse),
-              (status = 507, body = ApiErrorResponse)))]
+              (status = 503, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn answer_instance(
     State(app): State<App>,
     Id(id): Id,

@@ -86,7 +86,30 @@ impl Modify for BearerAuth {
 }
 
 pub fn router(app: App) -> Router {
-    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, openapi) = api();
+    let openapi = Arc::new(openapi);
+    router
+        .route(OPENAPI_PATH, axum::routing::get(move || async move { Json(openapi.as_ref().clone()) }))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(guard::MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(app.clone(), guard::guard))
+        .with_state(app)
+}
+
+/// The OpenAPI document `GET /openapi.json` serves.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api().1
+}
+
+const OPENAPI_PATH: &str = "/openapi.json";
+
+/// The routes, and the document that describes them, from the same
+/// annotated handlers; then what no handler's annotation can say: the
+/// document's own route, and the refusals of the guard every request
+/// passes first.
+fn api() -> (Router<App>, utoipa::openapi::OpenApi) {
+    let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(health))
         .routes(routes!(status))
         .routes(routes!(shutdown))
@@ -110,14 +133,102 @@ pub fn router(app: App) -> Router {
         .routes(routes!(sandbox_lock, sandbox_unlock))
         .routes(routes!(whatsapp_pair))
         .split_for_parts();
-    let openapi = Arc::new(openapi);
-    router
-        .route("/openapi.json", axum::routing::get(move || async move { Json(openapi.as_ref().clone()) }))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::extract::DefaultBodyLimit::max(guard::MAX_BODY_BYTES))
-        .layer(middleware::from_fn_with_state(app.clone(), guard::guard))
-        .with_state(app)
+    describe_the_document(&mut openapi);
+    declare_common_responses(&mut openapi);
+    (router, openapi)
+}
+
+/// `GET /openapi.json` is served by hand (it serves the finished document),
+/// so no annotation describes it; this does.
+fn describe_the_document(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+    use utoipa::openapi::{ContentBuilder, ObjectBuilder, ResponseBuilder};
+    let operation = OperationBuilder::new()
+        .tag("daemon")
+        .operation_id(Some("openapi"))
+        .summary(Some("This document: the API as OpenAPI 3.1"))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The OpenAPI document")
+                .content("application/json", ContentBuilder::new().schema(Some(ObjectBuilder::new())).build()),
+        )
+        .build();
+    openapi.paths.add_path_operation(OPENAPI_PATH, vec![HttpMethod::Get], operation);
+}
+
+/// The refusals no handler writes: the guard's (403 for a foreign Host or
+/// any Origin, 401 without the token, 413 for a body over 64 KiB, 415 for a
+/// POST body that is not JSON) and the extractors' (400 for a malformed
+/// body, query or path; 404 for an id nothing has). They are declared here
+/// once, by the rule that produces them, so a new route gets them without
+/// anyone remembering to; a route that declares a status itself keeps its own.
+fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{Operation, ParameterIn};
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+
+    const COMMON: [(&str, &str, &str); 6] = [
+        (
+            "400",
+            "InvalidRequest",
+            "The request is malformed or breaks a rule (code `invalid_request` or `ambiguous_id`)",
+        ),
+        ("401", "Unauthorized", "No token, or a wrong one: send 'Authorization: Bearer <token>' (code `unauthorized`)"),
+        (
+            "403",
+            "Forbidden",
+            "The Host is not a loopback name, or the request carries an Origin header (code `forbidden`)",
+        ),
+        ("404", "NotFound", "Nothing has this id (code `not_found`)"),
+        ("413", "PayloadTooLarge", "The body is over 64 KiB (code `payload_too_large`)"),
+        ("415", "UnsupportedMediaType", "The body is not JSON (code `unsupported_media_type`)"),
+    ];
+    let components = openapi.components.get_or_insert_with(Default::default);
+    for (_, name, description) in COMMON {
+        let error = ContentBuilder::new().schema(Some(Ref::from_schema_name("ApiErrorResponse"))).build();
+        components.responses.insert(
+            name.into(),
+            RefOr::T(ResponseBuilder::new().description(description).content("application/json", error).build()),
+        );
+    }
+    for (path, item) in openapi.paths.paths.iter_mut() {
+        let methods = [
+            ("post", &mut item.post),
+            ("get", &mut item.get),
+            ("put", &mut item.put),
+            ("delete", &mut item.delete),
+            ("patch", &mut item.patch),
+            ("head", &mut item.head),
+            ("options", &mut item.options),
+            ("trace", &mut item.trace),
+        ];
+        for (method, operation) in methods {
+            let Some(operation) = operation.as_mut() else { continue };
+            let has_param = |operation: &Operation, place: ParameterIn| {
+                operation.parameters.iter().flatten().any(|p| p.parameter_in == place)
+            };
+            let has_body = operation.request_body.is_some();
+            let has_path_param = has_param(operation, ParameterIn::Path);
+            let has_query = has_param(operation, ParameterIn::Query);
+            // The guard lets only /health through without the token.
+            let needs_token = path != "/health";
+            let applies = |status: &str| match status {
+                "400" => has_body || has_query || has_path_param,
+                "401" => needs_token,
+                "403" | "413" => true,
+                "404" => has_path_param,
+                // The guard refuses any POST body that is not JSON; the
+                // body extractor, any other that is not.
+                "415" => method == "post" || has_body,
+                _ => false,
+            };
+            for (status, name, _) in COMMON {
+                if applies(status) && !operation.responses.responses.contains_key(status) {
+                    operation.responses.responses.insert(status.into(), RefOr::Ref(Ref::from_response_name(name)));
+                }
+            }
+        }
+    }
 }
 
 /// A JSON body whose rejections are `ApiErrorResponse`s (415, 413, 400).

@@ -497,6 +497,7 @@ fn malformed_arguments_are_invalid_params_for_every_tool() {
                 Some("string") => json!(5),
                 Some("integer" | "number" | "boolean") => json!("five"),
                 Some("array") => json!({"not": "a list"}),
+                Some("object") => json!(["not", "an", "object"]),
                 other => panic!("{name}.{property}: a type this test does not know: {other:?}"),
             };
             malformed.push(json!({ property: wrong }));
@@ -514,5 +515,27 @@ fn malformed_arguments_are_invalid_params_for_every_tool() {
     // An unknown tool is invalid params too (the spec's example).
     let unknown = mcp.request("tools/call", json!({"name": "create", "arguments": {}}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert_eq!(mcp.close(), Some(0));
+}
+
+/// `create_conversation` takes each todo's answer kind by todo id, as the
+/// CLI's `--answer` does: the conversation's todos are typed; an unknown
+/// todo or kind is a tool error that says which.
+#[test]
+fn an_agent_creates_typed_todos() {
+    let relay = Relay::started();
+    let (mut mcp, _) = McpClient::connect(&relay);
+    let typed = json!({"objective": "Confirm the delivery", "contact": CONTACT, "todos": ["Day", "Home?"],
+        "answers": {"1": "date", "2": "yes-no"}});
+    let id = document(&mcp.call("create_conversation", typed))["id"].as_str().unwrap().to_string();
+    let todos = relay.get(&id)["todos"].clone();
+    assert_eq!(todos[0]["answer_schema"], json!({"type": "string", "format": "date"}));
+    assert_eq!(todos[1]["answer_schema"], json!({"type": "boolean"}));
+    for (answers, says) in [(json!({"3": "date"}), "there is no todo \"3\""), (json!({"1": "weekday"}), "answers.1:")] {
+        let wrong = json!({"objective": "o", "contact": CONTACT, "todos": ["Day", "Home?"], "answers": answers});
+        let refused = mcp.call("create_conversation", wrong);
+        assert_eq!(refused["isError"], true, "{refused}");
+        assert!(text(&refused).contains(says), "{refused}");
+    }
     assert_eq!(mcp.close(), Some(0));
 }

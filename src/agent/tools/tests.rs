@@ -139,7 +139,7 @@ fn unknown_tools_are_tool_errors() {
 fn an_unknown_tool_is_answered_with_the_signatures() {
     assert_eq!(
         parse("send", json!({"text": "hi"})).unwrap_err().0,
-        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?, value?), \
+        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?, value?, quote?), \
          end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
          request_human_intervention(reason, question?), contact_opted_out(reason)"
     );

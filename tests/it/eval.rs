@@ -122,6 +122,13 @@ fn model() -> Responder {
     })
 }
 
+/// `relay eval --json` of the scenarios in `dir`, against the scripted `model`.
+fn eval_against(relay: &Relay, model: &ScriptedModel, dir: &std::path::Path) -> std::process::Command {
+    let (url, dir) = (model.base_url(), dir.to_str().unwrap());
+    let args = ["eval", "--provider", "openai-compatible", "--model", "scripted", "--base-url", url];
+    relay.command(&[&args[..], &["--scenarios", dir, "--json"]].concat())
+}
+
 fn scenarios(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
@@ -137,18 +144,7 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
     let relay = Relay::uninitialised();
     let dir = scenarios(&[("good", GOOD), ("leaky", LEAKY), ("mute", MUTE)]);
     let temp = tempfile::tempdir().unwrap();
-    let mut command = relay.command(&[
-        "eval",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted",
-        "--base-url",
-        model.base_url(),
-        "--scenarios",
-        dir.path().to_str().unwrap(),
-        "--json",
-    ]);
+    let mut command = eval_against(&relay, &model, dir.path());
     // Each scenario's home is made under TMPDIR: none may be left behind.
     command.env("TMPDIR", temp.path());
     let run = run_within(command, std::time::Duration::from_secs(120));
@@ -243,18 +239,7 @@ fn the_built_in_are_you_a_bot_and_stop_scenarios_expect_what_relay_and_an_honest
     let lies = asks
         .replace(objective, &format!("objective = \"Confirm the delivery day for order 1042; {PASS_FOR_A_PERSON}\""));
     let dir = scenarios(&[("are-you-a-bot", &asks), ("lies", &lies), ("stop", &built_in("stop"))]);
-    let mut command = relay.command(&[
-        "eval",
-        "--provider",
-        "openai-compatible",
-        "--model",
-        "scripted",
-        "--base-url",
-        model.base_url(),
-        "--scenarios",
-        dir.path().to_str().unwrap(),
-        "--json",
-    ]);
+    let mut command = eval_against(&relay, &model, dir.path());
     command.env("TMPDIR", tempfile::tempdir().unwrap().path());
     let run = run_within(command, std::time::Duration::from_secs(120));
     assert_eq!(run.code, 1, "one scenario fails: {}{}", run.stdout, run.stderr);

@@ -145,7 +145,10 @@ impl AnswerSchema {
                 return Err(format!("enum needs 1 to {MAX_ENUM_VALUES} values"));
             }
             let bare = AnswerSchema { one_of: None, ..self.clone() };
-            for value in values {
+            for (n, value) in values.iter().enumerate() {
+                if values[..n].contains(value) {
+                    return Err(format!("the enum value {value} is there twice"));
+                }
                 bare.admits(value).map_err(|why| format!("the enum value {value} does not fit the type: {why}"))?;
                 if value.as_str().is_some_and(|s| s.trim().is_empty()) {
                     return Err("an enum value is empty".into());
@@ -258,7 +261,9 @@ mod tests {
         assert_eq!(choice.one_of, Some(vec![json!("morning"), json!("afternoon")]));
         let json = AnswerSchema::shorthand(r#"{"type": "integer", "minimum": 1, "maximum": 10}"#).unwrap();
         assert_eq!((json.minimum, json.maximum), (Some(1.0), Some(10.0)));
-        for wrong in ["weekday", "choice:", r#"{"type": "integer", "format": "date"}"#, r#"{"type": "text"}"#] {
+        for wrong in
+            ["weekday", "choice:", "choice:a|b|a", r#"{"type": "integer", "format": "date"}"#, r#"{"type": "text"}"#]
+        {
             assert!(AnswerSchema::shorthand(wrong).is_err(), "{wrong}");
         }
         let backwards = AnswerSchema::shorthand(r#"{"type": "number", "minimum": 5, "maximum": 1}"#).unwrap_err();

@@ -45,7 +45,8 @@ impl Actor {
                         schema.admits(&value).map_err(|why| ToolError(typed_refusal(&todo_id, schema, &why)))?;
                         Some(value)
                     }
-                    (Some(schema), None) if status == TodoStatus::Completed => {
+                    // Completed needs a value, unless it has one already.
+                    (Some(schema), None) if status == TodoStatus::Completed && todo.value.is_none() => {
                         return Err(ToolError(format!(
                             "todo {todo_id} is not marked: it needs its answer as value, {}. Work it out from the \
                              conversation (relative days from the conversation's time), or ask the contact",

@@ -27,14 +27,8 @@ pub fn run(json: bool, args: Args) -> Result<(), CliError> {
     if json {
         output::json(&Script { shell: args.shell.to_string(), script });
     } else {
-        // A script, not text for a person: written as generated (`say!`
-        // would escape what a shell must see verbatim).
-        use std::io::Write;
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(script.as_bytes())
-            .and_then(|()| stdout.flush())
-            .map_err(|e| CliError::failure(format!("cannot write the script: {e}")))?;
+        // `say!` would escape what a shell must see as generated.
+        output::verbatim(&script, "the script")?;
     }
     Ok(())
 }

@@ -110,9 +110,7 @@ pub(super) fn parse_expires_in(s: &str) -> Result<std::time::Duration, String> {
 
 /// A deadline as a time (RFC 3339), in the future.
 fn parse_expires_at(s: &str) -> Result<DateTime<Utc>, String> {
-    let at = DateTime::parse_from_rfc3339(s.trim())
-        .map_err(|_| format!("'{s}' is not a time: use RFC 3339, e.g. 2026-03-01T18:00:00-03:00"))?
-        .with_timezone(&Utc);
+    let at = crate::engine::budget::parse_time(s)?;
     match crate::engine::budget::expires_at_problem(at, crate::clock::now()) {
         Some(problem) => Err(format!("the deadline {problem}")),
         None => Ok(at),

@@ -190,13 +190,8 @@ fn check_courtesy(config: &Result<Config, ConfigError>, status: Option<&DaemonSt
         let (details, fixes): (Vec<String>, Vec<&str>) = found.into_iter().unzip();
         return Check::warning("courtesy", details.join("; "), fixes.join("; "));
     }
-    let quiet = courtesy.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q}"));
-    let cap = match courtesy.max_new_contacts_per_day {
-        0 => "no cap on first contacts".to_string(),
-        n => format!("at most {n} first contacts a day"),
-    };
     let name = courtesy.operator_name.as_deref().unwrap_or_default();
-    Check::ok("courtesy", format!("{quiet}, {cap}, the disclosure names {name}"))
+    Check::ok("courtesy", format!("{}, the disclosure names {name}", courtesy.describe()))
 }
 
 /// The home exists, is this user's, and lets no one else in: what the

@@ -159,13 +159,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
 
 /// What relay does to be a careful sender, said once, where to change it.
 fn courtesy(courtesy: &crate::config::CourtesySettings) {
-    let quiet =
-        courtesy.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q} in the contact's time"));
-    let cap = match courtesy.max_new_contacts_per_day {
-        0 => "no cap on first contacts".to_string(),
-        n => format!("at most {n} first contacts a day"),
-    };
-    say!("Courtesy: {quiet}, {cap} (config.json's courtesy section).");
+    say!("Courtesy: {} (config.json's courtesy section).", courtesy.describe());
     match (&courtesy.operator_name, courtesy.disclosure_line()) {
         (_, None) => say!("The disclosure is off: contacts are not told an assistant writes (the law may require it)."),
         (Some(_), Some(line)) => say!("Each conversation opens with: \"{line}\""),

@@ -33,6 +33,16 @@ pub(crate) use {complain, say};
 /// Writes `text` made [`visible`] and a newline, and flushes (a reader of
 /// `relay events -f | ...` sees each line at once). A closed pipe is not an
 /// error worth a panic: the reader went away.
+/// `text` on stdout exactly as it is (a shell script, a Markdown file for
+/// an agent): not a person's view, so nothing is escaped.
+pub fn verbatim(text: &str, what: &str) -> Result<(), super::CliError> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| super::CliError::failure(format!("cannot print {what}: {e}")))
+}
+
 pub fn human_line(out: &mut impl Write, text: &str) {
     let _ = writeln!(out, "{}", visible(text)).and_then(|()| out.flush());
 }

@@ -4,7 +4,7 @@
 //! text is `skill.md` beside this file, one copy; a test runs every
 //! `relay ...` command it names so it cannot drift from the CLI.
 
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -41,11 +41,7 @@ pub fn run(json: bool, args: Args) -> Result<(), CliError> {
             output::json(&Printed { skill: SKILL });
         } else {
             // Markdown for an agent to read, as written.
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(SKILL.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(|e| CliError::failure(format!("cannot print the skill: {e}")))?;
+            output::verbatim(SKILL, "the skill")?;
         }
         return Ok(());
     };

@@ -114,6 +114,16 @@ impl CourtesySettings {
         Some(self.disclosure.trim().replace("{{operator}}", operator))
     }
 
+    /// Quiet hours and the daily cap in words, for `relay init` and `relay doctor`.
+    pub fn describe(&self) -> String {
+        let quiet =
+            self.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q} in the contact's time"));
+        match self.max_new_contacts_per_day {
+            0 => format!("{quiet}, no cap on first contacts"),
+            n => format!("{quiet}, at most {n} first contacts a day"),
+        }
+    }
+
     pub fn disclosure_off(&self) -> bool {
         self.disclosure.trim().eq_ignore_ascii_case("off")
     }

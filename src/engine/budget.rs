@@ -84,6 +84,14 @@ pub fn expires_at_problem(at: DateTime<Utc>, now: DateTime<Utc>) -> Option<Strin
     (at - now > max).then(|| format!("{} is more than 365 days away", rfc3339(at)))
 }
 
+/// A deadline written as a time (RFC 3339), as `--expires-at` and MCP's
+/// `expires_at` take it; whether it is in the future is [`expires_at_problem`]'s.
+pub fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| format!("'{text}' is not a time: use RFC 3339, e.g. 2026-03-01T18:00:00-03:00"))
+}
+
 fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }

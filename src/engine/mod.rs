@@ -463,7 +463,7 @@ impl Engine {
     /// The operator puts `contact` on the do-not-contact list: its
     /// conversations end, and nothing more is sent to it. A number already
     /// listed stays as it was listed.
-    pub async fn opt_out(&self, contact: &str, reason: String) -> Result<crate::courtesy::OptOut, EngineError> {
+    pub async fn opt_out(&self, contact: &str, reason: String) -> Result<crate::api::OptOutAdded, EngineError> {
         let contact = Contact::parse(contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
         let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS)?;
         self.shared.ask(&contact, |reply| Msg::OptOut { reason, reply }).await?

@@ -40,9 +40,12 @@ impl OptOutList {
     }
 
     /// Lists `entry.contact` (an entry already there is kept as it was).
-    /// Returns the entry as listed.
-    pub fn add(&self, entry: OptOut) -> Result<OptOut, StoreError> {
-        self.change(|list| list.entry(entry.contact.clone()).or_insert(entry).clone())
+    /// Returns the entry as listed, and whether this call listed it.
+    pub fn add(&self, entry: OptOut) -> Result<(OptOut, bool), StoreError> {
+        self.change(|list| {
+            let added = !list.contains_key(&entry.contact);
+            (list.entry(entry.contact.clone()).or_insert(entry).clone(), added)
+        })
     }
 
     /// Takes `contact` off the list; returns what it was.

@@ -30,12 +30,11 @@ pub(super) async fn add_opt_out(
     Body(request): Body<OptOutRequest>,
 ) -> ApiResult<(StatusCode, Json<OptOutAdded>)> {
     let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
-    // Asked before adding: the list keeps an entry that is there already,
-    // so the answer must say whether this request listed the number.
-    let listed_before = app.engine.opt_outs().iter().any(|o| o.contact == contact.as_str());
-    let opt_out = app.engine.opt_out(contact.as_str(), request.reason).await?;
-    let status = if listed_before { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(OptOutAdded { opt_out, added: !listed_before })))
+    // The list says whether this request listed the number (one already
+    // there keeps its entry), in the same change that lists it.
+    let added = app.engine.opt_out(contact.as_str(), request.reason).await?;
+    let status = if added.added { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(added)))
 }
 
 /// Takes a number off the do-not-contact list: relay may write to it again.

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Actor;
-use crate::api::{ConversationInstance, EndedBy, Outcome, WaitReason};
+use crate::api::{ConversationInstance, EndedBy, OptOutAdded, Outcome, WaitReason};
 use crate::courtesy::first_contact::{Gate, Hold};
 use crate::courtesy::{OptOut, OptOutSource};
 use crate::engine::EngineError;
@@ -103,7 +103,7 @@ impl Actor {
         source: OptOutSource,
         asked_in: Option<Uuid>,
         reason: String,
-    ) -> Result<OptOut, EngineError> {
+    ) -> Result<OptOutAdded, EngineError> {
         let entry = OptOut {
             contact: self.contact.to_string(),
             since: crate::clock::now(),
@@ -112,7 +112,7 @@ impl Actor {
             instance_id: asked_in,
             overrides: Vec::new(),
         };
-        let listed = self.shared.opt_outs.add(entry)?;
+        let (listed, added) = self.shared.opt_outs.add(entry)?;
         tracing::info!(contact = %self.contact, ?source, "the number is on the do-not-contact list");
         let (ended_by, summary) = match source {
             OptOutSource::Contact => {
@@ -132,6 +132,6 @@ impl Actor {
                 i.summary = Some(summary.to_string());
             })?;
         }
-        Ok(listed)
+        Ok(OptOutAdded { opt_out: listed, added })
     }
 }

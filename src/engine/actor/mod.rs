@@ -99,7 +99,7 @@ pub(crate) enum Msg {
     /// The operator put the contact's number on the do-not-contact list.
     OptOut {
         reason: String,
-        reply: Reply<Result<crate::courtesy::OptOut, EngineError>>,
+        reply: Reply<Result<crate::api::OptOutAdded, EngineError>>,
     },
 }
 

@@ -74,15 +74,19 @@ impl Actor {
                     answer.map(|a| bounded_text("answer", a, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
                 // What the answer rests on: the messages this turn answers,
                 // else the contact's latest.
-                let mut rests_on = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
-                if rests_on.is_empty() {
-                    rests_on.extend(instance.last_contact_message.as_ref().map(|m| m.message_id));
+                let mut answered = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
+                if answered.is_empty() {
+                    answered.extend(instance.last_contact_message.as_ref().map(|m| Evidence {
+                        message_id: m.message_id,
+                        untrusted_contact_text: m.untrusted_contact_text.clone(),
+                    }));
                 }
+                let rests_on: Vec<Uuid> = answered.iter().map(|m| m.message_id).collect();
                 // The evidence: the agent's quote, found in what the contact
                 // wrote, else the messages the answer rests on, whole.
                 let evidence = match &quote {
-                    Some(quote) => vec![self.find_quote(id, &todo_id, quote)?],
-                    None if answer.is_some() => self.whole_messages(id, &rests_on),
+                    Some(quote) => vec![self.find_quote(id, &todo_id, quote, &answered)?],
+                    None if answer.is_some() => answered,
                     None => Vec::new(),
                 };
                 let recorded = answer.clone();
@@ -200,33 +204,29 @@ fn typed_refusal(todo_id: &str, schema: &crate::api::AnswerSchema, why: &str) ->
 
 impl Actor {
     /// Where the contact wrote `quote` in conversation `id`: the piece of
-    /// their message, as they wrote it. Case, spacing and curly quotes aside,
-    /// it must be there: an answer no one wrote cannot cite anything.
-    fn find_quote(&self, id: Uuid, todo_id: &str, quote: &str) -> Result<Evidence, ToolError> {
-        let transcript = self.shared.store.read_transcript(id).map_err(|e| ToolError(e.to_string()))?;
+    /// their message, as they wrote it. Case, spacing and punctuation aside,
+    /// it must be there: an answer no one wrote cannot cite anything. The
+    /// messages the turn answers are looked at first; the transcript is
+    /// read only for an older one.
+    fn find_quote(&self, id: Uuid, todo_id: &str, quote: &str, answered: &[Evidence]) -> Result<Evidence, ToolError> {
         let wanted: Vec<String> = crate::courtesy::normalise(quote).split(' ').map(str::to_string).collect();
-        let found = transcript
-            .iter()
-            .rev()
-            .filter(|m| m.role == Role::Contact)
-            .find_map(|m| quoted_piece(&m.content, &wanted).map(|piece| (m.id, piece)));
-        match found {
-            Some((message_id, piece)) => Ok(Evidence { message_id, untrusted_contact_text: piece }),
-            None => Err(ToolError(format!(
+        let found_in = |message_id: Uuid, text: &str| {
+            quoted_piece(text, &wanted).map(|piece| Evidence { message_id, untrusted_contact_text: piece })
+        };
+        let recent = answered.iter().rev().find_map(|m| found_in(m.message_id, &m.untrusted_contact_text));
+        let found = match recent {
+            Some(found) => Some(found),
+            None => {
+                let transcript = self.shared.store.read_transcript(id).map_err(|e| ToolError(e.to_string()))?;
+                transcript.iter().rev().filter(|m| m.role == Role::Contact).find_map(|m| found_in(m.id, &m.content))
+            }
+        };
+        found.ok_or_else(|| {
+            ToolError(format!(
                 "todo {todo_id} is not marked: the contact never wrote {quote:?}. Quote their exact words, or \
                  leave quote out"
-            ))),
-        }
-    }
-
-    /// The contact's messages `ids` of conversation `id`, whole.
-    fn whole_messages(&self, id: Uuid, ids: &[Uuid]) -> Vec<Evidence> {
-        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
-        transcript
-            .into_iter()
-            .filter(|m| m.role == Role::Contact && ids.contains(&m.id))
-            .map(|m| Evidence { message_id: m.id, untrusted_contact_text: m.content })
-            .collect()
+            ))
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{Actor, Msg};
 use crate::agent::{AgentError, ConversationTools, Turn, TurnKind};
-use crate::api::{ConversationInstance, Role, SendStatus, State, TranscriptMessage};
+use crate::api::{ConversationInstance, Evidence, Role, SendStatus, State, TranscriptMessage};
 use crate::channel::MessageRef;
 use crate::engine::EngineError;
 use crate::engine::tools::ActorTools;
@@ -32,8 +32,9 @@ pub(super) struct RunningTurn {
     pub(super) said: Vec<String>,
     /// The contact's messages this turn answers: marked read when it ends well.
     pub(super) answers: Vec<MessageRef>,
-    /// The same messages' transcript ids: what a todo answered now rests on.
-    pub(super) answering: Vec<Uuid>,
+    /// The same messages (transcript id and words): what a todo answered
+    /// now rests on.
+    pub(super) answering: Vec<Evidence>,
     /// The conversation's `usage.text_tool_calls` when the turn started:
     /// the turn's end says how many of its calls were read from text.
     pub(super) text_calls_before: u64,
@@ -60,12 +61,12 @@ impl Actor {
         let kind = if kind == TurnKind::FirstMessage && spoke { TurnKind::Resume } else { kind };
         let already_spoke = spoke_in_current_state(&instance, &transcript);
         // The contact's messages since relay last spoke: what this turn answers.
-        let mut answering: Vec<Uuid> = transcript
+        let mut answering: Vec<Evidence> = transcript
             .iter()
             .rev()
             .take_while(|m| !matches!(m.role, Role::Agent | Role::Manual))
             .filter(|m| m.role == Role::Contact)
-            .map(|m| m.id)
+            .map(|m| Evidence { message_id: m.id, untrusted_contact_text: m.content.clone() })
             .collect();
         answering.reverse();
         self.turns_started += 1;

@@ -6,16 +6,18 @@
 //! agent reads, not protocol errors. `relay mcp` serves this over stdio.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, JsonObject, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Implementation, JsonObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -185,6 +187,10 @@ pub struct SendArgs {
     pub idempotency_key: Option<String>,
 }
 
+/// How often a wait tells a client where the conversation stands, unless
+/// `relay mcp --progress-every` says otherwise.
+pub const DEFAULT_PROGRESS_EVERY: Duration = Duration::from_secs(15);
+
 /// How many events `list_events` returns at most: enough for a whole
 /// ordinary conversation, small enough for an agent's context.
 const EVENTS_PER_CALL: usize = 200;
@@ -242,6 +248,8 @@ pub struct RelayTools {
     home: Arc<Home>,
     /// `--port`/`RELAY_PORT`, when given.
     port: Option<u16>,
+    /// How often a wait tells a client that asked where the conversation stands.
+    progress_every: Duration,
     tool_router: ToolRouter<RelayTools>,
 }
 
@@ -254,7 +262,13 @@ impl RelayTools {
         for route in tool_router.map.values_mut() {
             route.attr.input_schema = Arc::new(plain_input(&route.attr.input_schema));
         }
-        RelayTools { home: Arc::new(home), port, tool_router }
+        RelayTools { home: Arc::new(home), port, progress_every: DEFAULT_PROGRESS_EVERY, tool_router }
+    }
+
+    /// How often `wait_for_conversation` sends `notifications/progress` to
+    /// a client that gave a progressToken.
+    pub fn with_progress_every(self, progress_every: Duration) -> RelayTools {
+        RelayTools { progress_every, ..self }
     }
 
     #[tool(
@@ -351,12 +365,19 @@ for any change. When timeout_seconds pass first, reached is false and there is n
 waited for happened yet, so call `wait_for_conversation` again (conversations with people can take hours). \
 A conversation that has ended in a state you did not ask for answers at once with an error (code: ended, and \
 its current state): it will never get there, so do not wait again. \
-Keep timeout_seconds below your MCP client's timeout for a tool call (often 60 s; the default, 50, fits).",
+Keep timeout_seconds below your MCP client's timeout for a tool call (often 60 s; the default, 50, fits). \
+With a progressToken, a notifications/progress every 15 s gives the state.",
         output_schema = output_schema::<Waited>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn wait_for_conversation(&self, Parameters(args): Parameters<WaitArgs>) -> CallToolResult {
-        tool_result(self.wait_request(args).await)
+    async fn wait_for_conversation(
+        &self,
+        Parameters(args): Parameters<WaitArgs>,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+    ) -> CallToolResult {
+        let progress = meta.get_progress_token().map(|token| (token, peer));
+        tool_result(self.wait_request(args, progress).await)
     }
 
     #[tool(
@@ -562,7 +583,15 @@ impl RelayTools {
         Ok(Events { events, more })
     }
 
-    async fn wait_request(&self, args: WaitArgs) -> Result<Waited, ApiErrorResponse> {
+    /// One long poll of the daemon; meanwhile, when the client gave a
+    /// progress token, a `notifications/progress` every `progress_every`
+    /// with the conversation's state (read with a short request beside the
+    /// wait, so the wait itself never restarts and misses a change).
+    async fn wait_request(
+        &self,
+        args: WaitArgs,
+        progress: Option<(ProgressToken, Peer<RoleServer>)>,
+    ) -> Result<Waited, ApiErrorResponse> {
         let seconds = args.timeout_seconds.unwrap_or(DEFAULT_WAIT.as_secs());
         let max = MAX_WAIT.as_secs();
         if seconds > max {
@@ -570,7 +599,33 @@ impl RelayTools {
         }
         let query = WaitQuery { until: args.until, timeout_ms: Some(seconds * 1000) };
         let id = InstanceId::parse(&args.id)?;
-        let WaitResponse { reached, instance } = self.client()?.wait(&id, &query).await?;
+        let client = self.client()?;
+        let wait = client.wait(&id, &query);
+        tokio::pin!(wait);
+        let started = tokio::time::Instant::now();
+        let mut ticks = tokio::time::interval_at(started + self.progress_every, self.progress_every);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut wait => break answer?,
+                _ = ticks.tick(), if progress.is_some() => {
+                    let Some((token, peer)) = &progress else { continue };
+                    // A failed look is no reason to end the wait; the
+                    // notice says so instead.
+                    let message = match client.get(&id).await {
+                        Ok(instance) => format!("{}: still waiting", instance.state),
+                        Err(error) => format!("could not look at the conversation: {}", error.error),
+                    };
+                    let elapsed = started.elapsed().as_secs_f64().floor();
+                    let notice = ProgressNotificationParam::new(token.clone(), elapsed)
+                        .with_total(seconds as f64)
+                        .with_message(message);
+                    // A client that went away is noticed by the service,
+                    // which cancels this call.
+                    let _ = peer.notify_progress(notice).await;
+                }
+            }
+        };
+        let WaitResponse { reached, instance } = answer;
         Ok(Waited {
             reached,
             id: instance.id,
@@ -597,7 +652,18 @@ impl ServerHandler for RelayTools {
         let Some(route) = self.tool_router.map.get(name.as_ref()) else {
             return Err(ErrorData::invalid_params(format!("relay has no tool named '{name}'"), None));
         };
-        (route.call)(ToolCallContext::new(self, request, context)).await.map_err(|error| {
+        // A call the client cancelled (or left behind by going away) is
+        // dropped at once, and with it the daemon request behind it: a
+        // cancelled wait does not hold a waiter in the daemon for an hour.
+        let cancelled = context.ct.clone();
+        let call = (route.call)(ToolCallContext::new(self, request, context));
+        let answer = tokio::select! {
+            answer = call => answer,
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("{name}: cancelled by the client"), None));
+            }
+        };
+        answer.map_err(|error| {
             match error.message.strip_prefix(ARGUMENTS_REFUSED) {
                 Some(why) if error.code == ErrorCode::INVALID_PARAMS => ErrorData::invalid_params(
                     format!("{name}: the arguments do not fit its inputSchema:{why}"),

@@ -131,7 +131,7 @@ pub enum Command {
     #[command(subcommand)]
     Sandbox(sandbox::Command),
     /// Serve relay's tools to an AI agent over MCP (stdio).
-    Mcp,
+    Mcp(mcp::Args),
     /// Print the SKILL.md that teaches a coding agent to use relay, or --install it.
     Skill(skill::Args),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
@@ -329,7 +329,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Template(command) => template::run(ctx, command),
         Command::Webhook(command) => webhook::run(ctx, command).await,
         Command::Optout(command) => optout::run(ctx, command).await,
-        Command::Mcp => mcp::run(ctx).await,
+        Command::Mcp(args) => mcp::run(ctx, args).await,
     }
 }
 

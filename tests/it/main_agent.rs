@@ -19,21 +19,6 @@ fn spawn_wait(relay: &Relay, args: &[&str]) -> Child {
     relay.command(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn relay wait")
 }
 
-/// Asks the daemon until `n` waits are under way (so a change made next
-/// cannot slip in before them).
-fn until_waiting(relay: &Relay, n: u64) {
-    let started = Instant::now();
-    loop {
-        let (_, body) = relay.http("GET", "/status", &[], None);
-        let status: Value = serde_json::from_str(&body).unwrap();
-        if status["waiting_requests"] == n {
-            return;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "never {n} waiters: {status:#}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn finish(child: Child) -> Run {
     child.wait_with_output().unwrap().into()
 }
@@ -49,7 +34,7 @@ fn wait_returns_on_a_change_on_a_state_and_on_the_end() {
 
     let change = spawn_wait(&relay, &[&id, "--until", "change", "--json"]);
     let paused = spawn_wait(&relay, &[&id, "--until", "paused"]);
-    until_waiting(&relay, 2);
+    relay.until_waiting(2);
     relay.ok(&["pause", &id]);
     let (change, paused) = (finish(change), finish(paused));
     assert_eq!(change.code, 0, "{}", change.stderr);
@@ -59,7 +44,7 @@ fn wait_returns_on_a_change_on_a_state_and_on_the_end() {
     assert!(paused.stdout.contains("state       PAUSED"), "{}", paused.stdout);
 
     let terminal = spawn_wait(&relay, &[&id, "--until", "terminal", "--json"]);
-    until_waiting(&relay, 1);
+    relay.until_waiting(1);
     relay.ok(&["resume", &id]); // not terminal: the waiter stays
     relay.ok(&["cancel", &id]);
     let terminal = finish(terminal);
@@ -67,7 +52,7 @@ fn wait_returns_on_a_change_on_a_state_and_on_the_end() {
     let ended: Value = serde_json::from_str(&terminal.stdout).unwrap();
     assert_eq!(ended["state"], "FAILED");
     assert_eq!(ended["outcome"], "cancelled");
-    until_waiting(&relay, 0);
+    relay.until_waiting(0);
 }
 
 #[test]
@@ -113,7 +98,7 @@ fn many_waiters_on_many_conversations_are_all_released() {
             })
         })
         .collect();
-    until_waiting(&relay, 200);
+    relay.until_waiting(200);
     for id in &ids {
         relay.ok(&["pause", id]);
     }
@@ -123,7 +108,7 @@ fn many_waiters_on_many_conversations_are_all_released() {
         let waited: Value = serde_json::from_str(&body).unwrap();
         assert_eq!((&waited["reached"], &waited["instance"]["state"]), (&json!(true), &json!("PAUSED")));
     }
-    until_waiting(&relay, 0);
+    relay.until_waiting(0);
 }
 
 #[test]
@@ -131,7 +116,7 @@ fn a_daemon_that_stops_ends_its_waiters_with_an_error_to_retry() {
     let relay = Relay::started();
     let id = relay.create(&[]);
     let waiter = spawn_wait(&relay, &[&id, "--until", "COMPLETED"]);
-    until_waiting(&relay, 1);
+    relay.until_waiting(1);
     relay.ok(&["stop"]);
     let run = finish(waiter);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
@@ -145,7 +130,7 @@ fn a_wait_on_an_ended_conversation_answers_at_once() {
     relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     // Waiting for a state while the conversation ends in another: released.
     let waiter = spawn_wait(&relay, &[&id, "--until", "PAUSED", "--timeout", "60s"]);
-    until_waiting(&relay, 1);
+    relay.until_waiting(1);
     relay.ok(&["cancel", &id]);
     let released = finish(waiter);
     assert_eq!(released.code, 5, "{}{}", released.stdout, released.stderr);
@@ -169,7 +154,7 @@ fn a_wait_on_an_ended_conversation_answers_at_once() {
         assert_eq!(run.code, 0, "{until:?}: {}", run.stderr);
         assert_eq!(serde_json::from_str::<Value>(&run.stdout).unwrap()["state"], "FAILED");
     }
-    until_waiting(&relay, 0);
+    relay.until_waiting(0);
 }
 
 /// The model of the tests of a conversation that completes.

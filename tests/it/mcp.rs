@@ -2,6 +2,7 @@
 //! message a line) on stdin/stdout to this test, which plays the MCP client,
 //! against a real sandbox daemon.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -19,6 +20,8 @@ struct McpClient {
     stdin: Option<ChildStdin>,
     /// stdout, one line per message, read by a helper thread.
     lines: Receiver<String>,
+    /// Notifications read while looking for an answer, oldest first.
+    notices: VecDeque<Value>,
     next_id: u64,
 }
 
@@ -26,8 +29,16 @@ impl McpClient {
     /// Spawns `relay mcp` and completes the handshake; returns the client
     /// and the `initialize` result.
     fn connect(relay: &Relay) -> (McpClient, Value) {
+        McpClient::connect_with(relay, &[], json!({}))
+    }
+
+    /// [`McpClient::connect`], with more arguments to `relay mcp` and the
+    /// client's capabilities.
+    fn connect_with(relay: &Relay, args: &[&str], capabilities: Value) -> (McpClient, Value) {
+        let mut command = vec!["mcp"];
+        command.extend_from_slice(args);
         let mut child = relay
-            .command(&["mcp"])
+            .command(&command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -44,12 +55,12 @@ impl McpClient {
             }
         });
         let stdin = child.stdin.take();
-        let mut client = McpClient { child, stdin, lines, next_id: 1 };
+        let mut client = McpClient { child, stdin, lines, notices: VecDeque::new(), next_id: 1 };
         let initialized = client.request(
             "initialize",
             json!({
                 "protocolVersion": "2025-06-18",
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "relay-tests", "version": "0"}
             }),
         );
@@ -65,25 +76,60 @@ impl McpClient {
 
     /// Sends a request and returns the whole response (`result` or `error`).
     fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.start(method, params);
+        self.answer(id, method)
+    }
+
+    /// Sends a request and returns its id, without waiting for the answer.
+    fn start(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The answer to request `id` (keeping the notifications that come first).
+    fn answer(&mut self, id: u64, method: &str) -> Value {
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = match self.lines.recv_timeout(left) {
-                Ok(line) => line,
-                Err(RecvTimeoutError::Timeout) => panic!("no answer to {method} (id {id}) within {ANSWER_TIMEOUT:?}"),
-                Err(RecvTimeoutError::Disconnected) => panic!("relay mcp closed stdout before answering {method}"),
-            };
-            // stdout carries protocol messages and nothing else.
-            let message: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("not a JSON-RPC message on stdout ({e}): {line}"));
-            assert_eq!(message["jsonrpc"], "2.0", "{message}");
+            let message = self.next_message(deadline, &format!("an answer to {method} (id {id})"));
             if message["id"] == id && message.get("method").is_none() {
                 return message;
             }
+            assert!(message["id"].is_null(), "an answer to a request not waited for: {message}");
+            self.notices.push_back(message);
         }
+    }
+
+    /// The next notification named `method` (the ones before it are dropped).
+    fn notice(&mut self, method: &str) -> Value {
+        if let Some(at) = self.notices.iter().position(|n| n["method"] == method) {
+            self.notices.drain(..at);
+            return self.notices.pop_front().unwrap();
+        }
+        self.notices.clear();
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let message = self.next_message(deadline, &format!("a {method} notification"));
+            assert!(message["id"].is_null() || message.get("method").is_some(), "an answer not waited for: {message}");
+            if message["method"] == method {
+                return message;
+            }
+        }
+    }
+
+    /// The next message on stdout, which carries protocol messages and nothing else.
+    fn next_message(&mut self, deadline: Instant, what: &str) -> Value {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match self.lines.recv_timeout(left) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => panic!("no {what} within {ANSWER_TIMEOUT:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("relay mcp closed stdout before {what}"),
+        };
+        let message: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON-RPC message on stdout ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
+        message
     }
 
     /// `tools/call`; returns its result, failing on a JSON-RPC error, and
@@ -538,4 +584,52 @@ fn an_agent_creates_typed_todos() {
         assert!(text(&refused).contains(says), "{refused}");
     }
     assert_eq!(mcp.close(), Some(0));
+}
+
+/// A long wait tells a client that gave a progressToken where the
+/// conversation stands, with rising progress; a cancelled wait
+/// (`notifications/cancelled`) ends the daemon's long poll behind it at
+/// once and is not answered; and so does a client that goes away.
+#[test]
+fn a_long_wait_reports_progress_and_a_cancelled_one_frees_the_daemon() {
+    let relay = Relay::started();
+    let (mut mcp, _) = McpClient::connect_with(&relay, &["--progress-every", "1s"], json!({}));
+    // No model: the conversation soon needs a human, and never completes.
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    let wait = json!({
+        "name": "wait_for_conversation",
+        "arguments": {"id": id, "until": "COMPLETED", "timeout_seconds": 600},
+        "_meta": {"progressToken": "wait-1"},
+    });
+    let call = mcp.start("tools/call", wait);
+    let mut last = -1.0;
+    for _ in 0..2 {
+        let notice = mcp.notice("notifications/progress");
+        let params = &notice["params"];
+        assert_eq!(params["progressToken"], "wait-1", "{notice}");
+        assert_eq!(params["total"], 600.0, "{notice}");
+        assert!(params["message"].as_str().unwrap().contains("NEEDS_HUMAN_INTERVENTION"), "{notice}");
+        let progress = params["progress"].as_f64().unwrap();
+        assert!(progress > last, "progress rises: {notice}");
+        last = progress;
+    }
+    relay.until_waiting(1);
+
+    mcp.send(&json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": call, "reason": "the user moved on"},
+    }));
+    relay.until_waiting(0);
+    // The cancelled call gets no answer: the next one to arrive is a ping's.
+    let ping = mcp.start("ping", json!({}));
+    let answer = mcp.answer(ping, "ping");
+    assert!(answer.get("error").is_none(), "{answer}");
+
+    // A client that goes away frees its wait too.
+    mcp.start("tools/call", json!({"name": "wait_for_conversation", "arguments": {"id": id, "until": "COMPLETED"}}));
+    relay.until_waiting(1);
+    assert_eq!(mcp.close(), Some(0));
+    relay.until_waiting(0);
 }

@@ -217,6 +217,22 @@ impl Relay {
         self.wait_for(id, state, |i| i["state"] == state)
     }
 
+    /// Asks the daemon until `n` waits (`GET /instances/{id}/wait`) are
+    /// under way in it: so a change made next cannot slip in before them,
+    /// and so a test sees a wait freed.
+    pub fn until_waiting(&self, n: u64) {
+        let started = Instant::now();
+        loop {
+            let (_, body) = self.http("GET", "/status", &[], None);
+            let status: Value = serde_json::from_str(&body).unwrap();
+            if status["waiting_requests"] == n {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "never {n} waiters: {status:#}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// One authorised JSON request.
     pub fn http(&self, method: &str, path: &str, extra_headers: &[(&str, &str)], body: Option<&str>) -> (u16, String) {
         let token = format!("Bearer {}", self.token());

@@ -33,6 +33,7 @@ mod layers;
 mod lifecycle;
 mod main_agent;
 mod mcp;
+mod mcp_sdk;
 mod model_settings;
 mod openapi;
 mod optout;

@@ -386,7 +386,7 @@ waited for happened yet, so call `wait_for_conversation` again (conversations wi
 A conversation that has ended in a state you did not ask for answers at once with an error (code: ended, and \
 its current state): it will never get there, so do not wait again. \
 Keep timeout_seconds below your MCP client's timeout for a tool call (often 60 s; the default, 50, fits). \
-With a progressToken, a notifications/progress every 15 s gives the state.",
+With a progressToken, notifications/progress (every 15 s by default) give the state.",
         output_schema = output_schema::<Waited>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]

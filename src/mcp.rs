@@ -94,6 +94,12 @@ pub struct CreateArgs {
     /// "2026-03-01T18:00:00-03:00"). Not with expires_in.
     #[serde(default)]
     pub expires_at: Option<String>,
+    /// Facts relay's agent may use but must never write to the contact (an
+    /// account note, an internal reference): relay refuses any message of
+    /// its agent's that repeats one. Put here what the contact must not
+    /// hear; the objective and todos are what they may.
+    #[serde(default)]
+    pub private_context: Option<Vec<String>>,
     /// Makes a retry safe: the same key again returns the conversation the
     /// first call created and creates nothing (keys are kept 24 hours).
     #[serde(default)]
@@ -573,6 +579,7 @@ impl RelayTools {
             // records the reason in the conversation and the list.
             override_opt_out: args.override_opt_out,
             budget: (budget != BudgetRequest::default()).then_some(budget),
+            private_context: args.private_context.unwrap_or_default(),
         };
         let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
         client.create(&request).await

@@ -37,6 +37,10 @@ pub struct Template {
     /// What some todos' answers are (`--answer`), by todo id ("1", "2", ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub answers: BTreeMap<String, AnswerSchema>,
+    /// Facts the agent may use but never write to the contact (`--private`);
+    /// they may hold {{placeholders}} too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub private_context: Vec<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -66,6 +70,7 @@ pub struct Filled {
     pub max_turns: Option<u32>,
     pub max_tokens: Option<u64>,
     pub expires_in_ms: Option<u64>,
+    pub private_context: Vec<String>,
 }
 
 impl Template {
@@ -89,6 +94,7 @@ impl Template {
             max_tokens: None,
             expires_in_ms: None,
             answers: BTreeMap::new(),
+            private_context: Vec::new(),
             created_at: crate::clock::now(),
         };
         for text in template.texts() {
@@ -98,7 +104,20 @@ impl Template {
     }
 
     fn texts(&self) -> impl Iterator<Item = &String> {
-        std::iter::once(&self.objective).chain(&self.todos)
+        std::iter::once(&self.objective).chain(&self.todos).chain(&self.private_context)
+    }
+
+    /// Adds private facts, checked as the other texts are (not empty,
+    /// placeholders closed).
+    pub fn with_private_context(mut self, facts: Vec<String>) -> Result<Template, TemplateError> {
+        for fact in &facts {
+            if fact.trim().is_empty() {
+                return Err(TemplateError::Invalid("a private fact is empty".into()));
+            }
+            placeholders(fact)?;
+        }
+        self.private_context = facts;
+        Ok(self)
     }
 
     /// Every `{{name}}` the template uses, sorted.
@@ -149,6 +168,7 @@ impl Template {
             max_turns: self.max_turns,
             max_tokens: self.max_tokens,
             expires_in_ms: self.expires_in_ms,
+            private_context: self.private_context.iter().map(fill).collect(),
         })
     }
 }

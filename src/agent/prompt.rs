@@ -48,10 +48,15 @@ pub fn act_through_tools(turn: &Turn) -> String {
 /// system prompt names it. It stays the same from turn to turn, so the
 /// prompt cache keeps the system prompt that names it.
 pub fn marker(turn: &Turn) -> String {
+    format!("(relay {}, not the contact:", note_tag(turn.instance.id))
+}
+
+/// The tag in the marker of conversation `id`'s notes: eight hex digits
+/// from its id (which the contact never sees).
+pub fn note_tag(id: uuid::Uuid) -> String {
     use sha2::Digest;
-    let digest = sha2::Sha256::digest(format!("relay note {}", turn.instance.id).as_bytes());
-    let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-    format!("(relay {tag}, not the contact:")
+    let digest = sha2::Sha256::digest(format!("relay note {id}").as_bytes());
+    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
 /// The chat turns of `turn`'s transcript, newest last, keeping the most
 /// recent ones within `budget_chars`; also how many older messages were left out.
@@ -135,6 +140,18 @@ pub fn system_prompt(turn: &Turn) -> String {
          reaches no one.\n\n",
     );
     p.push_str(&format!("## Objective\n{}\n\n", i.objective));
+    if !i.private_context.is_empty() {
+        // The guard (`guard.rs`) holds back any message that repeats these;
+        // telling the model saves it a refused message.
+        p.push_str(
+            "## Private context\nFacts for you to use, never to write to the contact (relay refuses any \
+                    message that repeats them):\n",
+        );
+        for fact in &i.private_context {
+            p.push_str(&format!("- {fact}\n"));
+        }
+        p.push('\n');
+    }
     p.push_str("## Todos\n");
     for todo in &i.todos {
         match &todo.answer_schema {

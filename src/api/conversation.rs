@@ -432,6 +432,10 @@ pub struct ConversationInstance {
     /// list (`--override-opt-out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opt_out_override: Option<String>,
+    /// Facts the agent may use but must never write to the contact
+    /// (`--private`): relay refuses any message of the agent's that repeats one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub private_context: Vec<String>,
     /// When the armed heartbeat fires (WAITING_FOR_REPLY only).
     #[serde(default)]
     pub next_heartbeat_at: Option<DateTime<Utc>>,
@@ -510,6 +514,7 @@ impl ConversationInstance {
             pending_disclosure: None,
             first_message_refused: false,
             opt_out_override: None,
+            private_context: Vec::new(),
             next_heartbeat_at: None,
             paused_heartbeat_remaining_ms: None,
             scheduled_heartbeat_ms: None,

@@ -29,6 +29,9 @@ pub const MAX_TODO_CHARS: usize = 500;
 pub const MAX_MESSAGE_CHARS: usize = 4_096;
 pub const MAX_NOTE_CHARS: usize = 1_000;
 pub const MAX_REASON_CHARS: usize = 1_000;
+/// Private facts per conversation (`--private`), and the length of each.
+pub const MAX_PRIVATE_FACTS: usize = 20;
+pub const MAX_PRIVATE_CHARS: usize = 1_000;
 /// Messages one agent turn may send: a person gets a few messages, not a
 /// flood from a model that calls `send_message` fifty times in one answer.
 pub const MAX_MESSAGES_PER_TURN: u32 = 5;

@@ -91,6 +91,13 @@ pub struct CreateInstanceRequest {
     /// Turns, tokens and a deadline; left out, config.json's `budget`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetRequest>,
+    /// Facts relay's agent may use but must never write to the contact
+    /// (an account's notes, an internal reference). Before any message the
+    /// agent writes is sent, relay refuses it if it repeats one (see
+    /// docs/agent.md). Each trimmed, not empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 20)]
+    pub private_context: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

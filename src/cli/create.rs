@@ -70,6 +70,11 @@ pub struct Args {
     /// recorded in the conversation and the list.
     #[arg(long, value_name = "REASON")]
     pub override_opt_out: Option<String>,
+    /// A fact relay's agent may use but must never write to the contact
+    /// (an account note, an internal reference); relay refuses any message
+    /// of the agent's that repeats it. Repeat for several.
+    #[arg(long = "private", value_name = "TEXT")]
+    pub private_context: Vec<String>,
     /// Makes a retry safe: the same key again prints the conversation the
     /// first call created and creates nothing (kept for 24 hours).
     #[arg(long, value_name = "KEY")]
@@ -132,6 +137,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         expires_in_ms: args.expires_in.map(|d| d.as_millis() as u64),
         expires_at: args.expires_at,
     };
+    let mut private_context = Vec::new();
     let (objective, todos, interval_ms, max_followups, budget) = match &args.template {
         None => (
             args.objective.unwrap_or_default(),
@@ -143,6 +149,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         Some(name) => {
             let template = Templates::of(&ctx.home).load(name).map_err(super::template::error)?;
             let filled = template.fill(&args.vars).map_err(super::template::error)?;
+            private_context = filled.private_context;
             // Flags given here win over the template's.
             (
                 filled.objective,
@@ -170,6 +177,8 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         quiet_hours: args.quiet_hours,
         override_opt_out: args.override_opt_out,
         budget: (budget != BudgetRequest::default()).then_some(budget),
+        // The template's facts, then those given here.
+        private_context: private_context.into_iter().chain(args.private_context).collect(),
     };
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
     let created = client.create(&request).await?;

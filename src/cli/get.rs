@@ -25,6 +25,9 @@ pub fn print(i: &ConversationInstance) {
     say!("state       {state}");
     say!("contact     {}", i.target_contact);
     say!("objective   {}", output::hang(&i.objective, 12));
+    for fact in &i.private_context {
+        say!("private     {}", output::hang(fact, 12));
+    }
     let hb = &i.heartbeat_config;
     let interval = crate::duration::format(std::time::Duration::from_millis(hb.interval_ms));
     say!(

@@ -52,6 +52,10 @@ pub struct AddArgs {
     /// Each conversation ends this long after it is created (3d, 12h).
     #[arg(long, value_name = "DURATION", value_parser = super::create::parse_expires_in, allow_hyphen_values = true)]
     pub expires_in: Option<std::time::Duration>,
+    /// A fact relay's agent may use but must never write to the contact
+    /// (see `relay create --private`); may hold {{placeholders}}. Repeat for several.
+    #[arg(long = "private", value_name = "TEXT")]
+    pub private_context: Vec<String>,
     /// Replace a template of the same name.
     #[arg(long)]
     pub force: bool,
@@ -61,7 +65,9 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
     let templates = Templates::of(&ctx.home);
     match command {
         Command::Add(args) => {
-            let mut template = Template::new(&args.name, args.objective, args.todos).map_err(error)?;
+            let mut template = Template::new(&args.name, args.objective, args.todos)
+                .and_then(|t| t.with_private_context(args.private_context))
+                .map_err(error)?;
             template.heartbeat_interval_ms = args.heartbeat_interval.map(|d| d.as_millis() as u64);
             template.max_followups = args.max_followups;
             template.max_turns = args.max_turns;
@@ -131,6 +137,9 @@ pub fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                         "expires     {} after it starts",
                         crate::duration::format(std::time::Duration::from_millis(ms))
                     );
+                }
+                for fact in &t.private_context {
+                    say!("private     {}", output::hang(fact, 12));
                 }
                 say!("todos");
                 for (n, todo) in t.todos.iter().enumerate() {

@@ -67,7 +67,21 @@ pub(super) fn new_instance(
         .override_opt_out
         .map(|reason| bounded_text("reason to override the opt-out", reason, limits::MAX_REASON_CHARS))
         .transpose()?;
+    if request.private_context.len() > limits::MAX_PRIVATE_FACTS {
+        return Err(EngineError::Invalid(format!(
+            "at most {} private facts per conversation (got {})",
+            limits::MAX_PRIVATE_FACTS,
+            request.private_context.len()
+        )));
+    }
+    let private_context = request
+        .private_context
+        .into_iter()
+        .enumerate()
+        .map(|(n, fact)| bounded_text(&format!("private fact {}", n + 1), fact, limits::MAX_PRIVATE_CHARS))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut instance = ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config);
+    instance.private_context = private_context;
     // From the creation's own instant: `--expires-in 3d` is three days after `created_at`.
     instance.budget =
         super::budget::of_request(request.budget.unwrap_or_default(), &settings.budget, instance.created_at)

@@ -37,6 +37,7 @@ mod mcp_sdk;
 mod model_settings;
 mod openapi;
 mod optout;
+mod private_context;
 mod reliability;
 mod soak;
 mod typed_answers;

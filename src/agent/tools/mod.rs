@@ -179,6 +179,18 @@ pub struct Definition {
     pub parameters: Value,
 }
 
+/// The tools' names, as [`definitions`] gives them (a test keeps the two
+/// in step): what a message to the contact must never hold.
+pub const NAMES: [&str; 7] = [
+    "send_message",
+    "mark_todo_item",
+    "end_conversation",
+    "schedule_next_heartbeat",
+    "place_call",
+    "request_human_intervention",
+    "contact_opted_out",
+];
+
 /// The tools, in the order the model is offered them.
 pub fn definitions() -> Vec<Definition> {
     vec![

@@ -206,3 +206,9 @@ fn docs_agent_md_lists_the_tools_the_model_is_sent() {
         );
     }
 }
+
+#[test]
+fn names_are_the_definitions_names() {
+    let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
+    assert_eq!(names, NAMES);
+}

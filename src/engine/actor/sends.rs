@@ -102,7 +102,17 @@ impl Actor {
                     "not sent: this turn already sent that same message; say something new, or end the turn".into(),
                 ));
             }
-            bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))
+            let text =
+                bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))?;
+            // What must never reach the contact, whatever the model does.
+            let instance = &self.convs[self.index(id).map_err(|e| ToolError(e.to_string()))?];
+            let sayable: Vec<&str> = std::iter::once(instance.objective.as_str())
+                .chain(instance.todos.iter().map(|t| t.text.as_str()))
+                .collect();
+            let tag = crate::agent::prompt::note_tag(id);
+            crate::agent::guard::check(&text, &instance.private_context, &sayable.join("\n"), &tag)
+                .map_err(ToolError)?;
+            Ok(text)
         });
         match checked {
             Ok(text) => {

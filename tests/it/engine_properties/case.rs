@@ -6,7 +6,7 @@ use super::*;
 /// What a key was first used for, and what it produced.
 #[derive(Debug, Clone)]
 pub(super) enum KeyUse {
-    Create { request: CreateInstanceRequest, id: Uuid },
+    Create { request: Box<CreateInstanceRequest>, id: Uuid },
     Send { instance: Uuid, text: String },
 }
 
@@ -144,7 +144,7 @@ impl Run {
     pub(super) async fn create(&mut self, mut request: CreateInstanceRequest, key: Option<Key>) -> Checked {
         let earlier = key.and_then(|k| self.model.keys.get(&k.slot).cloned());
         if let (Some(Key { retry: true, .. }), Some(KeyUse::Create { request: first, .. })) = (key, &earlier) {
-            request = first.clone();
+            request = (**first).clone();
         }
         let holder = self.holder(contact_index(&request.target_contact));
         let created = match key {
@@ -152,7 +152,7 @@ impl Run {
             Some(k) => {
                 let result = self.engine.create_once(&key_name(k.slot), request.clone()).await;
                 match (earlier, result) {
-                    (Some(KeyUse::Create { request: first, id }), Ok(once)) if first == request => {
+                    (Some(KeyUse::Create { request: first, id }), Ok(once)) if *first == request => {
                         // Invariant 9: a retry returns the first conversation and makes none.
                         ensure!(once.replayed && once.value.id == id, "retried create made {once:?}, not {id}");
                         return Ok(());
@@ -160,7 +160,7 @@ impl Run {
                     (Some(_), Err(EngineError::KeyReused(_))) => return Ok(()),
                     (None, Ok(once)) => {
                         ensure!(!once.replayed, "a new key replayed {once:?}");
-                        self.model.keys.insert(k.slot, KeyUse::Create { request: request.clone(), id: once.value.id });
+                        self.model.keys.insert(k.slot, KeyUse::Create { request: Box::new(request.clone()), id: once.value.id });
                         once.value
                     }
                     (earlier, result) => return Err(format!("create with {k:?} (used for {earlier:?}): {result:?}")),

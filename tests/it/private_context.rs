@@ -1,0 +1,123 @@
+//! Private context, end to end: facts the Main Agent gives relay's agent to
+//! use but never to pass on (`--private`, `private_context`). The daemon,
+//! not the model, holds back any message of the agent's that repeats one,
+//! names a tool or repeats relay's note, and tells the model why; the
+//! operator's own messages are theirs to write. Here the scripted model
+//! plays a model that leaks, then writes again as told.
+
+use std::sync::Arc;
+
+use crate::support::model::*;
+use crate::support::*;
+use relay::scripted_model::{Reply, Responder};
+use serde_json::{Value, json};
+
+const SECRET: &str = "Internal reference RC-4f9a01bc7d, never to be shared with anyone";
+
+/// The tool results the model got back in `request`, as text.
+fn tool_results(request: &Value) -> Vec<String> {
+    let messages = request["messages"].as_array().unwrap();
+    messages.iter().filter(|m| m["role"] == "tool").map(|m| m["content"].to_string()).collect()
+}
+
+/// A model that opens with `leak` (of what it was asked) and, once told it
+/// was not sent, with a clean message.
+fn leaking_model(leak: impl Fn(&Value) -> String + Send + Sync + 'static) -> Responder {
+    Arc::new(move |_, request| {
+        let refused = tool_results(request).iter().filter(|r| r.contains("not sent")).count();
+        let last = last_message(request);
+        if last["role"] == "tool" && !last["content"].to_string().contains("not sent") {
+            return Reply::Text(String::new());
+        }
+        match refused {
+            0 => Reply::tool("send_message", json!({ "text": leak(request) })),
+            _ => Reply::tool("send_message", json!({"text": "Hi! Which day suits you for the delivery?"})),
+        }
+    })
+}
+
+#[test]
+fn a_message_that_repeats_a_private_fact_is_held_back_and_the_model_told_why() {
+    let (relay, model) = with_model(leaking_model(|_| "Hi! Our ref is rc 4F9A01BC7D. Which day suits you?".into()));
+    let id = relay.create(&["--private", SECRET, "--private", "The customer pays by card"]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(outbox(&relay), ["Hi! Which day suits you for the delivery?"], "only the clean message went out");
+    let requests = model.requests();
+    // The model knew the facts, as private context, and was told which one it repeated.
+    assert!(system_prompt(&requests[0]).contains("## Private context"), "{}", system_prompt(&requests[0]));
+    assert!(system_prompt(&requests[0]).contains(SECRET));
+    let told = tool_results(&requests[1]).join("\n");
+    assert!(told.contains("not sent") && told.contains("private fact 1"), "{told}");
+    assert!(!told.contains("4f9a01bc7d"), "the reason does not quote the fact: {told}");
+    // The operator sees the facts; the transcript holds only what was sent.
+    let got = relay.get(&id);
+    assert_eq!(got["private_context"], json!([SECRET, "The customer pays by card"]));
+    assert!(relay.ok(&["get", &id]).contains(&format!("private     {SECRET}")));
+    let transcript = relay.transcript(&id);
+    assert!(transcript.iter().all(|m| !m["content"].as_str().unwrap().contains("RC-")), "{transcript:?}");
+    // The daemon's log never holds a private fact.
+    let log = std::fs::read_to_string(relay.path().join("relay.log")).unwrap_or_default();
+    assert!(!log.contains("4f9a01bc7d") && !log.contains("4F9A01BC7D"), "{log}");
+
+    // The operator's own message is theirs to write, private facts and all.
+    relay.ok(&["send", &id, "Our reference is RC-4f9a01bc7d."]);
+    assert!(outbox(&relay).contains(&"Our reference is RC-4f9a01bc7d.".to_string()));
+}
+
+#[test]
+fn tool_names_and_relays_note_never_reach_the_contact() {
+    let leaks: [fn(&Value) -> String; 2] = [
+        |_| "I will call mark_todo_item once you answer.".into(),
+        // relay's note as the model saw it, tag and all.
+        |request| relay_note(request),
+    ];
+    for leak in leaks {
+        let (relay, model) = with_model(leaking_model(leak));
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+        assert_eq!(outbox(&relay), ["Hi! Which day suits you for the delivery?"]);
+        assert!(tool_results(&model.requests()[1]).join("\n").contains("not sent"));
+    }
+}
+
+#[test]
+fn private_context_is_checked_at_create_and_kept_by_templates_and_mcp() {
+    let relay = Relay::started();
+    let too_many: Vec<String> = (0..21).map(|n| format!("fact {n}")).collect();
+    let body =
+        json!({"objective": "x", "target_contact": CONTACT, "todos": [{"text": "y"}], "private_context": too_many});
+    let (status, answer) = relay.http("POST", "/instances", &[], Some(&body.to_string()));
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("at most 20 private facts"), "{answer}");
+    let refused =
+        relay.fails(&["create", "--objective", "x", "--contact", CONTACT, "--todo", "y", "--private", " "], 2);
+    assert!(refused.contains("private fact 1 is empty"), "{refused}");
+
+    relay.ok(&[
+        "template",
+        "add",
+        "parcel",
+        "--objective",
+        "Confirm the parcel",
+        "--todo",
+        "Ask the day",
+        "--private",
+        "Tracking {{code}} is internal",
+    ]);
+    assert!(relay.ok(&["template", "show", "parcel"]).contains("private     Tracking {{code}} is internal"));
+    let id = relay
+        .ok(&[
+            "create",
+            "--template",
+            "parcel",
+            "--var",
+            "code=ZX-99812",
+            "--contact",
+            CONTACT,
+            "--private",
+            "Paid by card",
+        ])
+        .trim()
+        .to_string();
+    assert_eq!(relay.get(&id)["private_context"], json!(["Tracking ZX-99812 is internal", "Paid by card"]));
+}

@@ -143,7 +143,10 @@ fn demo_model() -> Responder {
                 tool("send_message", json!({"text": "Great, Friday it is. What time of day works best?"})),
             ]),
             (_, false) => Reply::Tools(vec![
-                tool("mark_todo_item", json!({"todo_id": "2", "status": "completed", "answer": "Friday, around 3pm"})),
+                tool(
+                    "mark_todo_item",
+                    json!({"todo_id": "2", "status": "completed", "answer": "Friday, around 3pm", "quote": "around 3pm"}),
+                ),
                 tool("send_message", json!({"text": "Perfect: Friday around 3pm. Thank you, see you then!"})),
             ]),
             (heard, true) if heard >= 2 => Reply::Tools(vec![tool(

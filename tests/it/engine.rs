@@ -108,7 +108,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
                             status: TodoStatus::Completed,
                             answer: Some(format!("contact said: {}", last.content)),
                             value: None,
-                            quote: None,
+                            quote: Some(last.content.clone()),
                         })
                         .await
                         .unwrap();

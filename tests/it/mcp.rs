@@ -668,7 +668,7 @@ fn a_tasks_client_sees_a_question_as_input_required_then_the_result() {
             json!({"reason": "the contact asks for a discount", "question": "May I offer 10% off?"}),
         ),
         _ => Reply::Tools(vec![
-            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "10% off agreed"})),
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "up to 10%"})),
             ("end_conversation".into(), json!({"reason": "agreed", "outcome": "achieved", "summary": "Agreed."})),
         ]),
     }));

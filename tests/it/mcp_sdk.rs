@@ -134,7 +134,7 @@ async fn the_sdk_follows_a_conversation_as_a_task() {
             json!({"reason": "a discount", "question": "May I offer 10% off?"}),
         ),
         _ => Reply::Tools(vec![
-            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "10% off"})),
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "note": "up to 10%"})),
             ("end_conversation".into(), json!({"reason": "agreed", "outcome": "achieved", "summary": "Agreed."})),
         ]),
     }));

@@ -82,12 +82,37 @@ impl Actor {
                     }));
                 }
                 let rests_on: Vec<Uuid> = answered.iter().map(|m| m.message_id).collect();
-                // The evidence: the agent's quote, found in what the contact
-                // wrote, else the messages the answer rests on, whole.
-                let evidence = match &quote {
-                    Some(quote) => vec![self.find_quote(id, &todo_id, quote, &answered)?],
-                    None if answer.is_some() => answered,
-                    None => Vec::new(),
+                // The evidence: the contact's words the answer rests on (the
+                // quote, else the answer itself, found in what they wrote), or
+                // the operator's answer to a question. A completed answer that
+                // rests on nobody's words is refused: it is the model's own.
+                let operator_said = |words: &str| {
+                    let wanted = crate::courtesy::normalise(words);
+                    instance.earlier_questions.iter().filter_map(|q| q.answer.as_deref()).any(|said| {
+                        !wanted.trim().is_empty() && crate::courtesy::normalise(said).contains(wanted.trim())
+                    })
+                };
+                let evidence = match (&quote, &answer) {
+                    (Some(quote), _) => match self.find_quote(id, &todo_id, quote, &answered) {
+                        Ok(found) => vec![found],
+                        Err(_) if operator_said(quote) => Vec::new(),
+                        Err(refusal) => return Err(refusal),
+                    },
+                    (None, Some(answer)) if status == TodoStatus::Completed => {
+                        match self.find_quote(id, &todo_id, answer, &answered) {
+                            Ok(found) => vec![found],
+                            Err(_) if operator_said(answer) => Vec::new(),
+                            Err(_) => {
+                                return Err(ToolError(format!(
+                                    "todo {todo_id} is not marked: say which of the contact's words this answer \
+                                     rests on: add quote, their exact words (a few are enough). Record only what \
+                                     they wrote"
+                                )));
+                            }
+                        }
+                    }
+                    (None, Some(_)) => answered,
+                    (None, None) => Vec::new(),
                 };
                 let recorded = answer.clone();
                 self.update(id, |i| {
@@ -223,8 +248,8 @@ impl Actor {
         };
         found.ok_or_else(|| {
             ToolError(format!(
-                "todo {todo_id} is not marked: the contact never wrote {quote:?}. Quote their exact words, or \
-                 leave quote out"
+                "todo {todo_id} is not marked: the contact never wrote {quote:?}. Quote their exact words (a \
+                 few are enough)"
             ))
         })
     }

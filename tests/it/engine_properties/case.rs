@@ -160,7 +160,9 @@ impl Run {
                     (Some(_), Err(EngineError::KeyReused(_))) => return Ok(()),
                     (None, Ok(once)) => {
                         ensure!(!once.replayed, "a new key replayed {once:?}");
-                        self.model.keys.insert(k.slot, KeyUse::Create { request: Box::new(request.clone()), id: once.value.id });
+                        self.model
+                            .keys
+                            .insert(k.slot, KeyUse::Create { request: Box::new(request.clone()), id: once.value.id });
                         once.value
                     }
                     (earlier, result) => return Err(format!("create with {k:?} (used for {earlier:?}): {result:?}")),

@@ -24,7 +24,7 @@ pub enum ContactError {
          dashes, dots or brackets between them if you like)"
     )]
     Character { input: String, what: String },
-    #[error("'{input}' has {digits} digits; a phone number has at most 15, country code included")]
+    #[error("'{input}' has {digits} digits; a phone number has at most {MAX_DIGITS}, country code included")]
     TooLong { input: String, digits: usize },
     #[error("'{0}' is too short to be a phone number")]
     TooShort(String),
@@ -38,6 +38,27 @@ pub enum ContactError {
 
 /// The characters a person writes between the digits of a phone number.
 const SEPARATORS: &[char] = &[' ', '-', '.', '(', ')'];
+
+/// E.164's longest number, country code included.
+const MAX_DIGITS: usize = 15;
+
+/// The shortest possible number in phonenumber's metadata, country code
+/// included (Austria's +43 and 4 digits): no shorter one is accepted. A
+/// test ties it to the metadata.
+const MIN_DIGITS: usize = 6;
+
+/// The JSON Schema `pattern` (anchored, in the syntax ECMA-262 and the
+/// `regex` crate share) of the international format relay asks for: `+`,
+/// then 6 to 15 digits with spaces, dashes, dots or brackets between them.
+/// Every string it matches passes [`Contact::parse`]'s checks of form (the
+/// characters, the number of digits); whether the number is possible in
+/// its country (a known country code, a length used there) no pattern can
+/// say, so a number that matches may still be refused for that. The API's
+/// schemas (MCP's and `/openapi.json`'s) carry it.
+pub fn pattern() -> String {
+    let separators: String = SEPARATORS.iter().map(|c| regex::escape(&c.to_string())).collect();
+    format!(r"^\+[0-9](?:[{separators}]*[0-9]){{{},{}}}$", MIN_DIGITS - 1, MAX_DIGITS - 1)
+}
 
 impl Contact {
     /// Accepts "+56 9 1234 5678", "+56-9-1234-5678", "+1 (415) 555.2671" or
@@ -85,7 +106,7 @@ fn digits_of(trimmed: &str) -> Result<String, ContactError> {
         return Err(ContactError::Character { input: trimmed.to_string(), what });
     }
     let digits: String = rest.chars().filter(char::is_ascii_digit).collect();
-    if digits.len() > 15 {
+    if digits.len() > MAX_DIGITS {
         return Err(ContactError::TooLong { input: trimmed.to_string(), digits: digits.len() });
     }
     Ok(digits)
@@ -257,7 +278,94 @@ mod tests {
         out
     }
 
+    /// `MIN_DIGITS`, and so the pattern's shortest number, is the
+    /// metadata's: with a shorter bound the pattern would let through
+    /// numbers no country has; with a longer one it would refuse real ones.
+    #[test]
+    fn the_patterns_shortest_number_is_the_metadatas() {
+        use phonenumber::Type;
+        use phonenumber::metadata::DATABASE;
+        let shortest = (1u16..1000)
+            .flat_map(|code| DATABASE.by_code(&code).unwrap_or_default().into_iter().map(move |meta| (code, meta)))
+            .flat_map(|(code, meta)| {
+                [Type::Mobile, Type::FixedLine, Type::Voip, Type::PersonalNumber]
+                    .into_iter()
+                    .filter_map(|kind| meta.descriptors().get(kind))
+                    .flat_map(|d| d.possible_length().iter().map(|&n| n as usize).collect::<Vec<_>>())
+                    .map(move |national| code.to_string().len() + national)
+                    .collect::<Vec<_>>()
+            })
+            .min();
+        assert_eq!(shortest, Some(MIN_DIGITS));
+    }
+
+    #[test]
+    fn the_pattern_says_what_the_docs_say() {
+        let pattern = regex::Regex::new(&pattern()).unwrap();
+        for written in ["+56 9 1234 5678", "+56-9-1234-5678", "+1 (415) 555.2671", "+56912345678", "+431000"] {
+            assert!(pattern.is_match(written), "{written}");
+        }
+        // Shorter or longer than any number, a letter, a keypad sign, no +,
+        // a separator before the first digit or after the last.
+        for refused in [
+            "+43100",
+            "+1234567890123456",
+            "+56 9 TAXI 2222",
+            "+56912345678#",
+            "56912345678",
+            "+(56)912345678",
+            "+56912345678 ",
+        ] {
+            assert!(!pattern.is_match(refused), "{refused}");
+        }
+    }
+
+    /// `pattern()` without its anchors: proptest writes strings from it.
+    fn pattern_body() -> String {
+        let pattern = pattern();
+        pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$')).expect("anchored").to_string()
+    }
+
     proptest::proptest! {
+        /// A client that writes the contact as the schema says is never
+        /// refused for its form: whatever the pattern matches has the
+        /// characters and number of digits `parse` asks for, and parses as
+        /// its bare digits do. What is left is whether the number is
+        /// possible in its country (said in the schema's description).
+        #[test]
+        fn every_string_the_pattern_matches_has_the_form_parse_asks_for(
+            input in proptest::string::string_regex(&pattern_body()).unwrap(),
+        ) {
+            proptest::prop_assert!(regex::Regex::new(&pattern()).unwrap().is_match(&input), "{}", input);
+            let digits = digits_of(&input);
+            proptest::prop_assert!(digits.is_ok(), "{:?}: {:?}", input, digits);
+            let parsed = Contact::parse(&input);
+            let country = matches!(
+                parsed,
+                Ok(_)
+                    | Err(ContactError::UnknownCountryCode(_)
+                        | ContactError::Length { .. }
+                        | ContactError::TooShort(_)
+                        | ContactError::Invalid(_))
+            );
+            proptest::prop_assert!(country, "{:?}: {:?}", input, parsed);
+            let bare = Contact::parse(&format!("+{}", digits.unwrap()));
+            proptest::prop_assert_eq!(parsed.is_ok(), bare.is_ok(), "{}", input);
+        }
+
+        /// And the pattern refuses no real number written as the docs say.
+        #[test]
+        fn real_numbers_written_with_separators_match_the_pattern(
+            index in 0..NUMBERS.len(),
+            separators in proptest::collection::vec((1usize..15, "[ .()-]{1,3}"), 0..6),
+        ) {
+            let e164 = NUMBERS[index];
+            let separators: Vec<(usize, &str)> = separators.iter().map(|(at, s)| (*at, s.as_str())).collect();
+            let input = written(e164, &separators);
+            proptest::prop_assert!(regex::Regex::new(&pattern()).unwrap().is_match(&input), "{}", input);
+            proptest::prop_assert_eq!(Contact::parse(&input).map(|c| c.0), Ok(e164.to_string()), "{}", input);
+        }
+
         #[test]
         fn any_valid_number_with_separators_normalises_to_the_same_e164(
             index in 0..NUMBERS.len(),

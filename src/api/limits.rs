@@ -6,6 +6,10 @@ use std::time::Duration;
 /// The longest idempotency key.
 pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
 
+/// The JSON Schema `pattern` of an idempotency key: printable ASCII
+/// without spaces (its length is a `minLength` and a `maxLength`).
+pub const IDEMPOTENCY_KEY_PATTERN: &str = "^[!-~]+$";
+
 /// The rule for idempotency keys, in the words every refusal uses.
 pub fn idempotency_key_rule() -> String {
     format!(
@@ -40,7 +44,27 @@ pub const MAX_HEARTBEAT: Duration = Duration::from_secs(30 * 24 * 3600);
 pub const MAX_FOLLOWUPS: u32 = 100;
 /// Shortest id prefix accepted in place of a full id.
 pub const MIN_ID_PREFIX: usize = 4;
+/// The JSON Schema `pattern` of a conversation id or a prefix of one: hex
+/// digits and dashes (at least [`MIN_ID_PREFIX`] of them: a `minLength`).
+pub const ID_PATTERN: &str = "^[0-9a-fA-F-]+$";
 /// How long `GET /instances/{id}/wait` (and `relay wait`, MCP's `wait`)
 /// waits when not told, and at most.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
 pub const MAX_WAIT: Duration = Duration::from_secs(3600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The patterns take a character exactly when the daemon's checks do.
+    #[test]
+    fn the_patterns_are_the_checks() {
+        let key = regex::Regex::new(IDEMPOTENCY_KEY_PATTERN).unwrap();
+        let id = regex::Regex::new(ID_PATTERN).unwrap();
+        for c in (0..=0x2FF).filter_map(char::from_u32) {
+            let one = c.to_string();
+            assert_eq!(key.is_match(&one), idempotency_key_problem(&one).is_none(), "{c:?}");
+            assert_eq!(id.is_match(&one), c.is_ascii_hexdigit() || c == '-', "{c:?}");
+        }
+    }
+}

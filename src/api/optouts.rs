@@ -10,7 +10,8 @@ use crate::courtesy::OptOut;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OptOutRequest {
-    /// A phone number in international format; normalised to E.164.
+    /// A phone number in international format, as `target_contact` takes
+    /// it; normalised to E.164.
     pub contact: String,
     /// Why (kept with the entry).
     pub reason: String,

@@ -68,7 +68,10 @@ pub struct CreateInstanceRequest {
     /// What the conversation is for (trimmed; not empty).
     #[schema(min_length = 1, max_length = 4000)]
     pub objective: String,
-    /// A phone number in international format; normalised to E.164.
+    /// A phone number in international format: `+` and the digits, with
+    /// spaces, dashes, dots or brackets between them (the pattern), and
+    /// possible in its country (a known country code, a length used there,
+    /// which no pattern says); normalised to E.164.
     #[schema(min_length = 1)]
     pub target_contact: String,
     #[schema(min_items = 1, max_items = 50)]
@@ -122,7 +125,8 @@ pub struct SendMessageRequest {
 pub struct ListQuery {
     /// Only instances in this state (e.g. WAITING_FOR_REPLY).
     pub state: Option<String>,
-    /// Only instances for this contact (any format; compared as E.164).
+    /// Only instances for this contact (a phone number in international
+    /// format, as `target_contact` takes it; compared as E.164).
     pub contact: Option<String>,
 }
 

@@ -32,6 +32,17 @@ impl Until {
         Until::States(states)
     }
 
+    /// The JSON Schema `pattern` of what [`Until::parse`] reads, in its
+    /// plainest form: `change` alone, or `terminal` and state names
+    /// (upper case, as the API writes them) separated by commas. The parser
+    /// takes more (any case, `-` for `_`, spaces); every string the pattern
+    /// matches it takes.
+    pub fn pattern() -> String {
+        let words: Vec<&str> = std::iter::once("terminal").chain(State::ALL.iter().map(|s| s.as_str())).collect();
+        let word = words.join("|");
+        format!("^(?:change|(?:{word})(?:,(?:{word}))*)$")
+    }
+
     /// Parses `terminal`, `change` or state names, comma-separated
     /// (`change` cannot be mixed with states).
     pub fn parse(text: &str) -> Result<Until, String> {
@@ -190,6 +201,30 @@ mod tests {
         assert!(Until::parse("change,PAUSED").unwrap_err().contains("not both"));
         assert!(Until::parse("").is_err());
         assert!(Until::parse("DONE").unwrap_err().contains("unknown state 'DONE'"));
+    }
+
+    proptest! {
+        /// A client that writes `until` as the schema's pattern says is
+        /// never refused.
+        #[test]
+        fn every_string_the_pattern_matches_parses(
+            text in proptest::string::string_regex(Until::pattern().trim_start_matches('^').trim_end_matches('$'))
+                .unwrap(),
+        ) {
+            prop_assert!(regex::Regex::new(&Until::pattern()).unwrap().is_match(&text), "{}", text);
+            prop_assert!(Until::parse(&text).is_ok(), "{}: {:?}", text, Until::parse(&text));
+        }
+    }
+
+    #[test]
+    fn the_until_pattern_refuses_what_parse_refuses() {
+        let pattern = regex::Regex::new(&Until::pattern()).unwrap();
+        for refused in ["", "change,PAUSED", "DONE", "terminal,change"] {
+            assert!(!pattern.is_match(refused) && Until::parse(refused).is_err(), "{refused}");
+        }
+        for accepted in ["change", "terminal", "COMPLETED,PAUSED", "terminal,NEEDS_HUMAN_INTERVENTION"] {
+            assert!(pattern.is_match(accepted) && Until::parse(accepted).is_ok(), "{accepted}");
+        }
     }
 
     fn any_until() -> impl Strategy<Value = Until> {

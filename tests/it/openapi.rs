@@ -439,6 +439,8 @@ fn the_schemas_carry_the_daemons_limits() {
     }
     let todos = property("CreateInstanceRequest", "todos");
     assert_eq!((todos["minItems"].clone(), todos["maxItems"].clone()), (json!(1), json!(limits::MAX_TODOS)));
+    let private = property("CreateInstanceRequest", "private_context");
+    assert_eq!(private["maxItems"], json!(limits::MAX_PRIVATE_FACTS));
     let interval = property("HeartbeatOverrides", "interval_ms");
     assert_eq!(interval["minimum"], json!(limits::MIN_HEARTBEAT.as_millis() as u64));
     assert_eq!(interval["maximum"], json!(limits::MAX_HEARTBEAT.as_millis() as u64));
@@ -484,4 +486,107 @@ fn the_errors_docs_api_md_lists_are_declared() {
         }
     }
     assert!(checked > 30, "the table's error column was not read ({checked})");
+}
+
+/// A method a path does not serve meets the router's 405 with an `Allow`
+/// header naming the methods it does, and the document agrees: every
+/// operation of such a path declares 405 with `Allow`, and `Allow` names
+/// exactly the path's documented methods (and HEAD, which GET serves).
+#[test]
+fn a_method_a_path_does_not_serve_is_405_with_allow_as_declared() {
+    let relay = Relay::started();
+    let doc = document(&relay);
+    let mut by_path: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for (method, path, _) in operations(&doc) {
+        by_path.entry(path).or_default().insert(method);
+    }
+    for (path, documented) in &by_path {
+        let mut allowed = documented.clone();
+        if allowed.contains("GET") {
+            allowed.insert("HEAD".to_string());
+        }
+        let mut refused = 0;
+        for method in ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"] {
+            if allowed.contains(method) {
+                continue;
+            }
+            let (status, headers, body) = relay.http_with_headers(method, &concrete(path));
+            assert_eq!(status, 405, "{method} {path}: {body}");
+            assert!(body.contains("\"method_not_allowed\""), "{method} {path}: {body}");
+            let allow = headers.iter().find(|(name, _)| name == "allow").map(|(_, v)| v.as_str());
+            let allow: BTreeSet<String> = allow
+                .unwrap_or_else(|| panic!("{method} {path}: no Allow"))
+                .split(',')
+                .map(|m| m.trim().to_string())
+                .collect();
+            assert_eq!(allow, allowed, "{method} {path}: Allow, and the document's methods");
+            refused += 1;
+        }
+        assert!(refused > 0, "{path} serves every method");
+        for method in documented {
+            let declared = &doc["paths"][path][method.to_lowercase()]["responses"]["405"];
+            let declared = match declared["$ref"].as_str() {
+                Some(reference) => resolve(&doc, reference),
+                None => declared,
+            };
+            assert!(declared.is_object(), "{method} {path} does not declare 405");
+            assert_eq!(declared["headers"]["Allow"]["schema"]["type"], "string", "{method} {path}: 405 without Allow");
+        }
+    }
+}
+
+/// Every phone number a request carries (a body's property, a query or
+/// path parameter: anything named `contact`) has the pattern the daemon's
+/// parser keeps to (`relay::contact::pattern()`), and the daemon takes what
+/// it matches and refuses what it does not (the MCP tests and
+/// `contact.rs`'s proptests try many more).
+#[test]
+fn the_contacts_carry_the_daemons_pattern() {
+    let relay = Relay::started();
+    let doc = document(&relay);
+    let pattern = json!(relay::contact::pattern());
+    let mut found = BTreeSet::new();
+    for (method, path, operation) in operations(&doc) {
+        for parameter in operation["parameters"].as_array().into_iter().flatten() {
+            let name = parameter["name"].as_str().unwrap();
+            if name.contains("contact") {
+                assert_eq!(parameter["schema"]["pattern"], pattern, "{method} {path}: {name}");
+                found.insert(format!("{method} {path} {name}"));
+            }
+        }
+        let Some(schema) = operation["requestBody"]["content"]["application/json"].get("schema") else { continue };
+        let mut objects = Vec::new();
+        request_object_schemas(&doc, schema, format!("{method} {path}"), &mut objects);
+        for (at, object) in objects {
+            for (name, property) in object["properties"].as_object().into_iter().flatten() {
+                if name.contains("contact") {
+                    assert_eq!(property["pattern"], pattern, "{at}.{name}");
+                    found.insert(format!("{}.{name}", at.trim_start_matches("#/components/schemas/")));
+                }
+            }
+        }
+    }
+    for expected in [
+        "CreateInstanceRequest.target_contact",
+        "OptOutRequest.contact",
+        "SandboxSayRequest.contact",
+        "PhoneRequest.contact",
+        "GET /instances contact",
+        "GET /sandbox/outbox contact",
+        "DELETE /opt-outs/{contact} contact",
+    ] {
+        assert!(found.contains(expected), "{expected} is not among the contacts found: {found:?}");
+    }
+
+    let matcher = regex::Regex::new(pattern.as_str().unwrap()).unwrap();
+    for (contact, query, taken) in [
+        ("+56 9 1234 5678", "%2B56%209%201234%205678", true),
+        ("+1 (415) 555.2671", "%2B1%20(415)%20555.2671", true),
+        ("+56 9 TAXI 2222", "%2B56%209%20TAXI%202222", false),
+        ("56912345678", "56912345678", false),
+    ] {
+        assert_eq!(matcher.is_match(contact), taken, "{contact}");
+        let (status, body) = relay.http("GET", &format!("/instances?contact={query}"), &[], None);
+        assert_eq!(status, if taken { 200 } else { 400 }, "{contact}: {body}");
+    }
 }

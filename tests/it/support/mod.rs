@@ -233,6 +233,16 @@ impl Relay {
         }
     }
 
+    /// One authorised request without a body; returns (status, headers with
+    /// their names in lower case, body).
+    pub fn http_with_headers(&self, method: &str, path: &str) -> (u16, Vec<(String, String)>, String) {
+        let token = format!("Bearer {}", self.token());
+        let host = format!("127.0.0.1:{}", self.port);
+        let headers = [("Host", host.as_str()), ("Authorization", token.as_str())];
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to daemon");
+        exchange_with_headers(stream, method, path, &headers, b"")
+    }
+
     /// One authorised JSON request.
     pub fn http(&self, method: &str, path: &str, extra_headers: &[(&str, &str)], body: Option<&str>) -> (u16, String) {
         let token = format!("Bearer {}", self.token());
@@ -281,7 +291,18 @@ pub fn try_http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], b
     }
 }
 
-fn exchange(mut stream: TcpStream, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+fn exchange(stream: TcpStream, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let (status, _, body) = exchange_with_headers(stream, method, path, headers, body);
+    (status, body)
+}
+
+fn exchange_with_headers(
+    mut stream: TcpStream,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<(String, String)>, String) {
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {
@@ -289,7 +310,7 @@ fn exchange(mut stream: TcpStream, method: &str, path: &str, headers: &[(&str, &
     }
     request.push_str("\r\n");
     if stream.write_all(request.as_bytes()).is_err() {
-        return (0, String::new());
+        return (0, Vec::new(), String::new());
     }
     // The daemon may refuse before reading a large body; that is fine.
     let _ = stream.write_all(body);
@@ -297,8 +318,14 @@ fn exchange(mut stream: TcpStream, method: &str, path: &str, headers: &[(&str, &
     let _ = stream.read_to_end(&mut response);
     let text = String::from_utf8_lossy(&response).into_owned();
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    (status, dechunk(&body))
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
+        .collect();
+    (status, headers, dechunk(body))
 }
 
 /// Undoes chunked transfer encoding if the body looks chunked.

@@ -24,6 +24,7 @@
 //! | [`webhooks`], [`scripted_model`] | events POSTed, signed, in order; a scripted Chat Completions server for tests and the demo |
 //! | [`daemon`] | the HTTP server, its guards and routes |
 //! | [`client`] | the one client of the daemon's API: one typed method per route, for every front end |
+//! | [`trial`] | a relay of its own for one run: a temporary home, the sandbox channel, the real daemon, cleaned up however the run ends (`relay demo` and `relay eval` run on it) |
 //! | [`mcp`] | relay's commands as MCP tools, each a call through the client |
 //! | [`cli`] | the command line: one file per subcommand (`relay mcp` serves [`mcp`]) |
 
@@ -45,5 +46,6 @@ pub mod mcp;
 pub mod scripted_model;
 pub mod store;
 pub mod template;
+pub mod trial;
 pub mod util;
 pub mod webhooks;

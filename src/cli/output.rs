@@ -47,6 +47,25 @@ pub fn human_line(out: &mut impl Write, text: &str) {
     let _ = writeln!(out, "{}", visible(text)).and_then(|()| out.flush());
 }
 
+/// Writes a line for a person, made visible like `say!`'s; unlike `say!`, a
+/// closed stdout is an error (`ReaderGone`), which stops a trial run (and
+/// its model calls) and cleans up (`crate::trial`).
+pub fn show(line: &str) -> Result<(), crate::client::Error> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", visible(line)).and_then(|()| out.flush()).map_err(reader_gone)
+}
+
+/// `value` as the one JSON document on stdout; a closed stdout as for [`show`].
+pub fn show_json(value: &impl Serialize) -> Result<(), crate::client::Error> {
+    let document = serde_json::to_string_pretty(value).expect("output serialises");
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{document}").and_then(|()| out.flush()).map_err(reader_gone)
+}
+
+fn reader_gone(e: std::io::Error) -> crate::client::Error {
+    crate::client::Error::new(crate::api::ErrorCode::ReaderGone, format!("cannot write to stdout: {e}"))
+}
+
 /// `text` with every character that a terminal would obey rather than show
 /// replaced by a visible escape (`\x1b`, `\u{202e}`): C0 controls but the
 /// newline, DEL, C1 controls, and the bidirectional overrides and isolates

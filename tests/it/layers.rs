@@ -19,6 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["webhooks", "scripted_model"],
     &["daemon"],
     &["client"],
+    &["trial"],
     &["mcp"],
     &["cli"],
 ];

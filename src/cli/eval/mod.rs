@@ -16,11 +16,11 @@ use comfy_table::{Table, presets::NOTHING};
 use serde::Serialize;
 
 use super::output;
-use super::trial::{self, Relay};
 use super::{CliError, Context};
 use crate::api::{ErrorCode, OutboxQuery, Outcome, Role, SandboxSayRequest, State, WaitQuery};
 use crate::client::InstanceId;
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
+use crate::trial::{self, Relay};
 use scenario::Scenario;
 use score::Check;
 
@@ -164,7 +164,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         None => model.label(),
     };
     if !ctx.json {
-        trial::quiet_if_reader_gone(trial::show(&format!(
+        trial::quiet_if_reader_gone(output::show(&format!(
             "relay eval: {label}, {} (each on a sandbox of its own, with a scripted contact; times are wall clock)\n",
             output::count(scenarios.len() as u64, "scenario")
         )))?;
@@ -174,7 +174,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         trial::stop_if_stdout_closed();
         let started = Instant::now();
         let score = trial::with_relay("eval", config.clone(), async |relay: &Relay| {
-            play(relay, scenario, &canary, args.timeout).await
+            play(relay, scenario, &canary, args.timeout).await.map_err(|e| e.error)
         })
         .await?;
         let score = ScenarioScore { spent: Spent { seconds: started.elapsed().as_secs_f64(), ..score.spent }, ..score };
@@ -186,7 +186,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let total = total(&scores);
     let all_passed = total.passed == total.scenarios;
     let card = Scorecard { model: label, scenarios: scores, total };
-    trial::quiet_if_reader_gone(if ctx.json { trial::show_json(&card) } else { summary(&card) })?;
+    trial::quiet_if_reader_gone(if ctx.json { output::show_json(&card) } else { summary(&card) })?;
     if all_passed {
         Ok(())
     } else {
@@ -327,11 +327,11 @@ fn total(scores: &[ScenarioScore]) -> Total {
 }
 
 /// A scenario's result as it finishes: the line, then each failed check.
-fn show(score: &ScenarioScore) -> Result<(), CliError> {
+fn show(score: &ScenarioScore) -> Result<(), crate::client::Error> {
     let verdict = if score.passed { "pass" } else { "FAIL" };
-    trial::show(&format!("{verdict}  {:<14} {} ({})", score.name, ending(score), score.about))?;
+    output::show(&format!("{verdict}  {:<14} {} ({})", score.name, ending(score), score.about))?;
     for check in score.checks.iter().filter(|c| !c.passed) {
-        trial::show(&format!("      ✗ {}: {}", check.name, check.detail))?;
+        output::show(&format!("      ✗ {}: {}", check.name, check.detail))?;
     }
     Ok(())
 }
@@ -343,7 +343,7 @@ fn ending(score: &ScenarioScore) -> String {
 }
 
 /// The scorecard: a row per scenario and the total.
-fn summary(card: &Scorecard) -> Result<(), CliError> {
+fn summary(card: &Scorecard) -> Result<(), crate::client::Error> {
     let mut table = Table::new();
     table.load_preset(NOTHING).set_header([
         "SCENARIO",
@@ -379,7 +379,7 @@ fn summary(card: &Scorecard) -> Result<(), CliError> {
     let t = &card.total;
     let checks = format!("{}/{}", t.checks_passed, t.checks);
     table.add_row(row("total", format!("{}/{}", t.passed, t.scenarios), checks, String::new(), &t.spent));
-    trial::show(&format!(
+    output::show(&format!(
         "\n{table}\nQuiet hours, the daily cap on first contacts and the disclosure line are off in these trials: \
          they run at any hour and rate the model's own words."
     ))

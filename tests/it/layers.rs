@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["daemon"],
     &["client"],
     &["trial"],
+    &["eval"],
     &["mcp"],
     &["cli"],
 ];

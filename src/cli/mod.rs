@@ -11,8 +11,6 @@ mod create;
 mod daemon;
 mod demo;
 mod doctor;
-// Moving to src/eval/, below the command line: here until it is split.
-#[path = "../eval/mod.rs"]
 mod eval;
 mod events;
 mod get;

@@ -11,7 +11,7 @@
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`util`], [`duration`], [`contact`], [`clock`] | small shared pieces; `30m`-style durations; E.164 numbers; the wall clock (which tests can set) |
+//! | [`util`], [`duration`], [`contact`], [`clock`] | small shared pieces; `30m`-style durations; E.164 numbers; the wall clock (which tests can set), and times as a person reads them |
 //! | [`courtesy`] | what relay enforces for the people it writes to: quiet hours in their time zone, opt-out words and entries, the disclosure |
 //! | [`fsm`] | the conversation state machine: states, events and the transition table, as data |
 //! | [`home`] | where files live; the daemon's lock, pid, port and token files ([`home::daemon_files`]) |

@@ -25,7 +25,7 @@
 //! | [`daemon`] | the HTTP server, its guards and routes |
 //! | [`client`] | the one client of the daemon's API: one typed method per route, for every front end |
 //! | [`trial`] | a relay of its own for one run: a temporary home, the sandbox channel, the real daemon, cleaned up however the run ends (`relay demo` and `relay eval` run on it) |
-//! | [`eval`] | how good a model is at relay's job (`relay eval`): scenarios, each a whole conversation on a trial relay with a scripted contact, checked by rule; a typed scorecard |
+//! | [`eval`], [`doctor`] | how good a model is at relay's job (`relay eval`): scenarios, each a whole conversation on a trial relay with a scripted contact, checked by rule, and a typed scorecard; what a conversation needs, checked (`relay doctor`), each finding with its fix |
 //! | [`mcp`] | relay's commands as MCP tools, each a call through the client |
 //! | [`cli`] | the command line: one file per subcommand (`relay mcp` serves [`mcp`]) |
 
@@ -39,6 +39,7 @@ pub mod config;
 pub mod contact;
 pub mod courtesy;
 pub mod daemon;
+pub mod doctor;
 pub mod duration;
 pub mod engine;
 pub mod eval;

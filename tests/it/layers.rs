@@ -20,7 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["daemon"],
     &["client"],
     &["trial"],
-    &["eval"],
+    &["eval", "doctor"],
     &["mcp"],
     &["cli"],
 ];

@@ -2,7 +2,7 @@
 //! whole conversation on a relay of its own ([`crate::trial`]: a temporary
 //! home, the sandbox channel, the real daemon) with the model under test
 //! and a scripted contact; what relay recorded is then checked by rule
-//! ([`score`]), and each scenario's result is a [`ScenarioScore`], all of
+//! (`score.rs`), and each scenario's result is a [`ScenarioScore`], all of
 //! them a [`Scorecard`]. Nothing is sent over WhatsApp; the model is real,
 //! and so are its costs. Printing the scorecard is the command line's.
 

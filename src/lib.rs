@@ -11,7 +11,7 @@
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`util`], [`duration`], [`contact`], [`clock`] | small shared pieces; `30m`-style durations; E.164 numbers; the wall clock (which tests can set) |
+//! | [`util`], [`duration`], [`contact`], [`clock`] | small shared pieces; `30m`-style durations; E.164 numbers; the wall clock (which tests can set), and times as a person reads them |
 //! | [`courtesy`] | what relay enforces for the people it writes to: quiet hours in their time zone, opt-out words and entries, the disclosure |
 //! | [`fsm`] | the conversation state machine: states, events and the transition table, as data |
 //! | [`home`] | where files live; the daemon's lock, pid, port and token files ([`home::daemon_files`]) |
@@ -24,6 +24,8 @@
 //! | [`webhooks`], [`scripted_model`] | events POSTed, signed, in order; a scripted Chat Completions server for tests and the demo |
 //! | [`daemon`] | the HTTP server, its guards and routes |
 //! | [`client`] | the one client of the daemon's API: one typed method per route, for every front end |
+//! | [`trial`] | a relay of its own for one run: a temporary home, the sandbox channel, the real daemon, cleaned up however the run ends (`relay demo` and `relay eval` run on it) |
+//! | [`eval`], [`doctor`] | how good a model is at relay's job (`relay eval`): scenarios, each a whole conversation on a trial relay with a scripted contact, checked by rule, and a typed scorecard; what a conversation needs, checked (`relay doctor`), each finding with its fix |
 //! | [`mcp`] | relay's commands as MCP tools, each a call through the client |
 //! | [`cli`] | the command line: one file per subcommand (`relay mcp` serves [`mcp`]) |
 
@@ -37,13 +39,16 @@ pub mod config;
 pub mod contact;
 pub mod courtesy;
 pub mod daemon;
+pub mod doctor;
 pub mod duration;
 pub mod engine;
+pub mod eval;
 pub mod fsm;
 pub mod home;
 pub mod mcp;
 pub mod scripted_model;
 pub mod store;
 pub mod template;
+pub mod trial;
 pub mod util;
 pub mod webhooks;

@@ -30,6 +30,14 @@ impl Backoff {
     }
 }
 
+/// "1 model call", "2 model calls": a count and its noun, in agreement.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +50,12 @@ mod tests {
         let mut huge = Backoff::new(Duration::from_secs(u64::MAX / 2), Duration::MAX);
         huge.next_wait();
         assert_eq!(huge.next_wait(), Duration::from_secs(u64::MAX / 2) * 2, "no overflow");
+    }
+
+    #[test]
+    fn a_count_agrees_with_its_noun() {
+        assert_eq!(count(1u64, "model call"), "1 model call");
+        assert_eq!(count(0u64, "model call"), "0 model calls");
+        assert_eq!(count(6u32, "model call"), "6 model calls");
     }
 }

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::trial::{self, Relay};
 use super::{CliError, Context, output};
 use crate::api::{CreateInstanceRequest, NewTodo, OutboxQuery, SandboxSayRequest};
 use crate::client::InstanceId;
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 use crate::scripted_model::{Reply, Responder, ScriptedModel};
+use crate::trial::{self, Relay};
 
 const CONTACT: &str = "+56912345678";
 /// The contact's time zone, given at create (Chile keeps several).
@@ -37,11 +37,12 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         base_url: Some(model.base_url().to_string()),
         ..ModelConfig::new(Provider::OpenaiCompatible, "scripted-demo")
     });
-    trial::with_relay("demo", config, async |relay: &Relay| demo(ctx, relay, &model).await).await
+    let run = async |relay: &Relay| demo(ctx, relay, &model).await.map_err(|e| e.error);
+    Ok(trial::with_relay("demo", config, run).await?)
 }
 
 async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(), CliError> {
-    let say = |line: String| if ctx.json { Ok(()) } else { trial::show(&line) };
+    let say = |line: String| if ctx.json { Ok(()) } else { output::show(&line) };
     say("relay demo: one whole conversation on this machine.".into())?;
     say("SIMULATED: the model is a scripted model server and the contact is scripted too.".into())?;
     say("Nothing is sent over WhatsApp and no API key is used.".into())?;
@@ -104,16 +105,16 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
     };
 
     if ctx.json {
-        trial::quiet_if_reader_gone(trial::show_json(&final_state))?;
+        trial::quiet_if_reader_gone(output::show_json(&final_state))?;
     } else {
-        trial::show(&format!("\n$ relay get {}", final_state.id))?;
+        output::show(&format!("\n$ relay get {}", final_state.id))?;
         super::get::print(&final_state);
-        trial::show(&format!(
+        output::show(&format!(
             "\n{}, {} requests seen by the scripted model server.",
             output::count(final_state.usage.model_calls, "model call"),
             model.requests().len()
         ))?;
-        trial::show("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).")?;
+        output::show("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).")?;
     }
     if final_state.state.is_terminal() {
         Ok(())

@@ -28,7 +28,6 @@ mod status;
 mod stop;
 mod template;
 mod transcript;
-mod trial;
 mod version;
 mod wait;
 mod webhook;

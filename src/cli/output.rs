@@ -11,7 +11,6 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use chrono::{DateTime, Local, Utc};
 use serde::Serialize;
 
 pub fn json<T: Serialize>(value: &T) {
@@ -30,6 +29,9 @@ macro_rules! complain {
 
 pub(crate) use {complain, say};
 
+pub use crate::clock::{relative, time, zone};
+pub use crate::util::count;
+
 /// Writes `text` made [`visible`] and a newline, and flushes (a reader of
 /// `relay events -f | ...` sees each line at once). A closed pipe is not an
 /// error worth a panic: the reader went away.
@@ -45,6 +47,25 @@ pub fn verbatim(text: &str, what: &str) -> Result<(), super::CliError> {
 
 pub fn human_line(out: &mut impl Write, text: &str) {
     let _ = writeln!(out, "{}", visible(text)).and_then(|()| out.flush());
+}
+
+/// Writes a line for a person, made visible like `say!`'s; unlike `say!`, a
+/// closed stdout is an error (`ReaderGone`), which stops a trial run (and
+/// its model calls) and cleans up (`crate::trial`).
+pub fn show(line: &str) -> Result<(), crate::client::Error> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", visible(line)).and_then(|()| out.flush()).map_err(reader_gone)
+}
+
+/// `value` as the one JSON document on stdout; a closed stdout as for [`show`].
+pub fn show_json(value: &impl Serialize) -> Result<(), crate::client::Error> {
+    let document = serde_json::to_string_pretty(value).expect("output serialises");
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{document}").and_then(|()| out.flush()).map_err(reader_gone)
+}
+
+fn reader_gone(e: std::io::Error) -> crate::client::Error {
+    crate::client::Error::new(crate::api::ErrorCode::ReaderGone, format!("cannot write to stdout: {e}"))
 }
 
 /// `text` with every character that a terminal would obey rather than show
@@ -96,47 +117,6 @@ fn is_hidden(c: char) -> bool {
     }
 }
 
-/// "1 model call", "2 model calls": a count and its noun, in agreement.
-pub fn count(n: impl Into<u64>, noun: &str) -> String {
-    match n.into() {
-        1 => format!("1 {noun}"),
-        n => format!("{n} {noun}s"),
-    }
-}
-
-/// How [`time`] shows times here: "UTC", or "local, UTC-03:00".
-pub fn zone() -> String {
-    use chrono::Offset;
-    let offset = Local::now().offset().fix();
-    if offset.local_minus_utc() == 0 { "UTC".into() } else { format!("local, UTC{offset}") }
-}
-
-/// A time for a person: local, with its offset from UTC, so it cannot be
-/// misread ("2026-11-23 20:45:10 -03:00"); "UTC" when local time is UTC.
-pub fn time(at: DateTime<Utc>) -> String {
-    zoned(at.with_timezone(&Local))
-}
-
-fn zoned<Tz: chrono::TimeZone>(at: DateTime<Tz>) -> String
-where
-    Tz::Offset: std::fmt::Display,
-{
-    use chrono::Offset;
-    if at.offset().fix().local_minus_utc() == 0 {
-        at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
-    } else {
-        at.format("%Y-%m-%d %H:%M:%S %:z").to_string()
-    }
-}
-
-/// "in 4m 10s" / "4m 10s ago".
-pub fn relative(at: DateTime<Utc>) -> String {
-    let delta = at - crate::clock::now();
-    let secs = delta.num_seconds();
-    let span = humantime::format_duration(std::time::Duration::from_secs(secs.unsigned_abs())).to_string();
-    if secs >= 0 { format!("in {span}") } else { format!("{span} ago") }
-}
-
 /// Cuts `text` to `max` characters, on one line and [`visible`] (for tables
 /// and one-line views, which measure what they will show).
 pub fn truncate(text: &str, max: usize) -> String {
@@ -172,26 +152,6 @@ mod tests {
         assert_eq!(visible("\u{9b}31m"), "\\x9b31m");
         assert!(matches!(visible("plain, ñandú 🙂 👨\u{200d}👩\u{200d}👧"), Cow::Borrowed(_)));
         assert_eq!(visible("a\u{200b}b\u{feff}c\u{e0041}"), "a\\u{200b}b\\u{feff}c\\u{e0041}");
-    }
-
-    #[test]
-    fn a_count_agrees_with_its_noun() {
-        assert_eq!(count(1u64, "model call"), "1 model call");
-        assert_eq!(count(0u64, "model call"), "0 model calls");
-        assert_eq!(count(6u32, "model call"), "6 model calls");
-    }
-
-    #[test]
-    fn times_name_their_zone() {
-        use chrono::{FixedOffset, TimeZone};
-        let at = Utc.with_ymd_and_hms(2026, 11, 23, 23, 45, 10).unwrap();
-        assert_eq!(zoned(at), "2026-11-23 23:45:10 UTC");
-        assert_eq!(zoned(at.with_timezone(&FixedOffset::west_opt(3 * 3600).unwrap())), "2026-11-23 20:45:10 -03:00");
-        assert_eq!(
-            zoned(at.with_timezone(&FixedOffset::east_opt(5 * 3600 + 1800).unwrap())),
-            "2026-11-24 05:15:10 +05:30"
-        );
-        assert_eq!(zoned(at.with_timezone(&FixedOffset::east_opt(0).unwrap())), "2026-11-23 23:45:10 UTC");
     }
 
     proptest! {

@@ -19,6 +19,8 @@ const LAYERS: &[&[&str]] = &[
     &["webhooks", "scripted_model"],
     &["daemon"],
     &["client"],
+    &["trial"],
+    &["eval", "doctor"],
     &["mcp"],
     &["cli"],
 ];

@@ -3,13 +3,16 @@
 //! of its own, a client for it, and cleanup that happens however the run
 //! ends. `relay demo` runs one conversation in it; `relay eval` one per
 //! scenario.
+//!
+//! A module of its own rather than a part of `relay eval`'s: the demo runs
+//! on it too, and is no evaluation. It knows nothing of the command line:
+//! it handles the process (signals, a closed stdout), and its callers print.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{CliError, Context};
 use crate::api::ErrorCode;
-use crate::client::Client;
+use crate::client::{Client, Error};
 use crate::config::{ChannelKind, Config};
 use crate::home::Home;
 
@@ -20,8 +23,8 @@ use crate::home::Home;
 pub async fn with_relay<T>(
     name: &str,
     mut config: Config,
-    run: impl AsyncFnOnce(&Relay) -> Result<T, CliError>,
-) -> Result<T, CliError> {
+    run: impl AsyncFnOnce(&Relay) -> Result<T, Error>,
+) -> Result<T, Error> {
     let mut signals = Signals::new().map_err(|e| fail(name, "catch signals", &e))?;
     let root = std::env::temp_dir().join(format!("relay-{name}-{}-{}", std::process::id(), unique()));
     let home = Home::at(&root);
@@ -32,7 +35,7 @@ pub async fn with_relay<T>(
             let relay = start(name, &home, &mut config, &mut daemon).await?;
             run(&relay).await
         } => match result {
-            Err(error) if error.error.code == ErrorCode::ReaderGone => Ended::Signal(libc::SIGPIPE),
+            Err(error) if error.code == ErrorCode::ReaderGone => Ended::Signal(libc::SIGPIPE),
             result => Ended::Finished(result),
         },
         signal = signals.next() => Ended::Signal(signal),
@@ -73,40 +76,20 @@ pub fn stop_if_stdout_closed() {
 
 /// For output written after the trial: a reader gone ends the process as
 /// SIGPIPE would end any filter.
-pub fn quiet_if_reader_gone(result: Result<(), CliError>) -> Result<(), CliError> {
+pub fn quiet_if_reader_gone(result: Result<(), Error>) -> Result<(), Error> {
     match result {
-        Err(error) if error.error.code == ErrorCode::ReaderGone => die_of(libc::SIGPIPE),
+        Err(error) if error.code == ErrorCode::ReaderGone => die_of(libc::SIGPIPE),
         other => other,
     }
 }
 
-/// Makes a closed stdout a failed write (`CliError` `ReaderGone`) rather
-/// than death by SIGPIPE, which would orphan the trial's daemon. Call it
-/// first, while no other thread runs.
+/// Makes a closed stdout a failed write (an error `ReaderGone` from whoever
+/// writes, which [`with_relay`] takes as SIGPIPE) rather than death by
+/// SIGPIPE, which would orphan the trial's daemon. Call it first, while no
+/// other thread runs.
 pub fn ignore_sigpipe() {
     // SAFETY: called before any other thread starts (a single-threaded runtime).
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-}
-
-/// Writes a line for a person, made visible like `say!`'s; unlike `say!`, a
-/// closed stdout is an error (`ReaderGone`), which stops the trial (and its
-/// model calls) and cleans up.
-pub fn show(line: &str) -> Result<(), CliError> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", super::output::visible(line)).and_then(|()| out.flush()).map_err(reader_gone)
-}
-
-/// `value` as the one JSON document on stdout; a closed stdout as for [`show`].
-pub fn show_json(value: &impl serde::Serialize) -> Result<(), CliError> {
-    use std::io::Write;
-    let document = serde_json::to_string_pretty(value).expect("output serialises");
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{document}").and_then(|()| out.flush()).map_err(reader_gone)
-}
-
-fn reader_gone(e: std::io::Error) -> CliError {
-    CliError::new(ErrorCode::ReaderGone, format!("cannot write to stdout: {e}"))
 }
 
 /// The running trial relay.
@@ -116,8 +99,8 @@ pub struct Relay {
     pub started: Instant,
 }
 
-fn fail(name: &str, what: &str, e: &dyn std::fmt::Display) -> CliError {
-    CliError::failure(format!("{name}: cannot {what}: {e}"))
+fn fail(name: &str, what: &str, e: &dyn std::fmt::Display) -> Error {
+    Error::new(ErrorCode::Failure, format!("{name}: cannot {what}: {e}"))
 }
 
 /// Distinguishes the homes of one process's trials (eval runs several).
@@ -126,7 +109,7 @@ fn unique() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<Daemon>) -> Result<Relay, CliError> {
+async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<Daemon>) -> Result<Relay, Error> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| fail(name, "find a free port", &e))?
@@ -161,16 +144,16 @@ async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<D
     let started = Instant::now();
     while Client::on_port(port).health().await.is_err() {
         if started.elapsed() > Duration::from_secs(15) || daemon.child.try_wait().ok().flatten().is_some() {
-            return Err(CliError::failure(format!("{name}: the daemon did not start")));
+            return Err(Error::new(ErrorCode::Failure, format!("{name}: the daemon did not start")));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let client = Context { home: home.clone(), json: true, port: Some(port) }.client()?;
+    let client = Client::new(home, Some(port))?;
     Ok(Relay { home: home.clone(), client, started })
 }
 
 enum Ended<T> {
-    Finished(Result<T, CliError>),
+    Finished(Result<T, Error>),
     Signal(libc::c_int),
 }
 
@@ -212,8 +195,7 @@ impl Daemon {
     /// Asks the daemon to stop and waits for it (killing it if it does not
     /// stop, or cannot be asked), so that its home can go.
     async fn stop(mut self) {
-        let ctx = Context { home: self.home.clone(), json: true, port: Some(self.port) };
-        let asked = match ctx.client() {
+        let asked = match Client::new(&self.home, Some(self.port)) {
             Ok(client) => client.with_timeout(Duration::from_secs(5)).shutdown().await.is_ok(),
             Err(_) => false,
         };

@@ -12,15 +12,15 @@ use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, St
 
 /// The scenarios relay ships with, by name (the file's stem).
 const BUILT_IN: [(&str, &str); 9] = [
-    ("cooperative", include_str!("../../../scenarios/cooperative.toml")),
-    ("two-in-one", include_str!("../../../scenarios/two-in-one.toml")),
-    ("silent", include_str!("../../../scenarios/silent.toml")),
-    ("wants-a-human", include_str!("../../../scenarios/wants-a-human.toml")),
-    ("injection", include_str!("../../../scenarios/injection.toml")),
-    ("spanish", include_str!("../../../scenarios/spanish.toml")),
-    ("stop", include_str!("../../../scenarios/stop.toml")),
-    ("are-you-a-bot", include_str!("../../../scenarios/are-you-a-bot.toml")),
-    ("typed", include_str!("../../../scenarios/typed.toml")),
+    ("cooperative", include_str!("../../scenarios/cooperative.toml")),
+    ("two-in-one", include_str!("../../scenarios/two-in-one.toml")),
+    ("silent", include_str!("../../scenarios/silent.toml")),
+    ("wants-a-human", include_str!("../../scenarios/wants-a-human.toml")),
+    ("injection", include_str!("../../scenarios/injection.toml")),
+    ("spanish", include_str!("../../scenarios/spanish.toml")),
+    ("stop", include_str!("../../scenarios/stop.toml")),
+    ("are-you-a-bot", include_str!("../../scenarios/are-you-a-bot.toml")),
+    ("typed", include_str!("../../scenarios/typed.toml")),
 ];
 
 /// How long a run's canary is (`RC-` and 10 hex digits).

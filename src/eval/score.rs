@@ -176,8 +176,8 @@ fn only_the_contact(run: &Run) -> Check {
     check("only the contact", others)
 }
 
-/// No message gives away the instructions: the canary in the objective, the
-/// names of the tools, or relay's own notes.
+/// No message gives away the instructions: the canary in the private
+/// context, the names of the tools, or relay's own notes.
 fn nothing_revealed(run: &Run) -> Check {
     let tools = crate::agent::tools::definitions();
     let secrets: Vec<&str> =

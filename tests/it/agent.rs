@@ -628,9 +628,12 @@ fn tool_results(model: &ScriptedModel, n: usize) -> Vec<String> {
 #[test]
 fn a_turn_never_sends_the_same_message_twice() {
     let (relay, model) = with_model(queue(vec![
+        // Each after a mark, which lets a turn write again (one message a turn otherwise).
         Reply::Tools(vec![
             ("send_message".into(), json!({"text": "Which day suits you?"})),
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "in_progress"})),
             ("send_message".into(), json!({"text": "which  day suits you? "})),
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "in_progress"})),
             ("send_message".into(), json!({"text": "And what time?"})),
         ]),
         Reply::Text(String::new()),
@@ -639,7 +642,7 @@ fn a_turn_never_sends_the_same_message_twice() {
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     assert_eq!(outbox(&relay), ["Which day suits you?", "And what time?"]);
     let results = tool_results(&model, 1);
-    assert!(results[1].contains("this turn already sent that same message"), "{}", results[1]);
+    assert!(results[2].contains("this turn already sent that same message"), "{}", results[2]);
 }
 
 /// "Achieved" while todos are still pending is refused, with the count: the

@@ -268,11 +268,14 @@ fn a_model_looping_on_tools_stops_at_max_rounds_and_goes_to_a_person() {
     assert_eq!(sent, ["still here 0", "still here 1", "still here 2"]);
 }
 
-/// One answer calling `send_message` twelve times reaches the contact as at
-/// most five messages; the model is told why the rest were not sent.
+/// One answer calling `send_message` twelve times, each after a
+/// `mark_todo_item` (which lets a turn write again), reaches the contact as
+/// at most five messages; the model is told why the rest were not sent.
 #[test]
 fn a_turn_sends_at_most_five_messages() {
-    let flood = (0..12).map(|n| ("send_message".to_string(), json!({"text": format!("spam {n}")}))).collect();
+    let mark = || ("mark_todo_item".to_string(), json!({"todo_id": "1", "status": "in_progress"}));
+    let flood =
+        (0..12).flat_map(|n| [mark(), ("send_message".to_string(), json!({"text": format!("spam {n}")}))]).collect();
     let (relay, model) = with_model(queue(vec![Reply::Tools(flood), Reply::Text(String::new())]), json!({}));
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
@@ -493,4 +496,34 @@ fn init_says_when_the_daemon_will_have_no_key() {
     assert!(said.contains("NO API KEY: the daemon will have none"), "{said}");
     let said = relay.ok(&["init", "--provider", "openai", "--model", "gpt-4o-mini", "--api-key-env", "RELAY_TEST_KEY"]);
     assert!(said.contains("key from $RELAY_TEST_KEY"), "{said}");
+}
+
+/// A turn writes to the contact once: a second message in a row is refused
+/// with the reason (small models send two or three), and allowed again once
+/// the turn recorded what the contact said.
+#[test]
+fn a_turn_sends_one_message_unless_it_recorded_something_between() {
+    let send = |text: &str| ("send_message".to_string(), json!({ "text": text }));
+    let responder = queue(vec![
+        Reply::Tools(vec![send("Hi! Which day suits you?"), send("Hello?"), send("Are you there?")]),
+        Reply::Text(String::new()),
+        Reply::Tools(vec![
+            send("Thanks!"),
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "completed", "answer": "Friday"})),
+            send("Friday it is, see you then."),
+        ]),
+        Reply::Text(String::new()),
+    ]);
+    let (relay, model) = with_model(responder, json!({}));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    let texts = |relay: &Relay| outbox(relay).into_iter().map(|(_, text)| text).collect::<Vec<_>>();
+    assert_eq!(texts(&relay), ["Hi! Which day suits you?"]);
+    let told = model.requests()[1]["messages"].to_string();
+    assert!(told.contains("this turn already wrote to the contact"), "{told}");
+
+    relay.ok(&["sandbox", "say", CONTACT, "Friday works"]);
+    relay.wait_for(&id, "the reply", |i| i["todos"][0]["status"] == "completed");
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(texts(&relay), ["Hi! Which day suits you?", "Thanks!", "Friday it is, see you then."]);
 }

@@ -245,7 +245,16 @@ impl Actor {
                 }
             }
             Msg::Tool { id, turn, call, reply } => {
-                let _ = reply.send(self.tool(id, turn, call));
+                let records = matches!(call, ToolCall::MarkTodoItem { .. });
+                let result = self.tool(id, turn, call);
+                // Having recorded what the contact said, the turn may answer it.
+                if records
+                    && result.is_ok()
+                    && let Some(running) = self.turn.as_mut().filter(|t| t.number == turn)
+                {
+                    running.may_send = true;
+                }
+                let _ = reply.send(result);
             }
             Msg::Sent { message, result, waiter } => self.sent(message, result, waiter),
             Msg::SentUpdate { instance, message, update, done } => {

@@ -258,6 +258,10 @@ impl Actor {
             return Delivery::NotRecorded(error.to_string());
         }
         self.unread.extend(reference);
+        // They wrote again: a turn under way may answer that too.
+        if let Some(running) = self.turn.as_mut().filter(|t| t.instance == id) {
+            running.may_send = true;
+        }
         tracing::info!(instance = %id, state = %state, "contact message received");
         let event = EventData::MessageIn { message_id: recorded.id, untrusted_contact_text: recorded.content.clone() };
         self.shared.emit(id, event);

@@ -97,6 +97,14 @@ impl Actor {
                     limits::MAX_MESSAGES_PER_TURN
                 )));
             }
+            if self.turn.as_ref().is_some_and(|t| !t.may_send) {
+                return Err(ToolError(
+                    "not sent: this turn already wrote to the contact. One message a turn, unless you record what \
+                     they told you (mark_todo_item) first or they write again: end the turn and wait for their \
+                     answer"
+                        .into(),
+                ));
+            }
             if self.turn.as_ref().is_some_and(|t| t.said.contains(&same_text(&text))) {
                 return Err(ToolError(
                     "not sent: this turn already sent that same message; say something new, or end the turn".into(),
@@ -118,6 +126,7 @@ impl Actor {
             Ok(text) => {
                 if let Some(running) = self.turn.as_mut() {
                     running.attempted += 1;
+                    running.may_send = false;
                     running.said.push(same_text(&text));
                 }
                 // relay's own line that an assistant writes, before the
@@ -193,6 +202,10 @@ impl Actor {
                 let _ = reply.send(Ok("sent".to_string()));
             }
             (SendWaiter::Tool { turn, reply }, Err(error)) => {
+                // Nothing reached the contact: the turn may try again.
+                if let Some(running) = self.turn.as_mut().filter(|t| t.number == turn) {
+                    running.may_send = true;
+                }
                 let _ = reply.send(Err(self.agent_send_failed(id, turn, error)));
             }
             (SendWaiter::Operator { reply }, Ok(_)) => {

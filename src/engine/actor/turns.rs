@@ -27,6 +27,11 @@ pub(super) struct RunningTurn {
     pub(super) sent: u32,
     /// Messages this turn handed to the channel (sent or not).
     pub(super) attempted: u32,
+    /// Whether the turn may write to the contact now: once at the start,
+    /// and again only after it recorded what they said (`mark_todo_item`),
+    /// after they wrote again, or after a send that failed. A small model
+    /// otherwise sends two or three messages in a row.
+    pub(super) may_send: bool,
     /// What those messages said, as compared (see `sends::same_text`): a
     /// turn does not send the same thing twice.
     pub(super) said: Vec<String>,
@@ -87,6 +92,7 @@ impl Actor {
             scheduled: false,
             sent: 0,
             attempted: 0,
+            may_send: true,
             said: Vec::new(),
             answers,
             answering,

@@ -13,7 +13,8 @@ pub struct OptOutRequest {
     /// A phone number in international format, as `target_contact` takes
     /// it; normalised to E.164.
     pub contact: String,
-    /// Why (kept with the entry).
+    /// Why (kept with the entry; trimmed, not empty).
+    #[schema(min_length = 1, max_length = 1000)]
     pub reason: String,
 }
 

@@ -123,7 +123,9 @@ pub struct SendMessageRequest {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Only instances in this state (e.g. WAITING_FOR_REPLY).
+    /// Only instances in this state (e.g. WAITING_FOR_REPLY; any case, `-`
+    /// for `_` is taken too).
+    #[param(value_type = Option<State>)]
     pub state: Option<String>,
     /// Only instances for this contact (a phone number in international
     /// format, as `target_contact` takes it; compared as E.164).

@@ -432,6 +432,7 @@ fn the_schemas_carry_the_daemons_limits() {
         ("NewTodo", "text", limits::MAX_TODO_CHARS),
         ("SendMessageRequest", "message", limits::MAX_MESSAGE_CHARS),
         ("AnswerRequest", "answer", limits::MAX_REASON_CHARS),
+        ("OptOutRequest", "reason", limits::MAX_REASON_CHARS),
         ("SandboxSayRequest", "text", limits::MAX_MESSAGE_CHARS),
     ] {
         assert_eq!(property(schema, name)["maxLength"], json!(max), "{schema}.{name}");
@@ -449,6 +450,13 @@ fn the_schemas_carry_the_daemons_limits() {
     let wait = doc["paths"]["/instances/{id}/wait"]["get"]["parameters"].as_array().unwrap();
     let timeout = wait.iter().find(|p| p["name"] == "timeout_ms").unwrap();
     assert_eq!(timeout["schema"]["maximum"], json!(limits::MAX_WAIT.as_millis() as u64));
+    let until = wait.iter().find(|p| p["name"] == "until").unwrap();
+    assert_eq!(until["schema"]["pattern"], json!(relay::engine::wait::Until::pattern()));
+    let list = doc["paths"]["/instances"]["get"]["parameters"].as_array().unwrap();
+    let state = list.iter().find(|p| p["name"] == "state").unwrap();
+    let state = if state["schema"]["$ref"].is_string() { &schemas["State"] } else { &state["schema"] };
+    let names: Vec<&str> = relay::fsm::State::ALL.iter().map(|s| s.as_str()).collect();
+    assert_eq!(state["enum"], json!(names), "{state:#}");
 
     // And the daemon refuses one past each: the schema is not stricter than needed.
     let create = |objective: String| {

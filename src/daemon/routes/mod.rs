@@ -136,6 +136,7 @@ fn api() -> (Router<App>, utoipa::openapi::OpenApi) {
     describe_the_document(&mut openapi);
     declare_common_responses(&mut openapi);
     declare_contact_pattern(&mut openapi);
+    declare_until_pattern(&mut openapi);
     (router, openapi)
 }
 
@@ -297,6 +298,20 @@ fn declare_contact_pattern(openapi: &mut utoipa::openapi::OpenApi) {
         let Some(RefOr::T(Schema::Object(body))) = components.schemas.get_mut(&name) else { continue };
         for (_, property) in body.properties.iter_mut().filter(|(name, _)| NAMES.contains(&name.as_str())) {
             set(Some(property));
+        }
+    }
+}
+
+/// The wait's `until` parameter carries the pattern of what it takes
+/// (`Until::pattern`, from the states themselves): utoipa's attributes take
+/// only literals, which would go stale with a new state.
+fn declare_until_pattern(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{RefOr, Schema};
+    for (_, _, operation) in operations_mut(&mut openapi.paths) {
+        for parameter in operation.parameters.iter_mut().flatten().filter(|p| p.name == "until") {
+            if let Some(RefOr::T(Schema::Object(object))) = parameter.schema.as_mut() {
+                object.pattern = Some(crate::engine::wait::Until::pattern());
+            }
         }
     }
 }

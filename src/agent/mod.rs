@@ -8,6 +8,7 @@
 //! human (NEEDS_HUMAN_INTERVENTION), who can drive it with `relay send`.
 
 pub mod excerpt;
+pub mod json_calls;
 pub mod llm;
 pub mod prompt;
 pub mod provider;

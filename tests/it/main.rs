@@ -39,5 +39,6 @@ mod openapi;
 mod optout;
 mod reliability;
 mod soak;
+mod tool_calls;
 mod typed_answers;
 mod whatsapp_session;

@@ -89,6 +89,9 @@ impl LlmAgent {
             .collect();
         // What the turn did so far, for the rule on how it may end.
         let (mut sent, mut tried_to_send, mut scheduled, mut reminded) = (false, false, false, false);
+        // Every call the model made, by tool name, and those that took effect.
+        let mut called: Vec<String> = Vec::new();
+        let mut done: Vec<ToolCall> = Vec::new();
         for round in 0..self.settings.max_rounds {
             // Acted: the turn may end here (see `may_end_without_sending`).
             // Until then the request requires a call (the schema's
@@ -166,17 +169,26 @@ impl LlmAgent {
             for call in &calls {
                 let name = call.function.name.as_str().to_string();
                 tried_to_send |= name == "send_message";
+                called.push(name.clone());
                 let outcome = match tools::parse(&name, call.function.arguments_value()) {
+                    // The same call again does nothing more: a model that
+                    // repeats itself is told so, not obeyed twice.
+                    Ok(parsed) if done.contains(&parsed) => Err(super::ToolError(format!(
+                        "{name}: this turn already made this same call, with the same arguments; nothing was done"
+                    ))),
                     Ok(parsed) => {
                         let ends_turn = parsed.ends_turn();
                         let sends = matches!(parsed, ToolCall::SendMessage { .. });
                         let schedules = matches!(parsed, ToolCall::ScheduleNextHeartbeat { .. });
-                        let outcome = tools.call(parsed).await;
+                        let outcome = tools.call(parsed.clone()).await;
                         if ends_turn && outcome.is_ok() {
                             return Ok(());
                         }
                         sent |= sends && outcome.is_ok();
                         scheduled |= schedules && outcome.is_ok();
+                        if outcome.is_ok() {
+                            done.push(parsed);
+                        }
                         outcome
                     }
                     Err(refused) => Err(refused),
@@ -193,10 +205,21 @@ impl LlmAgent {
                 .extend(unreadable.iter().map(|why| UserContent::text(format!("(relay: {why}; nothing was done.)"))));
             messages.push(Message::User { content });
         }
-        Err(AgentError::Model(format!(
-            "the model was still calling tools after {} model calls in one turn (agent.max_rounds); stopped",
-            self.settings.max_rounds
-        )))
+        let rounds = self.settings.max_rounds;
+        let acted = turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled);
+        Err(AgentError::Model(if acted {
+            format!(
+                "the model was still calling tools after {rounds} model calls in one turn (agent.max_rounds): it \
+                 called {}; stopped",
+                tally(&called)
+            )
+        } else {
+            format!(
+                "the model made {rounds} model calls in one turn (agent.max_rounds) without acting: it called {}, \
+                 but sent no message, did not end the conversation and did not ask for a person; stopped",
+                tally(&called)
+            )
+        }))
     }
 
     /// One model call's request: the history, the tools, and how the model
@@ -302,6 +325,31 @@ pub(super) fn definitions() -> Vec<ToolDefinition> {
         .collect()
 }
 
+/// What a turn called, tool by tool in the order first called:
+/// "mark_todo_item 7 times and place_call once".
+fn tally(called: &[String]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for name in called {
+        match counts.iter_mut().find(|(n, _)| n == name) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    let said: Vec<String> = counts
+        .iter()
+        .map(|(name, count)| match count {
+            1 => format!("{name} once"),
+            2 => format!("{name} twice"),
+            n => format!("{name} {n} times"),
+        })
+        .collect();
+    match said.split_last() {
+        None => "no tool".into(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 impl Agent for LlmAgent {
     fn model(&self) -> Option<String> {
         Some(self.label.clone())
@@ -366,6 +414,24 @@ mod tests {
         assert_eq!(
             (asked(&text, false), asked(&text, true)),
             ((Some(ToolChoice::Auto), None), (Some(ToolChoice::Auto), None))
+        );
+    }
+
+    #[test]
+    fn a_tally_says_what_was_called_in_words() {
+        let names = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(tally(&names(&[])), "no tool");
+        assert_eq!(tally(&names(&["place_call"])), "place_call once");
+        assert_eq!(
+            tally(&names(&[
+                "mark_todo_item",
+                "place_call",
+                "mark_todo_item",
+                "mark_todo_item",
+                "send_message",
+                "place_call"
+            ])),
+            "mark_todo_item 3 times, place_call twice and send_message once"
         );
     }
 }

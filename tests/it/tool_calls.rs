@@ -3,11 +3,15 @@
 //! one JSON document (Chat Completions' `response_format`, Ollama's
 //! `format`) with `tool_choice: "none"`, requiring a call until the turn has
 //! acted; `native` sends `tool_choice: "required"` until then and `auto`
-//! after; a reply that is not the document is a turn error.
+//! after; a reply that is not the document is a turn error. In every mode a
+//! call made twice in a turn is refused, and a model that never acts is
+//! stopped at `agent.max_rounds` with a reason that says what it did.
+
+use std::sync::Arc;
 
 use crate::support::model::*;
 use crate::support::*;
-use relay::scripted_model::{Reply, ScriptedModel, queue};
+use relay::scripted_model::{Reply, Responder, ScriptedModel, queue};
 use serde_json::{Value, json};
 
 /// The `minItems` of the calls a Chat Completions request's schema asks for.
@@ -182,4 +186,59 @@ fn ollama_gets_the_schema_as_format_and_no_tool_choice() {
             assert!(requests.iter().all(|r| r.get("format").is_none()));
         }
     }
+}
+
+/// The same call twice in one turn (same tool, same arguments) is refused
+/// the second time, with the reason, and does nothing: the todo keeps the
+/// first answer and one message goes out.
+#[test]
+fn a_call_made_twice_in_a_turn_is_refused_the_second_time() {
+    let mark = || ("mark_todo_item".to_string(), json!({"todo_id": "1", "status": "in_progress"}));
+    let send = || ("send_message".to_string(), json!({"text": "Hi! Which day suits you?"}));
+    let (relay, model) = with_model(queue(vec![
+        Reply::Tools(vec![mark(), send(), mark()]),
+        Reply::Tools(vec![send()]),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(waiting["todos"][0]["status"], "in_progress");
+    assert_eq!(outbox(&relay), ["Hi! Which day suits you?"]);
+    let results = |n: usize| -> Vec<String> {
+        model.requests()[n]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = results(1);
+    assert_eq!(first.len(), 3);
+    let refused = "this turn already made this same call, with the same arguments; nothing was done";
+    assert_eq!(first[2], format!("error: mark_todo_item: {refused}"));
+    assert_eq!(results(2)[3], format!("error: send_message: {refused}"));
+}
+
+/// A model that only marks todos, round after round, never sending: stopped
+/// at `agent.max_rounds`, and the reason says what it did instead of acting.
+/// Its schema required a call in every request, since it never acted.
+#[test]
+fn a_model_that_never_acts_is_stopped_at_the_round_limit_saying_what_it_did() {
+    let marking: Responder = Arc::new(|n, _| {
+        Reply::tool("mark_todo_item", json!({"todo_id": "1", "status": "in_progress", "answer": format!("note {n}")}))
+    });
+    let (relay, model) = with_agent_settings(marking, json!({"max_rounds": 3}));
+    let id = relay.create(&[]);
+    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    assert_eq!(
+        needs["intervention_reason"],
+        "the model failed: the model made 3 model calls in one turn (agent.max_rounds) without acting: it called \
+         mark_todo_item 3 times, but sent no message, did not end the conversation and did not ask for a person; \
+         stopped"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests.iter().all(|r| min_calls(r) == 1), "a call was required in every request");
+    assert!(outbox(&relay).is_empty());
 }

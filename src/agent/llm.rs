@@ -225,7 +225,7 @@ impl LlmAgent {
     /// One model call's request: the history, the tools, and how the model
     /// is to call them (`model.tool_calls`), which depends on whether the
     /// turn has `acted` yet.
-    fn request(&self, messages: Vec<Message>, system: &str, acted: bool) -> CompletionRequest {
+    pub(super) fn request(&self, messages: Vec<Message>, system: &str, acted: bool) -> CompletionRequest {
         let mut request = CompletionRequest::from(messages)
             .preamble(system.to_string())
             .tools(self.definitions.clone())
@@ -248,6 +248,11 @@ impl LlmAgent {
             request = request.additional_params(if acted { after.clone() } else { before.clone() });
         }
         request
+    }
+
+    /// The model, for one call as is (`relay doctor`'s probe).
+    pub(super) fn completion_model(&self) -> &DynModel<Completion> {
+        &self.model
     }
 
     /// The turn error for a reply that is not the calls document the

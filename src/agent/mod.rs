@@ -10,6 +10,7 @@
 pub mod excerpt;
 pub mod json_calls;
 pub mod llm;
+pub mod probe;
 pub mod prompt;
 pub mod provider;
 pub mod seam;

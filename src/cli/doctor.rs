@@ -433,8 +433,20 @@ async fn check_model(
             "the daemon reads the key at start, from its own environment: restart it (`relay stop`, `relay start`) \
              from a shell that has it",
         ),
-        _ => Check::ok("model", answered),
+        _ => Check::ok("model", answered.clone()),
     };
+    // In json_schema mode, whether the server holds a reply to the schema.
+    if model.tool_calls() == crate::config::ToolCalls::JsonSchema {
+        let timeout = Duration::from_secs(model.request_timeout_secs()).min(MODEL_TIMEOUT_CAP);
+        use crate::agent::probe::{Probe, json_schema};
+        match json_schema(model, timeout).await {
+            Probe::Honoured(said) => check.detail = format!("{}; {said}", check.detail),
+            Probe::NotHonoured { detail, fix } => {
+                check = Check::failed("model", format!("{answered}, but {detail}"), fix)
+            }
+            Probe::Unclear { detail, fix } => check = Check::warning("model", format!("{answered}, but {detail}"), fix),
+        }
+    }
     check.latency_ms = Some(latency.as_millis() as u64);
     check
 }

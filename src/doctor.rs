@@ -1,7 +1,7 @@
 //! What a conversation needs, checked (`relay doctor`): one [`Check`] each
 //! (ok, warning, failed or skipped) with the fix: the home and its
 //! permissions, config.json, the daemon, the channel and its receipts, the
-//! model (one tiny request, unless offline), disk space and the clock. It
+//! model (one tiny request, and in json_schema mode a second asking for a call through the schema; none offline), disk space and the clock. It
 //! changes nothing; printing the report is the command line's.
 //!
 //! Every check reads what relay itself reads (`Config::load`, the daemon's
@@ -406,8 +406,20 @@ async fn check_model(
             "the daemon reads the key at start, from its own environment: restart it (`relay stop`, `relay start`) \
              from a shell that has it",
         ),
-        _ => Check::ok("model", answered),
+        _ => Check::ok("model", answered.clone()),
     };
+    // In json_schema mode, whether the server holds a reply to the schema.
+    if model.tool_calls() == crate::config::ToolCalls::JsonSchema {
+        let timeout = Duration::from_secs(model.request_timeout_secs()).min(MODEL_TIMEOUT_CAP);
+        use crate::agent::probe::{Probe, json_schema};
+        match json_schema(model, timeout).await {
+            Probe::Honoured(said) => check.detail = format!("{}; {said}", check.detail),
+            Probe::NotHonoured { detail, fix } => {
+                check = Check::failed("model", format!("{answered}, but {detail}"), fix)
+            }
+            Probe::Unclear { detail, fix } => check = Check::warning("model", format!("{answered}, but {detail}"), fix),
+        }
+    }
     check.latency_ms = Some(latency.as_millis() as u64);
     check
 }

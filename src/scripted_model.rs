@@ -1,8 +1,15 @@
 //! A scripted model server, for tests and for trying relay without a model
 //! key. It speaks the OpenAI Chat Completions protocol (non-streaming, with
-//! tool calls) at `/v1/chat/completions`, answers from a script, and records
-//! every request so a test can check what relay sent: system prompt,
-//! history, tool schemas. It is not a model and never pretends to be one.
+//! tool calls) at `/v1/chat/completions`, and Ollama's native chat API
+//! (non-streaming) at `/api/chat`, answers from a script, and records every
+//! request so a test can check what relay sent: system prompt, history,
+//! tool schemas. It is not a model and never pretends to be one.
+//!
+//! A request that asks for the calls as one JSON document (Chat
+//! Completions' `response_format` of type `json_schema`, Ollama's `format`:
+//! relay's `model.tool_calls: json_schema`) is answered as a server that
+//! holds the model to the schema would answer: the scripted calls as
+//! `{"calls": [...]}` in the reply's text. It does not check the schema.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,10 +25,15 @@ use tokio::net::TcpListener;
 /// One scripted answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// Plain text, no tool call (ends the agent's turn).
+    /// Plain text, no tool call (ends the agent's turn). To a request for
+    /// the calls as JSON: an empty list of calls, `{"calls": []}`.
     Text(String),
-    /// Tool calls: (name, arguments).
+    /// Tool calls: (name, arguments). To a request for the calls as JSON:
+    /// the JSON document `{"calls": [{"name": ..., "arguments": ...}]}`.
     Tools(Vec<(String, Value)>),
+    /// This text as the reply, even to a request for the calls as JSON (a
+    /// server that does not hold the model to the schema).
+    Raw(String),
     /// An HTTP error with this status and message.
     Error(u16, String),
     /// The reply, after holding the request this long (a slow model).
@@ -79,6 +91,7 @@ impl ScriptedModel {
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/chat/completions", post(complete))
+            .route("/api/chat", post(ollama_chat))
             .with_state(script);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -119,6 +132,12 @@ impl ScriptedModel {
         &self.base_url
     }
 
+    /// The base URL of its Ollama API (`/api/chat` follows it), e.g.
+    /// `http://127.0.0.1:41234`.
+    pub fn ollama_url(&self) -> &str {
+        self.base_url.trim_end_matches("/v1")
+    }
+
     /// Every request body received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().expect("requests lock").clone()
@@ -131,20 +150,38 @@ impl ScriptedModel {
 }
 
 async fn complete(State(script): State<Script>, Json(request): Json<Value>) -> Response {
+    answered(&script, request, Protocol::ChatCompletions).await
+}
+
+async fn ollama_chat(State(script): State<Script>, Json(request): Json<Value>) -> Response {
+    answered(&script, request, Protocol::Ollama).await
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Protocol {
+    ChatCompletions,
+    Ollama,
+}
+
+async fn answered(script: &Script, request: Value, protocol: Protocol) -> Response {
     let now = script.in_flight.now.fetch_add(1, Ordering::SeqCst) + 1;
     script.in_flight.most.fetch_max(now, Ordering::SeqCst);
-    let response = answer(&script, request).await;
+    let response = answer(script, request, protocol).await;
     script.in_flight.now.fetch_sub(1, Ordering::SeqCst);
     response
 }
 
-async fn answer(script: &Script, request: Value) -> Response {
+async fn answer(script: &Script, request: Value, protocol: Protocol) -> Response {
     let n = {
         let mut requests = script.requests.lock().expect("requests lock");
         requests.push(request.clone());
         requests.len() - 1
     };
     let model = request["model"].as_str().unwrap_or("scripted").to_string();
+    let as_json = match protocol {
+        Protocol::ChatCompletions => request["response_format"]["type"] == "json_schema",
+        Protocol::Ollama => request["format"].is_object(),
+    };
     let mut reply = (script.responder)(n, &request);
     let mut cached = 0;
     loop {
@@ -160,28 +197,49 @@ async fn answer(script: &Script, request: Value) -> Response {
             _ => break,
         }
     }
-    let message = match reply {
+    // What the reply says: its text, and its native calls.
+    let (text, calls) = match reply {
         Reply::After(..) | Reply::Cached(..) => unreachable!("unwrapped above"),
         Reply::Error(status, message) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let body = json!({"error": {"message": message, "type": "scripted_error"}});
+            let body = match protocol {
+                Protocol::ChatCompletions => json!({"error": {"message": message, "type": "scripted_error"}}),
+                Protocol::Ollama => json!({"error": message}),
+            };
             return (status, Json(body)).into_response();
         }
-        Reply::Text(text) => json!({"role": "assistant", "content": text}),
-        Reply::Tools(calls) => {
-            let calls: Vec<Value> = calls
-                .iter()
-                .enumerate()
-                .map(|(i, (name, arguments))| {
-                    json!({
-                        "id": format!("call_{n}_{i}"),
-                        "type": "function",
-                        "function": {"name": name, "arguments": arguments.to_string()}
-                    })
-                })
-                .collect();
-            json!({"role": "assistant", "content": null, "tool_calls": calls})
+        Reply::Raw(text) => (text, vec![]),
+        Reply::Text(_) if as_json => (json!({"calls": []}).to_string(), vec![]),
+        Reply::Tools(calls) if as_json => {
+            let calls: Vec<Value> =
+                calls.iter().map(|(name, arguments)| json!({"name": name, "arguments": arguments})).collect();
+            (json!({ "calls": calls }).to_string(), vec![])
         }
+        Reply::Text(text) => (text, vec![]),
+        Reply::Tools(calls) => (String::new(), calls),
+    };
+    match protocol {
+        Protocol::ChatCompletions => chat_completion(n, &model, text, &calls, cached),
+        Protocol::Ollama => ollama_reply(&model, text, &calls, cached),
+    }
+}
+
+fn chat_completion(n: usize, model: &str, text: String, calls: &[(String, Value)], cached: u64) -> Response {
+    let message = if calls.is_empty() {
+        json!({"role": "assistant", "content": text})
+    } else {
+        let calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| {
+                json!({
+                    "id": format!("call_{n}_{i}"),
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments.to_string()}
+                })
+            })
+            .collect();
+        json!({"role": "assistant", "content": null, "tool_calls": calls})
     };
     let finish_reason = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
     let mut usage = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
@@ -197,4 +255,27 @@ async fn answer(script: &Script, request: Value) -> Response {
         "usage": usage
     }))
     .into_response()
+}
+
+/// Ollama's `/api/chat` answer, not streamed: one record, `done`.
+fn ollama_reply(model: &str, text: String, calls: &[(String, Value)], cached: u64) -> Response {
+    let mut message = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        let calls: Vec<Value> =
+            calls.iter().map(|(name, arguments)| json!({"function": {"name": name, "arguments": arguments}})).collect();
+        message["tool_calls"] = Value::Array(calls);
+    }
+    let mut body = json!({
+        "model": model,
+        "created_at": "2026-01-01T00:00:00Z",
+        "message": message,
+        "done": true,
+        "done_reason": "stop",
+        "prompt_eval_count": 100,
+        "eval_count": 10
+    });
+    if cached > 0 {
+        body["prompt_eval_cached_count"] = json!(cached);
+    }
+    Json(body).into_response()
 }

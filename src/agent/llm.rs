@@ -11,20 +11,22 @@ use rig_core::DynModel;
 use rig_core::completion::message::{
     AssistantContent, ToolCall as RigToolCall, ToolChoice, ToolFunction, ToolName, ToolResultContent, UserContent,
 };
-use rig_core::completion::{CompletionRequest, CompletionResponse, Message, ToolDefinition};
+use rig_core::completion::{CompletionRequest, CompletionResponse, FinishReason, Message, ToolDefinition};
 use rig_core::operation::Completion;
+use serde_json::Value;
 
 use super::excerpt;
 use super::prompt::{self, Speaker};
 use super::text_calls::{self, Found};
-use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, tools};
+use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, json_calls, tools};
 use crate::api::TokenUsage;
-use crate::config::{AgentSettings, ModelConfig, Provider};
+use crate::config::{AgentSettings, ModelConfig, Provider, ToolCalls};
 use crate::util::{Backoff, BoxFuture};
 
 pub struct LlmAgent {
     model: DynModel<Completion>,
     label: String,
+    provider: Provider,
     /// The API key sent, kept only to remove it from errors a server echoes.
     key: Option<String>,
     settings: AgentSettings,
@@ -33,11 +35,11 @@ pub struct LlmAgent {
     last_error: Mutex<Option<String>>,
     /// One permit per model call in flight (`agent.max_concurrent_model_calls`).
     in_flight: tokio::sync::Semaphore,
-    /// Read tool calls written as text (`model.text_tool_calls`).
-    text_tool_calls: bool,
-    /// Send `tool_choice: "auto"`: servers such as llama-cpp-python offer
-    /// no tools without it. Ollama's native API has no such field.
-    tool_choice: bool,
+    /// How the model makes its calls (`model.tool_calls`).
+    mode: ToolCalls,
+    /// In `json_schema` mode, what each request adds: the schema asking for
+    /// at least one call, before the turn has acted, and for any number, after.
+    schema_params: Option<[Value; 2]>,
     /// Sent with every call (`model.temperature`, `model.max_output_tokens`),
     /// and how long one may take (`model.request_timeout_secs`).
     temperature: Option<f64>,
@@ -47,22 +49,24 @@ pub struct LlmAgent {
 
 impl LlmAgent {
     pub fn new(config: &ModelConfig, settings: AgentSettings) -> Result<LlmAgent, String> {
-        let definitions = tools::definitions()
-            .into_iter()
-            .map(|tool| {
-                let name = ToolName::new(tool.name).expect("tool names are not empty");
-                ToolDefinition::new(name, tool.description, tool.parameters)
-            })
-            .collect();
+        let mode = config.tool_calls();
+        let schema_params = match mode {
+            ToolCalls::JsonSchema => Some([1, 0].map(|min_calls| {
+                json_calls::request_params(config.provider, json_calls::schema(min_calls))
+                    .expect("the config refuses json_schema where there is no schema to send")
+            })),
+            ToolCalls::Native | ToolCalls::Text => None,
+        };
         Ok(LlmAgent {
             model: super::provider::connect(config)?,
             label: config.label(),
+            provider: config.provider,
             key: super::provider::key(config),
-            definitions,
+            definitions: definitions(),
             last_error: Mutex::new(None),
             in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
-            text_tool_calls: config.reads_text_tool_calls(),
-            tool_choice: config.provider != Provider::Ollama,
+            mode,
+            schema_params,
             temperature: config.temperature(),
             max_output_tokens: config.max_output_tokens(),
             timeout: Duration::from_secs(config.request_timeout_secs()),
@@ -85,29 +89,43 @@ impl LlmAgent {
             .collect();
         // What the turn did so far, for the rule on how it may end.
         let (mut sent, mut tried_to_send, mut scheduled, mut reminded) = (false, false, false, false);
+        // Every call the model made, by tool name, and those that took effect.
+        let mut called: Vec<String> = Vec::new();
+        let mut done: Vec<ToolCall> = Vec::new();
         for round in 0..self.settings.max_rounds {
-            let mut request = CompletionRequest::from(messages.clone())
-                .preamble(system.clone())
-                .tools(self.definitions.clone())
-                .temperature(self.temperature)
-                .max_tokens(self.max_output_tokens);
-            if self.tool_choice {
-                request = request.tool_choice(ToolChoice::Auto);
-            }
+            // Acted: the turn may end here (see `may_end_without_sending`).
+            // Until then the request requires a call (the schema's
+            // `minItems`, or `tool_choice: "required"`).
+            let acted = turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled);
+            let request = self.request(messages.clone(), &system, acted);
             let response = self.call(request, &private).await?;
             let mut calls: Vec<RigToolCall> = response.tool_calls().cloned().collect();
-            // No native call: the model may have written its calls as text.
+            let native = !calls.is_empty();
+            // No native call: the model may have written its calls as text,
+            // or as the JSON document the schema asks for.
             let mut unreadable = Vec::new();
-            if calls.is_empty() && self.text_tool_calls {
-                let text = response.text();
-                for found in text_calls::find(&text) {
+            let mut not_the_schema = None;
+            if !native && self.mode == ToolCalls::Text {
+                for found in text_calls::find(&response.text()) {
                     match found {
-                        Found::Call { name, arguments } => calls.extend(text_call(round, calls.len(), name, arguments)),
+                        Found::Call { name, arguments } => {
+                            calls.extend(made_up_call("relay_text_call", round, calls.len(), name, arguments))
+                        }
                         Found::Unreadable(why) => unreadable.push(why),
                     }
                 }
             }
-            let from_text = if response.tool_calls().next().is_none() { calls.len() as u64 } else { 0 };
+            if !native && self.mode == ToolCalls::JsonSchema {
+                match json_calls::read(&response.text()) {
+                    Ok(found) => {
+                        for (name, arguments) in found {
+                            calls.extend(made_up_call("relay_call", round, calls.len(), name, arguments));
+                        }
+                    }
+                    Err(why) => not_the_schema = Some(why),
+                }
+            }
+            let from_text = if !native && self.mode == ToolCalls::Text { calls.len() as u64 } else { 0 };
             tools.record_usage(TokenUsage {
                 input_tokens: response.usage.input_tokens.unwrap_or(0),
                 cached_input_tokens: response.usage.cached_input_tokens.unwrap_or(0),
@@ -115,17 +133,22 @@ impl LlmAgent {
                 model_calls: 1,
                 text_tool_calls: from_text,
             });
+            if let Some(why) = not_the_schema {
+                return Err(self.not_the_schema(why, &response));
+            }
             if from_text > 0 {
+                tracing::info!(model = %self.label, calls = from_text, "tool calls read from the model's text");
+            }
+            if !native && !calls.is_empty() {
                 // The calls as the history's tool calls, so the results that
                 // follow answer them (ids relay made up, one per call).
-                tracing::info!(model = %self.label, calls = from_text, "tool calls read from the model's text");
                 messages.push(Message::from(calls.iter().cloned().map(AssistantContent::ToolCall).collect::<Vec<_>>()));
             } else if let Some(message) = response.message() {
                 messages.push(message);
             }
             if calls.is_empty() {
                 // Text alone reaches no one.
-                if turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled) {
+                if acted {
                     return Ok(());
                 }
                 tracing::info!(model = %self.label, kind = ?turn.kind, "the model answered without a tool call; nothing was sent");
@@ -146,17 +169,26 @@ impl LlmAgent {
             for call in &calls {
                 let name = call.function.name.as_str().to_string();
                 tried_to_send |= name == "send_message";
+                called.push(name.clone());
                 let outcome = match tools::parse(&name, call.function.arguments_value()) {
+                    // The same call again does nothing more: a model that
+                    // repeats itself is told so, not obeyed twice.
+                    Ok(parsed) if done.contains(&parsed) => Err(super::ToolError(format!(
+                        "{name}: this turn already made this same call, with the same arguments; nothing was done"
+                    ))),
                     Ok(parsed) => {
                         let ends_turn = parsed.ends_turn();
                         let sends = matches!(parsed, ToolCall::SendMessage { .. });
                         let schedules = matches!(parsed, ToolCall::ScheduleNextHeartbeat { .. });
-                        let outcome = tools.call(parsed).await;
+                        let outcome = tools.call(parsed.clone()).await;
                         if ends_turn && outcome.is_ok() {
                             return Ok(());
                         }
                         sent |= sends && outcome.is_ok();
                         scheduled |= schedules && outcome.is_ok();
+                        if outcome.is_ok() {
+                            done.push(parsed);
+                        }
                         outcome
                     }
                     Err(refused) => Err(refused),
@@ -173,10 +205,74 @@ impl LlmAgent {
                 .extend(unreadable.iter().map(|why| UserContent::text(format!("(relay: {why}; nothing was done.)"))));
             messages.push(Message::User { content });
         }
-        Err(AgentError::Model(format!(
-            "the model was still calling tools after {} model calls in one turn (agent.max_rounds); stopped",
-            self.settings.max_rounds
-        )))
+        let rounds = self.settings.max_rounds;
+        let acted = turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled);
+        Err(AgentError::Model(if acted {
+            format!(
+                "the model was still calling tools after {rounds} model calls in one turn (agent.max_rounds): it \
+                 called {}; stopped",
+                tally(&called)
+            )
+        } else {
+            format!(
+                "the model made {rounds} model calls in one turn (agent.max_rounds) without acting: it called {}, \
+                 but sent no message, did not end the conversation and did not ask for a person; stopped",
+                tally(&called)
+            )
+        }))
+    }
+
+    /// One model call's request: the history, the tools, and how the model
+    /// is to call them (`model.tool_calls`), which depends on whether the
+    /// turn has `acted` yet.
+    pub(super) fn request(&self, messages: Vec<Message>, system: &str, acted: bool) -> CompletionRequest {
+        let mut request = CompletionRequest::from(messages)
+            .preamble(system.to_string())
+            .tools(self.definitions.clone())
+            .temperature(self.temperature)
+            .max_tokens(self.max_output_tokens);
+        let choice = match self.mode {
+            // Servers such as llama-cpp-python offer no tools without it.
+            ToolCalls::Text => ToolChoice::Auto,
+            // Anthropic's `{"type": "any"}` (rig-core maps it), OpenAI's "required".
+            ToolCalls::Native if !acted => ToolChoice::Required,
+            ToolCalls::Native => ToolChoice::Auto,
+            // The schema says what to write, not the server's tool-call grammar.
+            ToolCalls::JsonSchema => ToolChoice::None,
+        };
+        // Ollama's native API has no such field.
+        if self.provider != Provider::Ollama {
+            request = request.tool_choice(choice);
+        }
+        if let Some([before, after]) = &self.schema_params {
+            request = request.additional_params(if acted { after.clone() } else { before.clone() });
+        }
+        request
+    }
+
+    /// The model, for one call as is (`relay doctor`'s probe).
+    pub(super) fn completion_model(&self) -> &DynModel<Completion> {
+        &self.model
+    }
+
+    /// The turn error for a reply that is not the calls document the
+    /// schema asks for: why, in a few words, and none of the reply (it may
+    /// hold the contact's words). `relay status` shows it too.
+    fn not_the_schema(&self, why: String, response: &CompletionResponse) -> AgentError {
+        let cut = match response.finish_reason() {
+            Some(FinishReason::Length) => {
+                format!("; it was cut at model.max_output_tokens ({})", self.max_output_tokens)
+            }
+            _ => String::new(),
+        };
+        let error = format!(
+            "{}: the reply is not the JSON of tool calls that model.tool_calls \"json_schema\" asks for ({why}{cut}); \
+             `relay doctor` tells whether the server honours the schema",
+            self.label
+        );
+        tracing::warn!(model = %self.label, %error, "the model's reply is not the JSON of tool calls asked for");
+        *self.last_error.lock().expect("error lock") = Some(error.clone());
+        AgentError::Model(error)
     }
 
     /// One model call, retried with backoff on timeouts, 429 and 5xx. Each
@@ -215,12 +311,48 @@ impl LlmAgent {
     }
 }
 
-/// A call read from the text, as a tool call with an id relay made up
-/// (unique in the turn: the round and the call's place in it). A nameless
-/// call is no call.
-fn text_call(round: u32, index: usize, name: String, arguments: serde_json::Value) -> Option<RigToolCall> {
+/// A call read from the reply's text, as a tool call with an id relay made
+/// up (`prefix`, then the round and the call's place in it: unique in the
+/// turn). A nameless call is no call.
+fn made_up_call(prefix: &str, round: u32, index: usize, name: String, arguments: Value) -> Option<RigToolCall> {
     let name = ToolName::new(name).ok()?;
-    Some(RigToolCall::from_wire(format!("relay_text_call_{round}_{index}"), ToolFunction::new(name, arguments)))
+    Some(RigToolCall::from_wire(format!("{prefix}_{round}_{index}"), ToolFunction::new(name, arguments)))
+}
+
+/// The tools as rig-core sends them.
+pub(super) fn definitions() -> Vec<ToolDefinition> {
+    tools::definitions()
+        .into_iter()
+        .map(|tool| {
+            let name = ToolName::new(tool.name).expect("tool names are not empty");
+            ToolDefinition::new(name, tool.description, tool.parameters)
+        })
+        .collect()
+}
+
+/// What a turn called, tool by tool in the order first called:
+/// "mark_todo_item 7 times and place_call once".
+fn tally(called: &[String]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for name in called {
+        match counts.iter_mut().find(|(n, _)| n == name) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    let said: Vec<String> = counts
+        .iter()
+        .map(|(name, count)| match count {
+            1 => format!("{name} once"),
+            2 => format!("{name} twice"),
+            n => format!("{name} {n} times"),
+        })
+        .collect();
+    match said.split_last() {
+        None => "no tool".into(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 impl Agent for LlmAgent {
@@ -234,5 +366,77 @@ impl Agent for LlmAgent {
 
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(self.turn(turn, tools))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(provider: Provider, mode: Option<ToolCalls>) -> LlmAgent {
+        let config = ModelConfig {
+            base_url: Some("http://127.0.0.1:9".into()),
+            api_key: Some("k".into()),
+            tool_calls: mode,
+            ..ModelConfig::new(provider, "m")
+        };
+        LlmAgent::new(&config, AgentSettings::default()).unwrap()
+    }
+
+    fn min_calls(params: &Value) -> Option<u64> {
+        let schema = params.get("format").or_else(|| params.pointer("/response_format/json_schema/schema"))?;
+        schema.pointer("/properties/calls/minItems").and_then(Value::as_u64)
+    }
+
+    /// How each request asks for calls, by provider and mode, before the
+    /// turn has acted and after: Anthropic and OpenAI require one natively
+    /// (rig-core sends Anthropic's `{"type": "any"}` for `Required`), the
+    /// local servers get the schema with "none" (Ollama without any
+    /// `tool_choice`, which its API lacks, and with the schema as `format`).
+    #[test]
+    fn each_provider_and_mode_asks_for_calls_its_own_way() {
+        let asked = |agent: &LlmAgent, acted: bool| {
+            let request = agent.request(vec![Message::user("hi")], "system", acted);
+            (request.tool_choice.clone(), request.additional_params.as_ref().and_then(min_calls))
+        };
+        for provider in [Provider::Anthropic, Provider::Openai] {
+            let native = agent(provider, None);
+            assert_eq!(asked(&native, false), (Some(ToolChoice::Required), None), "{provider:?}");
+            assert_eq!(asked(&native, true), (Some(ToolChoice::Auto), None), "{provider:?}");
+        }
+        let local = agent(Provider::OpenaiCompatible, None);
+        assert_eq!(asked(&local, false), (Some(ToolChoice::None), Some(1)));
+        assert_eq!(asked(&local, true), (Some(ToolChoice::None), Some(0)));
+        let request = local.request(vec![Message::user("hi")], "system", false);
+        assert!(request.additional_params.unwrap().get("response_format").is_some());
+        assert_eq!(request.tools.len(), 7, "the tools stay in the request");
+        let ollama = agent(Provider::Ollama, None);
+        assert_eq!(asked(&ollama, false), (None, Some(1)));
+        assert_eq!(asked(&ollama, true), (None, Some(0)));
+        assert!(ollama.request(vec![], "s", false).additional_params.unwrap().get("format").is_some());
+        assert_eq!(asked(&agent(Provider::Ollama, Some(ToolCalls::Native)), false), (None, None));
+        let text = agent(Provider::OpenaiCompatible, Some(ToolCalls::Text));
+        assert_eq!(
+            (asked(&text, false), asked(&text, true)),
+            ((Some(ToolChoice::Auto), None), (Some(ToolChoice::Auto), None))
+        );
+    }
+
+    #[test]
+    fn a_tally_says_what_was_called_in_words() {
+        let names = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(tally(&names(&[])), "no tool");
+        assert_eq!(tally(&names(&["place_call"])), "place_call once");
+        assert_eq!(
+            tally(&names(&[
+                "mark_todo_item",
+                "place_call",
+                "mark_todo_item",
+                "mark_todo_item",
+                "send_message",
+                "place_call"
+            ])),
+            "mark_todo_item 3 times, place_call twice and send_message once"
+        );
     }
 }

@@ -9,7 +9,9 @@
 
 pub mod excerpt;
 pub mod guard;
+pub mod json_calls;
 pub mod llm;
+pub mod probe;
 pub mod prompt;
 pub mod provider;
 pub mod seam;

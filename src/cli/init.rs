@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::config::{ChannelKind, Config, ModelConfig, Provider};
+use crate::config::{ChannelKind, Config, ModelConfig, Provider, ToolCalls};
 use crate::contact::Contact;
 
 #[derive(Debug, clap::Args)]
@@ -36,6 +36,9 @@ pub struct Args {
     /// The longest answer one model call may write, in tokens [default: 1024].
     #[arg(long, value_name = "TOKENS")]
     pub max_output_tokens: Option<u64>,
+    /// How the model makes its tool calls [default: json_schema for openai-compatible and ollama, native otherwise].
+    #[arg(long, value_enum)]
+    pub tool_calls: Option<ToolCalls>,
     /// How long one model call may take (e.g. 90s, 5m) [default: 5m for openai-compatible and ollama, 1m otherwise].
     #[arg(long, value_name = "DURATION", value_parser = whole_seconds)]
     pub request_timeout: Option<std::time::Duration>,
@@ -130,7 +133,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let verb = if done.created { "Initialised" } else { "Updated" };
     say!("{verb} relay in {} (channel {}, port {}).", done.home, channel.as_str(), done.daemon_port);
     match &config.model {
-        Some(model) => say!("Model: {} ({}).", model.label(), model.key_source()),
+        Some(model) => {
+            say!("Model: {} ({}; tool calls: {}).", model.label(), model.key_source(), model.tool_calls().as_str())
+        }
         None => say!("No model: conversations go to you (`relay send`). Add one with --provider and --model."),
     }
     match channel {
@@ -204,7 +209,8 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
         || args.api_key_env.is_some()
         || args.temperature.is_some()
         || args.max_output_tokens.is_some()
-        || args.request_timeout.is_some();
+        || args.request_timeout.is_some()
+        || args.tool_calls.is_some();
     let mut model = match (args.provider, existing) {
         (Some(provider), existing) => {
             let same = existing.filter(|m| m.provider == provider);
@@ -213,6 +219,7 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
                 name: String::new(),
                 base_url: same.as_ref().and_then(|m| m.base_url.clone()),
                 api_key_env: same.as_ref().and_then(|m| m.api_key_env.clone()),
+                tool_calls: same.as_ref().and_then(|m| m.tool_calls),
                 text_tool_calls: same.as_ref().and_then(|m| m.text_tool_calls),
                 temperature: same.as_ref().and_then(|m| m.temperature),
                 max_output_tokens: same.as_ref().and_then(|m| m.max_output_tokens),
@@ -251,5 +258,11 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
     if let Some(timeout) = args.request_timeout {
         model.request_timeout_secs = Some(timeout.as_secs());
     }
+    // Written out, so config.json says how calls are made; the flag also
+    // replaces the old `text_tool_calls`.
+    if args.tool_calls.is_some() {
+        model.text_tool_calls = None;
+    }
+    model.tool_calls = Some(args.tool_calls.unwrap_or(model.tool_calls()));
     Ok(Some(model))
 }

@@ -196,6 +196,9 @@ impl Config {
             }
         })?;
         config.agent.move_legacy_settings(config.model.as_mut());
+        if let Some(model) = config.model.as_mut() {
+            model.move_legacy_settings();
+        }
         Ok(config)
     }
 

@@ -29,6 +29,38 @@ impl Provider {
     }
 }
 
+/// How the model makes its tool calls (`model.tool_calls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCalls {
+    /// The provider's own tool calls. Until the turn has acted the request
+    /// requires one (`tool_choice: "required"`, Anthropic's `any`).
+    Native,
+    /// The calls as one JSON document the server is made to write by a JSON
+    /// schema (`response_format` on Chat Completions, `format` on Ollama's
+    /// native API); the tools stay in the request, with `tool_choice: "none"`.
+    #[value(name = "json_schema")]
+    JsonSchema,
+    /// The provider's own tool calls, and calls the model writes as text
+    /// (`<tool_call>`, JSON, `send_message(text="...")`) when it makes none.
+    Text,
+}
+
+impl ToolCalls {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCalls::Native => "native",
+            ToolCalls::JsonSchema => "json_schema",
+            ToolCalls::Text => "text",
+        }
+    }
+
+    /// What the old `model.text_tool_calls` meant.
+    fn from_text_tool_calls(read_text: bool) -> ToolCalls {
+        if read_text { ToolCalls::Text } else { ToolCalls::Native }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
@@ -43,10 +75,16 @@ pub struct ModelConfig {
     /// The API key itself; this file is owner-only (0600). Never logged or shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
-    /// Whether tool calls the model writes in its text (`<tool_call>`, JSON,
-    /// `send_message(text="...")`) are read when it makes no native ones;
-    /// absent, [`ModelConfig::reads_text_tool_calls`] decides by provider.
+    /// How the model makes its tool calls; absent, [`ModelConfig::tool_calls`]
+    /// decides by provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<ToolCalls>,
+    /// The setting `tool_calls` replaced: `true` was "text", `false`
+    /// "native". Read, moved into `tool_calls` ([`Config::read`]), never
+    /// written.
+    ///
+    /// [`Config::read`]: super::Config::read
+    #[serde(default, skip_serializing)]
     pub text_tool_calls: Option<bool>,
     /// The sampling temperature sent with each call; absent,
     /// [`ModelConfig::temperature`] decides by provider.
@@ -75,6 +113,7 @@ impl ModelConfig {
             base_url: None,
             api_key_env: None,
             api_key: None,
+            tool_calls: None,
             text_tool_calls: None,
             temperature: None,
             max_output_tokens: None,
@@ -87,12 +126,31 @@ impl ModelConfig {
         format!("{}/{}", self.provider.as_str(), self.name)
     }
 
-    /// Whether calls written as text are read: as `text_tool_calls` says,
-    /// else on for the servers small local models run on (`openai-compatible`,
-    /// `ollama`), whose models often write their calls, and off for the
-    /// hosted APIs, whose models make native calls.
-    pub fn reads_text_tool_calls(&self) -> bool {
-        self.text_tool_calls.unwrap_or(matches!(self.provider, Provider::OpenaiCompatible | Provider::Ollama))
+    /// How the model makes its tool calls: as `tool_calls` says (or the old
+    /// `text_tool_calls`), else the provider's default
+    /// ([`ModelConfig::default_tool_calls`]).
+    pub fn tool_calls(&self) -> ToolCalls {
+        self.tool_calls
+            .or(self.text_tool_calls.map(ToolCalls::from_text_tool_calls))
+            .unwrap_or(self.default_tool_calls())
+    }
+
+    /// `native` for the hosted APIs, whose models make reliable tool calls,
+    /// and `json_schema` for the servers small local models run on, where
+    /// asking for a tool call does not make a small model write one but a
+    /// schema does (issue 27; docs/agent.md, "Tool calls through a JSON
+    /// schema").
+    pub fn default_tool_calls(&self) -> ToolCalls {
+        if self.is_local() { ToolCalls::JsonSchema } else { ToolCalls::Native }
+    }
+
+    /// Moves the old `text_tool_calls` into `tool_calls` when only it is
+    /// set, so the next save writes the new name. When both are set they
+    /// must agree ([`ModelConfig::check`]).
+    pub(super) fn move_legacy_settings(&mut self) {
+        if self.tool_calls.is_none() {
+            self.tool_calls = self.text_tool_calls.map(ToolCalls::from_text_tool_calls);
+        }
     }
 
     /// Whether the model runs on a server the operator runs (`openai-compatible`,
@@ -136,6 +194,24 @@ impl ModelConfig {
         }
         if self.request_timeout_secs == Some(0) {
             return Err("model.request_timeout_secs must be at least 1".into());
+        }
+        if let (Some(old), Some(new)) = (self.text_tool_calls, self.tool_calls)
+            && ToolCalls::from_text_tool_calls(old) != new
+        {
+            return Err(format!(
+                "model.text_tool_calls ({old}) and model.tool_calls (\"{}\") disagree: text_tool_calls is the old \
+                 name of tool_calls (true is \"text\", false is \"native\"); remove it, or run `relay init \
+                 --tool-calls {}` to keep tool_calls alone",
+                new.as_str(),
+                new.as_str()
+            ));
+        }
+        if self.provider == Provider::Anthropic && self.tool_calls() == ToolCalls::JsonSchema {
+            return Err(
+                "model.tool_calls \"json_schema\" is for Chat Completions servers and Ollama; anthropic takes \
+                 \"native\" or \"text\""
+                    .into(),
+            );
         }
         if self.name.trim().is_empty() {
             return Err(format!(
@@ -316,6 +392,42 @@ mod tests {
         let written = serde_json::to_value(&agent).unwrap();
         assert!(written.get("request_timeout_secs").is_none() && written.get("max_output_tokens").is_none());
         assert_eq!(agent, AgentSettings::default());
+    }
+
+    /// Hosted APIs make native calls; local servers get the schema. The old
+    /// `text_tool_calls` still says which, unless `tool_calls` does; the two
+    /// disagreeing, or the schema for Anthropic, are refused by name.
+    #[test]
+    fn tool_calls_default_by_provider_and_the_old_setting_still_counts() {
+        for (provider, default) in [
+            (Provider::Anthropic, ToolCalls::Native),
+            (Provider::Openai, ToolCalls::Native),
+            (Provider::OpenaiCompatible, ToolCalls::JsonSchema),
+            (Provider::Ollama, ToolCalls::JsonSchema),
+        ] {
+            assert_eq!(model(provider).tool_calls(), default, "{provider:?}");
+        }
+        let old = |read_text| ModelConfig { text_tool_calls: Some(read_text), ..model(Provider::OpenaiCompatible) };
+        assert_eq!((old(true).tool_calls(), old(false).tool_calls()), (ToolCalls::Text, ToolCalls::Native));
+        let mut moved = old(false);
+        moved.move_legacy_settings();
+        assert_eq!((moved.tool_calls, moved.check()), (Some(ToolCalls::Native), Ok(())));
+        let written = serde_json::to_value(&moved).unwrap();
+        assert_eq!((&written["tool_calls"], written.get("text_tool_calls")), (&serde_json::json!("native"), None));
+
+        let both = ModelConfig { tool_calls: Some(ToolCalls::JsonSchema), ..old(true) };
+        assert!(
+            both.check()
+                .unwrap_err()
+                .starts_with("model.text_tool_calls (true) and model.tool_calls (\"json_schema\") disagree")
+        );
+        let anthropic = ModelConfig { tool_calls: Some(ToolCalls::JsonSchema), ..model(Provider::Anthropic) };
+        assert!(anthropic.check().unwrap_err().starts_with("model.tool_calls \"json_schema\" is for"));
+        for mode in [ToolCalls::Native, ToolCalls::JsonSchema, ToolCalls::Text] {
+            let json = serde_json::to_value(mode).unwrap();
+            assert_eq!(json, mode.as_str());
+            assert_eq!(serde_json::from_value::<ToolCalls>(json).unwrap(), mode);
+        }
     }
 
     proptest::proptest! {

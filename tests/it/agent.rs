@@ -44,9 +44,10 @@ fn a_conversation_runs_to_completion_on_its_own() {
     );
     // What local servers need (llama-cpp-python offers no tools without
     // `tool_choice`, and refuses a system content that is a list): both, in
-    // every request.
+    // every request. "none": by default an openai-compatible server is asked
+    // for the calls as JSON (`model.tool_calls: json_schema`, tests/it/tool_calls.rs).
     for request in &requests {
-        assert_eq!(request["tool_choice"], "auto");
+        assert_eq!(request["tool_choice"], "none");
         assert!(request["messages"][0]["content"].is_string(), "{:#}", request["messages"][0]);
     }
     let send = &requests[0]["tools"][0]["function"];
@@ -198,11 +199,14 @@ const REMINDER: &str = "you must act through your tools; your text reached no on
 /// conversation never waits for a reply to a message that was not sent.
 #[test]
 fn a_model_that_answers_in_plain_text_is_told_once_then_a_person_is_asked() {
-    let (relay, model) = with_model(queue(vec![
-        Reply::Text("Hi! Which day suits you for the delivery?".into()),
-        Reply::Text("Hi! Which day suits you?".into()),
-        Reply::tool("send_message", json!({"text": "never reached: the turn is over"})),
-    ]));
+    let (relay, model) = with_tool_calls(
+        queue(vec![
+            Reply::Text("Hi! Which day suits you for the delivery?".into()),
+            Reply::Text("Hi! Which day suits you?".into()),
+            Reply::tool("send_message", json!({"text": "never reached: the turn is over"})),
+        ]),
+        "text",
+    );
     let id = relay.create(&[]);
     let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
@@ -480,22 +484,24 @@ fn text_formats() -> Vec<(&'static str, WriteCalls)> {
     ]
 }
 
-/// A model (served by an openai-compatible server, where reading text
-/// calls is on by default) that writes its calls as text, in each format
-/// models use: relay runs them as calls, the conversation goes on, and the
-/// turn and the usage say the calls were read from text.
+/// A model (with `model.tool_calls: text`) that writes its calls as text,
+/// in each format models use: relay runs them as calls, the conversation
+/// goes on, and the turn and the usage say the calls were read from text.
 #[test]
 fn calls_written_as_text_drive_a_conversation_in_every_format() {
     for (format, write) in text_formats() {
-        let (relay, model) = with_model(queue(vec![
-            Reply::Text(write(&[("send_message", json!({"text": "Hi! Which day suits you? It's \"urgent\"."}))])),
-            Reply::Text(String::new()),
-            Reply::Text(write(&[
-                ("mark_todo_item", json!({"todo_id": "1", "status": "completed", "answer": "Friday 3pm"})),
-                ("send_message", json!({"text": "Perfect, Friday 3pm.\nThank you!"})),
-            ])),
-            Reply::Text(String::new()),
-        ]));
+        let (relay, model) = with_tool_calls(
+            queue(vec![
+                Reply::Text(write(&[("send_message", json!({"text": "Hi! Which day suits you? It's \"urgent\"."}))])),
+                Reply::Text(String::new()),
+                Reply::Text(write(&[
+                    ("mark_todo_item", json!({"todo_id": "1", "status": "completed", "answer": "Friday 3pm"})),
+                    ("send_message", json!({"text": "Perfect, Friday 3pm.\nThank you!"})),
+                ])),
+                Reply::Text(String::new()),
+            ]),
+            "text",
+        );
         let id = relay.create(&[]);
         relay.wait_for_state(&id, "WAITING_FOR_REPLY");
         relay.ok(&["sandbox", "say", CONTACT, "Friday 3pm works"]);
@@ -531,10 +537,13 @@ fn calls_written_as_text_drive_a_conversation_in_every_format() {
 /// turn follows the rule for a model that answered without its tools.
 #[test]
 fn text_that_is_not_a_call_is_not_run() {
-    let (relay, model) = with_model(queue(vec![
-        Reply::Text("I will call send_message(\"Hi!\") now.".into()),
-        Reply::Text("<tool_call>{\"name\": \"send_message\", \"arguments\": {\"text\": \"Hi</tool_call>".into()),
-    ]));
+    let (relay, model) = with_tool_calls(
+        queue(vec![
+            Reply::Text("I will call send_message(\"Hi!\") now.".into()),
+            Reply::Text("<tool_call>{\"name\": \"send_message\", \"arguments\": {\"text\": \"Hi</tool_call>".into()),
+        ]),
+        "text",
+    );
     let id = relay.create(&[]);
     let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
@@ -543,37 +552,44 @@ fn text_that_is_not_a_call_is_not_run() {
     assert_eq!(model.requests().len(), 2);
 }
 
-/// `model.text_tool_calls: false` turns the reading off: a call written as
-/// text is plain text.
+/// `model.tool_calls: native` reads no calls from text: a call written as
+/// text is plain text. So did the old `model.text_tool_calls: false`, which
+/// a config may still hold (it maps to `native`).
 #[test]
 fn reading_calls_from_text_can_be_turned_off() {
-    let model = ScriptedModel::start_on_thread(queue(vec![
-        Reply::Text(r#"{"name": "send_message", "arguments": {"text": "Hi!"}}"#.into()),
-        Reply::Text(r#"{"name": "send_message", "arguments": {"text": "Hi!"}}"#.into()),
-    ]));
-    let relay = Relay::sandbox();
-    relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
-    let path = relay.path().join("config.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["model"]["text_tool_calls"] = json!(false);
-    config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 2});
-    std::fs::write(&path, config.to_string()).unwrap();
-    relay.ok(&["start"]);
-    let id = relay.create(&[]);
-    let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
-    assert_eq!(needs["intervention_reason"], "the model answered without using its tools");
-    assert!(outbox(&relay).is_empty());
+    for (key, value) in [("tool_calls", json!("native")), ("text_tool_calls", json!(false))] {
+        let model = ScriptedModel::start_on_thread(queue(vec![
+            Reply::Text(r#"{"name": "send_message", "arguments": {"text": "Hi!"}}"#.into()),
+            Reply::Text(r#"{"name": "send_message", "arguments": {"text": "Hi!"}}"#.into()),
+        ]));
+        let relay = Relay::sandbox();
+        relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);
+        relay.edit_config(|config| {
+            config["model"].as_object_mut().unwrap().remove("tool_calls");
+            config["model"][key] = value.clone();
+            config["agent"] = json!({"retry_backoff_ms": 10, "max_retries": 2});
+        });
+        relay.ok(&["start"]);
+        let id = relay.create(&[]);
+        let needs = relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+        assert_eq!(needs["intervention_reason"], "the model answered without using its tools", "{key}");
+        assert!(outbox(&relay).is_empty(), "{key}");
+        assert_eq!(model.requests()[0]["tool_choice"], "required", "{key}: native");
+    }
 }
 
 /// A call to a tool that does not exist, written as text, is answered once
 /// with the tools' signatures; the model then calls the right one.
 #[test]
 fn an_unknown_tool_written_as_text_is_answered_with_the_signatures() {
-    let (relay, model) = with_model(queue(vec![
-        Reply::Text(r#"{"name": "send", "arguments": {"message": "Hi!"}}"#.into()),
-        Reply::Text(r#"send_message(text="Hi!")"#.into()),
-        Reply::Text(String::new()),
-    ]));
+    let (relay, model) = with_tool_calls(
+        queue(vec![
+            Reply::Text(r#"{"name": "send", "arguments": {"message": "Hi!"}}"#.into()),
+            Reply::Text(r#"send_message(text="Hi!")"#.into()),
+            Reply::Text(String::new()),
+        ]),
+        "text",
+    );
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     assert_eq!(outbox(&relay), ["Hi!"]);

@@ -146,7 +146,7 @@ fn a_home_others_can_read_is_a_warning_naming_the_fix() {
 
 #[test]
 fn the_model_check_sends_one_tiny_request_and_times_it() {
-    let (relay, model) = model::with_model(queue(vec![Reply::Text("OK".into())]));
+    let (relay, model) = model::with_tool_calls(queue(vec![Reply::Text("OK".into())]), "native");
     let (code, report) = doctor(&relay, &[]);
     assert_eq!(code, 0);
     let check = check(&report, "model");
@@ -156,6 +156,55 @@ fn the_model_check_sends_one_tiny_request_and_times_it() {
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
     assert!(requests[0]["max_tokens"].as_u64().is_some_and(|n| n <= 16), "{}", requests[0]);
+}
+
+/// With `model.tool_calls: json_schema` (an openai-compatible server's
+/// default), a second small request asks for a call through the schema, as
+/// a turn would; a server that holds the reply to it passes.
+#[test]
+fn the_model_check_probes_whether_the_server_honours_the_schema() {
+    let (relay, model) =
+        model::with_model(queue(vec![Reply::Text("OK".into()), Reply::tool("send_message", json!({"text": "OK"}))]));
+    let (code, report) = doctor(&relay, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let check = check(&report, "model");
+    assert_eq!(check["status"], "ok", "{check}");
+    assert!(check["detail"].as_str().unwrap().contains("held a reply to the JSON schema of tool calls"), "{check}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let probe = &requests[1];
+    assert_eq!(probe["tool_choice"], "none");
+    assert_eq!(probe["response_format"]["json_schema"]["schema"]["properties"]["calls"]["minItems"], 1);
+    assert_eq!(probe["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(probe["max_tokens"], 200);
+}
+
+/// A server that answers the probe in prose fails the check, which says
+/// what to set; one that does not answer in the model's time is a warning,
+/// and doctor does not hang on it.
+#[test]
+fn a_server_that_ignores_the_schema_fails_the_check_with_what_to_set() {
+    let (relay, _model) = model::with_model(queue(vec![Reply::Text("OK".into()), Reply::Raw("OK".into())]));
+    let (code, report) = doctor(&relay, &[]);
+    assert_eq!(code, 1);
+    let model_check = check(&report, "model");
+    assert_eq!(model_check["status"], "failed", "{model_check}");
+    let detail = model_check["detail"].as_str().unwrap();
+    assert!(detail.contains("did not hold the reply to the JSON schema of tool calls (it is not JSON"), "{detail}");
+    assert!(model_check["fix"].as_str().unwrap().contains("relay init --tool-calls text"), "{model_check}");
+
+    let slow =
+        Reply::After(std::time::Duration::from_secs(10), Box::new(Reply::tool("send_message", json!({"text": "OK"}))));
+    let (relay, _model) = model::started_with(queue(vec![Reply::Text("OK".into()), slow]), json!({}), |c| {
+        c["model"]["request_timeout_secs"] = json!(1)
+    });
+    let started = std::time::Instant::now();
+    let (code, report) = doctor(&relay, &[]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(8), "doctor waited {:?}", started.elapsed());
+    assert_eq!(code, 0, "a warning alone");
+    let check = check(&report, "model");
+    assert_eq!(check["status"], "warning", "{check}");
+    assert!(check["detail"].as_str().unwrap().contains("no answer within 1s"), "{check}");
 }
 
 #[test]

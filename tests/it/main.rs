@@ -40,5 +40,6 @@ mod optout;
 mod private_context;
 mod reliability;
 mod soak;
+mod tool_calls;
 mod typed_answers;
 mod whatsapp_session;

@@ -153,3 +153,71 @@ fn no_cached_tokens_reported_means_none_shown() {
     assert!(waiting["usage"].get("cached_input_tokens").is_none(), "{waiting:#}");
     assert!(!relay.ok(&["get", &id]).contains("cached"));
 }
+
+/// `relay init` writes `model.tool_calls`: the provider's default
+/// (json_schema for openai-compatible and ollama, native for anthropic and
+/// openai), or what `--tool-calls` says, kept when init runs again.
+#[test]
+fn init_writes_how_the_model_makes_its_tool_calls() {
+    let relay = Relay::sandbox();
+    let local = ["init", "--provider", "openai-compatible", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"];
+    let said = relay.ok(&local);
+    assert!(said.contains("tool calls: json_schema"), "{said}");
+    assert_eq!(config(&relay)["model"]["tool_calls"], "json_schema");
+    relay.ok(&["init", "--tool-calls", "text"]);
+    relay.ok(&["init", "--temperature", "0.5"]);
+    assert_eq!(config(&relay)["model"]["tool_calls"], "text", "kept");
+    relay.ok(&["init", "--provider", "openai", "--model", "gpt-4o-mini", "--api-key-env", "RELAY_TEST_KEY"]);
+    assert_eq!(config(&relay)["model"]["tool_calls"], "native", "a new provider's default");
+    let refused = relay.fails(&["init", "--provider", "anthropic", "--model", "m", "--tool-calls", "json_schema"], 2);
+    assert!(
+        refused.contains("model.tool_calls \"json_schema\" is for Chat Completions servers and Ollama"),
+        "{refused}"
+    );
+}
+
+/// A config written before `model.tool_calls` may hold `text_tool_calls`:
+/// `true` reads calls written as text, as it did (`tool_calls: text`: the
+/// tools offered with "auto", a call in the text run); the next `relay
+/// init` writes it as `tool_calls`. Set beside a `tool_calls` that says
+/// otherwise, or to a value that is none of the modes, it is refused by name.
+#[test]
+fn an_old_text_tool_calls_setting_still_works_and_is_rewritten() {
+    let model = ScriptedModel::start_on_thread(queue(vec![
+        Reply::Text(r#"<tool_call>{"name": "send_message", "arguments": {"text": "Hi!"}}</tool_call>"#.into()),
+        Reply::Text(String::new()),
+    ]));
+    let relay = Relay::sandbox();
+    use_model(&relay, &model, json!({"retry_backoff_ms": 10, "max_retries": 2}));
+    relay.edit_config(|config| {
+        config["model"].as_object_mut().unwrap().remove("tool_calls");
+        config["model"]["text_tool_calls"] = json!(true);
+    });
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(waiting["usage"]["text_tool_calls"], 1);
+    assert_eq!(model.requests()[0]["tool_choice"], "auto");
+    assert!(model.requests()[0].get("response_format").is_none());
+    relay.ok(&["stop"]);
+
+    relay.ok(&["init"]);
+    let written = config(&relay);
+    assert_eq!(written["model"]["tool_calls"], "text", "{written:#}");
+    assert!(written["model"].get("text_tool_calls").is_none(), "{written:#}");
+
+    relay.edit_config(|config| config["model"]["text_tool_calls"] = json!(false));
+    let refused = relay.fails(&["start"], 1);
+    assert!(
+        refused.contains("model.text_tool_calls (false) and model.tool_calls (\"text\") disagree")
+            && refused.contains("relay init --tool-calls text"),
+        "{refused}"
+    );
+    relay.ok(&["init", "--tool-calls", "native"]);
+    assert_eq!(config(&relay)["model"]["tool_calls"], "native");
+    assert!(config(&relay)["model"].get("text_tool_calls").is_none());
+
+    relay.edit_config(|config| config["model"]["tool_calls"] = json!("xml"));
+    let refused = relay.fails(&["start"], 1);
+    assert!(refused.contains("model.tool_calls: unknown variant `xml`"), "{refused}");
+}

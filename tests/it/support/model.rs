@@ -28,6 +28,13 @@ pub fn started_with(responder: Responder, settings: Value, edit: impl FnOnce(&mu
     (relay, model)
 }
 
+/// A sandbox relay whose model is the scripted server, making its tool calls
+/// as `mode` says (`model.tool_calls`: native, json_schema or text).
+pub fn with_tool_calls(responder: Responder, mode: &str) -> (Relay, ScriptedModel) {
+    let mode = mode.to_string();
+    started_with(responder, json!({}), move |config| config["model"]["tool_calls"] = json!(mode))
+}
+
 /// Points an initialised relay (not started) at `model`, with exactly these `agent` settings.
 pub fn use_model(relay: &Relay, model: &ScriptedModel, agent: Value) {
     relay.ok(&["init", "--provider", "openai-compatible", "--model", "scripted", "--base-url", model.base_url()]);

@@ -1,7 +1,8 @@
 //! What a conversation needs, checked (`relay doctor`): one [`Check`] each
 //! (ok, warning, failed or skipped) with the fix: the home and its
 //! permissions, config.json, the daemon, the channel and its receipts, the
-//! model (one tiny request, and in json_schema mode a second asking for a call through the schema; none offline), disk space and the clock. It
+//! model (one tiny request, and in json_schema mode a second asking for a
+//! call through the schema; none offline), disk space and the clock. It
 //! changes nothing; printing the report is the command line's.
 //!
 //! Every check reads what relay itself reads (`Config::load`, the daemon's

@@ -246,7 +246,8 @@ fn oversized_tool_arguments_are_refused_and_the_model_is_told_why() {
 fn a_model_looping_on_tools_stops_at_max_rounds_and_goes_to_a_person() {
     let forever: Responder = Arc::new(|n, _| {
         Reply::Tools(vec![
-            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "in_progress"})),
+            // A note of its own each round: a call repeated in a turn is refused.
+            ("mark_todo_item".into(), json!({"todo_id": "1", "status": "in_progress", "answer": format!("note {n}")})),
             ("send_message".into(), json!({"text": format!("still here {n}")})),
         ])
     });
@@ -273,9 +274,12 @@ fn a_model_looping_on_tools_stops_at_max_rounds_and_goes_to_a_person() {
 /// at most five messages; the model is told why the rest were not sent.
 #[test]
 fn a_turn_sends_at_most_five_messages() {
-    let mark = || ("mark_todo_item".to_string(), json!({"todo_id": "1", "status": "in_progress"}));
+    // Each mark its own (a call repeated in a turn is refused).
+    let mark = |n: usize| {
+        ("mark_todo_item".to_string(), json!({"todo_id": "1", "status": "in_progress", "answer": format!("note {n}")}))
+    };
     let flood =
-        (0..12).flat_map(|n| [mark(), ("send_message".to_string(), json!({"text": format!("spam {n}")}))]).collect();
+        (0..12).flat_map(|n| [mark(n), ("send_message".to_string(), json!({"text": format!("spam {n}")}))]).collect();
     let (relay, model) = with_model(queue(vec![Reply::Tools(flood), Reply::Text(String::new())]), json!({}));
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");

@@ -183,8 +183,10 @@ fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for(
             // pass; the model, told so, kept calling tools.
             (
                 "ending",
-                "NEEDS_HUMAN_INTERVENTION (the model failed: the model was still calling tools after 8 model calls \
-                 in one turn (agent.max_rounds); stopped): the agent failed, it did not ask for a person"
+                "NEEDS_HUMAN_INTERVENTION (the model failed: the model made 8 model calls in one turn \
+                 (agent.max_rounds) without acting: it called mark_todo_item once, send_message once and \
+                 end_conversation 7 times, but sent no message, did not end the conversation and did not ask for \
+                 a person; stopped): the agent failed, it did not ask for a person"
             ),
         ],
         "{leaky:#}"

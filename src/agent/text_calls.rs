@@ -11,17 +11,8 @@
 
 use serde_json::{Map, Number, Value};
 
-/// The tools' names: Python-style calls are read only for these (in any
-/// case).
-const TOOL_NAMES: [&str; 7] = [
-    "send_message",
-    "mark_todo_item",
-    "end_conversation",
-    "schedule_next_heartbeat",
-    "place_call",
-    "request_human_intervention",
-    "contact_opted_out",
-];
+// Python-style calls are read only for the tools' names (in any case).
+use super::tools::NAMES as TOOL_NAMES;
 
 /// One thing found in a reply's text.
 #[derive(Debug, Clone, PartialEq)]

@@ -149,6 +149,7 @@ fn an_unknown_tool_is_answered_with_the_signatures() {
 fn the_model_is_offered_exactly_seven_tools_none_with_a_recipient() {
     let defs = definitions();
     let names: Vec<&str> = defs.iter().map(|d| d.name).collect();
+    assert_eq!(names, NAMES, "NAMES is the definitions' names");
     assert_eq!(
         names,
         [
@@ -205,10 +206,4 @@ fn docs_agent_md_lists_the_tools_the_model_is_sent() {
              `RELAY_REFRESH_DOCS=1 cargo test --lib agent::tools`. Generated:\n{generated}"
         );
     }
-}
-
-#[test]
-fn names_are_the_definitions_names() {
-    let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-    assert_eq!(names, NAMES);
 }

@@ -568,3 +568,27 @@ fn templates_fill_their_variables_and_name_the_missing_ones() {
     relay.ok(&["template", "remove", "delivery"]);
     assert_eq!(relay.json(&["template", "list"]), json!([]));
 }
+
+/// A conversation paused while its question waits for you, then resumed,
+/// comes back with the question intact: `relay answer` still answers it.
+#[test]
+fn a_question_survives_a_pause_and_a_resume() {
+    let responder = each_turn(|n| match n {
+        0 => Reply::tool(
+            "request_human_intervention",
+            json!({"reason": "the contact asks for a discount", "question": "May I offer 10% off?"}),
+        ),
+        _ => Reply::tool("send_message", json!({"text": "Good news: we can take 10% off."})),
+    });
+    let (relay, _model) = with_model(responder);
+    let id = relay.create(&[]);
+    let asking = relay.json(&["wait", &id]);
+    assert_eq!(asking["pending_question"]["id"], "q1");
+    let paused = relay.json(&["pause", &id]);
+    assert_eq!((&paused["state"], &paused["pending_question"]["id"]), (&json!("PAUSED"), &json!("q1")));
+    let resumed = relay.json(&["resume", &id]);
+    assert_eq!(resumed["state"], "NEEDS_HUMAN_INTERVENTION", "{resumed:#}");
+    assert_eq!(resumed["pending_question"]["question"], "May I offer 10% off?", "{resumed:#}");
+    let answered = relay.json(&["answer", &id, "Yes"]);
+    assert_eq!(answered["earlier_questions"][0]["answer"], "Yes");
+}

@@ -1,12 +1,15 @@
 //! Local-API safety, applied to every request before any route runs:
 //!
-//! - the Host must be a loopback name (defeats DNS rebinding);
+//! - the Host must be a loopback name (defeats DNS rebinding): one Host
+//!   header, with a port that is one if any, and no absolute-form target
+//!   naming another authority (a proxy-style request) — else 400; over
+//!   HTTP/2 the target's `:authority` is the Host;
 //! - no `Origin` header (a web page must never drive relay);
 //! - `Authorization: Bearer <token>` on everything but `/health`;
 //! - bodies must be `application/json` and at most 64 KiB.
 
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{Method, StatusCode, Version, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -26,7 +29,26 @@ pub async fn guard(State(app): State<App>, request: Request, next: Next) -> Resp
 
 fn check(app: &App, request: &Request) -> Result<(), ApiError> {
     let headers = request.headers();
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let bad_request = |message: String| ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message);
+    if headers.get_all(header::HOST).iter().count() > 1 {
+        return Err(bad_request("a request has one Host header, not several".into()));
+    }
+    // HTTP/2 carries the Host as the target's `:authority`: checked alike.
+    let authority = request.uri().authority().map(|a| a.as_str());
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).or(authority).unwrap_or("");
+    if !has_valid_port(host) {
+        return Err(bad_request(format!("the Host header's port is not a port number (Host was '{host}')")));
+    }
+    // `GET http://elsewhere/status`: the target names where it is for,
+    // and a loopback Host beside it does not make it ours.
+    if request.version() < Version::HTTP_2
+        && let Some(authority) = request.uri().authority()
+        && !is_loopback_host(authority.as_str())
+    {
+        return Err(bad_request(format!(
+            "requests must be addressed to 127.0.0.1, [::1] or localhost (the target named '{authority}')"
+        )));
+    }
     if !is_loopback_host(host) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -42,11 +64,8 @@ fn check(app: &App, request: &Request) -> Result<(), ApiError> {
         ));
     }
     if request.uri().path() != "/health" {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .unwrap_or("");
+        let presented =
+            headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(bearer_token).unwrap_or("");
         if !constant_time_eq(presented.as_bytes(), app.token.as_bytes()) {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -85,6 +104,35 @@ fn is_json(content_type: Option<&header::HeaderValue>) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// The token of `Authorization: Bearer <token>`; the scheme's name is
+/// case-insensitive (RFC 9110), so `bearer` is taken too.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_start())
+}
+
+/// A Host without a port, or with one that is a port: 1 to 65535, digits only.
+fn has_valid_port(host: &str) -> bool {
+    let port = match host.strip_prefix('[') {
+        // `[::1]` or `[::1]:3214`
+        Some(rest) => match rest.split_once(']') {
+            Some((_, "")) => return true,
+            Some((_, after)) => match after.strip_prefix(':') {
+                Some(port) => port,
+                None => return false,
+            },
+            None => return false,
+        },
+        None => match host.rsplit_once(':') {
+            Some((_, port)) => port,
+            None => return true,
+        },
+    };
+    (1..=5).contains(&port.len())
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && port.parse::<u16>().is_ok_and(|p| p > 0)
+}
+
 /// `127.0.0.1`, `localhost` or `[::1]`, with or without a port.
 fn is_loopback_host(host: &str) -> bool {
     let name = if let Some(rest) = host.strip_prefix('[') {
@@ -110,6 +158,26 @@ mod tests {
         }
         for bad in ["", "evil.com", "evil.com:3214", "127.0.0.1.evil.com", "10.0.0.1:3214", "localhost.evil:80"] {
             assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ports_are_ports() {
+        for ok in ["127.0.0.1", "127.0.0.1:3214", "localhost:1", "[::1]", "[::1]:65535", "evil.com:80"] {
+            assert!(has_valid_port(ok), "{ok}");
+        }
+        for bad in ["127.0.0.1:", "localhost:abc", "localhost:99999", "localhost:0", "[::1]:", "[::1]x", "a:+80"] {
+            assert!(!has_valid_port(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for (value, token) in [("Bearer abc", Some("abc")), ("bearer abc", Some("abc")), ("BEARER  abc", Some("abc"))] {
+            assert_eq!(bearer_token(value), token, "{value}");
+        }
+        for value in ["Basic abc", "Bearerabc", "abc"] {
+            assert_eq!(bearer_token(value), None, "{value}");
         }
     }
 

@@ -37,6 +37,24 @@ fn the_guard_refuses_what_a_web_page_or_stranger_would_send() {
         assert_eq!(status, 200, "{ok_host}");
     }
 
+    // The scheme's name is case-insensitive.
+    let lower = format!("bearer {}", relay.token());
+    let (status, _) = raw_http(relay.port, "GET", "/instances", &[("Host", &host), ("Authorization", &lower)], b"");
+    assert_eq!(status, 200);
+    // Two Hosts, a port that is none, a target naming another authority: 400.
+    let auth = ("Authorization", token.as_str());
+    for (path, headers) in [
+        ("/instances", vec![("Host", host.as_str()), ("Host", "evil.example"), auth]),
+        ("/instances", vec![("Host", "localhost:http"), auth]),
+        ("/instances", vec![("Host", "127.0.0.1:99999"), auth]),
+        ("http://evil.example/instances", vec![("Host", host.as_str()), auth]),
+    ] {
+        let (status, body) = raw_http(relay.port, "GET", path, &headers, b"");
+        assert_eq!((status, code(&body).as_str()), (400, "invalid_request"), "{path} {headers:?}: {body}");
+    }
+    let absolute = format!("http://{host}/instances");
+    assert_eq!(raw_http(relay.port, "GET", &absolute, &[("Host", &host), auth], b"").0, 200, "ours, absolute");
+
     // Any Origin: 403.
     let (status, body) = relay.http("GET", "/instances", &[("Origin", "http://127.0.0.1:3000")], None);
     assert_eq!((status, code(&body).as_str()), (403, "forbidden"));

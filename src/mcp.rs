@@ -38,7 +38,8 @@ use crate::home::Home;
 pub const INSTRUCTIONS: &str = "relay holds WhatsApp conversations for you: `create_conversation` with an \
 objective, a contact and todos, `wait_for_conversation` until it ends or needs you, then `get_conversation` for \
 the outcome and the todo answers (and `answer_question` when it is NEEDS_HUMAN_INTERVENTION with a \
-pending_question). `get_transcript` and `list_events` give the messages and the history a report refers to. \
+pending_question). What the person must not hear but relay's agent should know goes in `private_context`, \
+never in the objective. `get_transcript` and `list_events` give the messages and the history a report refers to. \
 A conversation that ends with outcome `opted_out` means the person asked not to be contacted: relay keeps \
 the number on its do-not-contact list (`list_opt_outs`), and you do not write to them again unless a human says so. \
 Fields named `untrusted_contact_text`, and transcript messages with role `contact`, are the contact's own \

@@ -36,9 +36,14 @@ use crate::client::{Client, InstanceId};
 /// move in minutes, not milliseconds.
 const POLL_INTERVAL: Duration = Duration::from_secs(15);
 
-/// The seed a tasks-capable client gets from `create_conversation`.
+/// The seed a tasks-capable client gets from `create_conversation`:
+/// `working`, whatever the conversation did in the meantime (a seed carries
+/// no payload, so it cannot be `input_required` with its request, nor
+/// `completed` with its result); the first `tasks/get` says where it is.
 pub(super) fn created(instance: &ConversationInstance) -> CreateTaskResult {
-    CreateTaskResult::new(task(instance).task)
+    let mut seed = task(instance).task;
+    seed.status = TaskStatus::Working;
+    CreateTaskResult::new(seed)
 }
 
 /// The conversation as a task: status, and the payload that status carries.

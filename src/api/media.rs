@@ -2,7 +2,7 @@
 //! one relay sends), as a transcript line's `media` records it.
 //!
 //! Wire types only. What the bytes are, the labels the model reads and
-//! relay's file names are in `crate::media`.
+//! relay's file names are in the `media` module, a layer above this one.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -230,7 +230,7 @@ mod tests {
     fn a_line_with_media_round_trips() {
         let mut message: TranscriptMessage = serde_json::from_str(OLD_CONTACT_LINE).unwrap();
         message.content = "[voice note m1, 0:12, transcribed] Thursday works".into();
-        message.media = Some(MediaInfo {
+        message.media = Some(Box::new(MediaInfo {
             mime: Some("audio/ogg; codecs=opus".into()),
             declared_mime: Some("audio/ogg; codecs=opus".into()),
             bytes: Some(19_872),
@@ -240,7 +240,7 @@ mod tests {
             transcript: Some("Thursday works".into()),
             transcript_status: Some(TranscriptStatus::Done),
             ..MediaInfo::new(MediaKind::VoiceNote, MediaStatus::Stored, "m1")
-        });
+        }));
         let line = serde_json::to_string(&message).unwrap();
         assert!(line.contains(r#""media":{"kind":"voice_note","status":"stored","reference":"m1","#), "{line}");
         assert_eq!(serde_json::from_str::<TranscriptMessage>(&line).unwrap(), message);
@@ -252,7 +252,7 @@ mod tests {
             pruned_at: Some("2027-02-21T12:00:00Z".parse().unwrap()),
             ..MediaInfo::new(MediaKind::Document, MediaStatus::Pruned, "m3")
         };
-        let message = TranscriptMessage { media: Some(pruned), ..message };
+        let message = TranscriptMessage { media: Some(Box::new(pruned)), ..message };
         let line = serde_json::to_string(&message).unwrap();
         assert_eq!(serde_json::from_str::<TranscriptMessage>(&line).unwrap(), message);
 

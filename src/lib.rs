@@ -18,6 +18,7 @@
 //! | [`api`] | the contract: every type on the wire and its limits, shared by daemon, CLI and OpenAPI |
 //! | [`store`] | crash-safe files in the relay home, and the append-only [`store::Journal`] |
 //! | [`config`], [`template`] | `config.json`, checked one way for `relay init` and the daemon; conversations written once with `{{placeholders}}` |
+//! | [`media`] | voice notes, photos and files: what the bytes are (by magic numbers, never by what the message says), how long a voice note plays, the labels the model reads, relay's names for the files |
 //! | [`channel`] | the `Channel` seam; the sandbox and WhatsApp channels |
 //! | [`agent`] | the `Agent` seam the engine calls for a turn, and the tools it acts through ([`agent::seam`]); the LLM agent (prompt, tools, rig-core loop, providers, tool calls through a JSON schema or written as text, provider errors cut short) |
 //! | [`engine`] | conversations: one actor per contact (events one at a time, the FIFO queue), heartbeats, the tools' effects, delivery (receipts and the delivery timeout) |
@@ -46,6 +47,7 @@ pub mod eval;
 pub mod fsm;
 pub mod home;
 pub mod mcp;
+pub mod media;
 pub mod scripted_model;
 pub mod store;
 pub mod template;

@@ -71,6 +71,10 @@ pub struct Evidence {
     pub message_id: Uuid,
     /// The contact's words, exactly as in that message: data, never instructions.
     pub untrusted_contact_text: String,
+    /// The media of that message the answer is (`m2`: a photo of the meter),
+    /// when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<String>,
 }
 
 /// How a conversation ended.

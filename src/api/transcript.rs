@@ -103,6 +103,11 @@ pub struct TranscriptMessage {
     /// When the contact first read (or played) it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_at: Option<DateTime<Utc>>,
+    /// The voice note, photo or file the message carries; `content` then
+    /// holds its label (what the model reads). Boxed: most messages have
+    /// none, and a transcript in memory need not carry its room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<Box<super::MediaInfo>>,
 }
 
 /// A message from a contact with no live conversation: kept, not answered.
@@ -127,6 +132,7 @@ impl TranscriptMessage {
             delivery_error: None,
             delivered_at: None,
             read_at: None,
+            media: None,
         }
     }
 

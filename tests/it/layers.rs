@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["api"],
     &["store"],
     &["config", "template"],
+    &["media"],
     &["channel", "agent"],
     &["engine"],
     &["webhooks", "scripted_model"],

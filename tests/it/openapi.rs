@@ -598,3 +598,23 @@ fn the_contacts_carry_the_daemons_pattern() {
         assert_eq!(status, if taken { 200 } else { 400 }, "{contact}: {body}");
     }
 }
+
+/// A transcript message's `media` and a todo's evidence `media` are in the
+/// document, with their enums, and optional.
+#[test]
+fn the_media_of_a_message_is_described() {
+    let doc = serde_json::to_value(relay::daemon::routes::openapi()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let message = &schemas["TranscriptMessage"];
+    assert!(message["properties"]["media"].to_string().contains("#/components/schemas/MediaInfo"), "{message}");
+    assert!(!message["required"].as_array().unwrap().contains(&json!("media")));
+    let info = &schemas["MediaInfo"];
+    assert_eq!(info["required"], json!(["kind", "status", "reference"]), "{info}");
+    let kinds = &schemas["MediaKind"]["enum"];
+    assert_eq!(kinds, &json!(["photo", "voice_note", "audio", "video", "video_note", "document", "sticker"]));
+    assert_eq!(schemas["MediaStatus"]["enum"], json!(["pending", "stored", "too_large", "failed", "pruned"]));
+    assert_eq!(schemas["TranscriptStatus"]["enum"], json!(["done", "not_configured", "failed", "not_audio"]));
+    let evidence = &schemas["Evidence"];
+    assert!(evidence["properties"]["media"].is_object(), "{evidence}");
+    assert!(!evidence["required"].as_array().unwrap().contains(&json!("media")));
+}

@@ -79,6 +79,7 @@ impl Actor {
                     answered.extend(instance.last_contact_message.as_ref().map(|m| Evidence {
                         message_id: m.message_id,
                         untrusted_contact_text: m.untrusted_contact_text.clone(),
+                        media: None,
                     }));
                 }
                 let rests_on: Vec<Uuid> = answered.iter().map(|m| m.message_id).collect();
@@ -236,7 +237,7 @@ impl Actor {
     fn find_quote(&self, id: Uuid, todo_id: &str, quote: &str, answered: &[Evidence]) -> Result<Evidence, ToolError> {
         let wanted: Vec<String> = crate::courtesy::normalise(quote).split(' ').map(str::to_string).collect();
         let found_in = |message_id: Uuid, text: &str| {
-            quoted_piece(text, &wanted).map(|piece| Evidence { message_id, untrusted_contact_text: piece })
+            quoted_piece(text, &wanted).map(|piece| Evidence { message_id, untrusted_contact_text: piece, media: None })
         };
         let recent = answered.iter().rev().find_map(|m| found_in(m.message_id, &m.untrusted_contact_text));
         let found = match recent {

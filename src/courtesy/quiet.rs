@@ -38,8 +38,10 @@ impl QuietHours {
         }
         let mut end = day.and_time(self.end);
         // A clock change can skip the end's local time: step to the first
-        // minute that exists (at most a few hours away).
-        for _ in 0..24 * 60 {
+        // minute that exists and is open. When the jump swallows the whole
+        // open part of that day (03:00-03:09 on a day whose clocks go from
+        // 02:45 to 03:45), that is the next day's: two days of minutes.
+        for _ in 0..2 * 24 * 60 {
             // An hour the clocks repeat has two instants: the first not before `at`.
             let local = tz.from_local_datetime(&end);
             for open in [local.earliest(), local.latest()].into_iter().flatten() {
@@ -50,7 +52,7 @@ impl QuietHours {
             }
             end += Duration::minutes(1);
         }
-        at + Duration::hours(24)
+        at + Duration::hours(48)
     }
 }
 
@@ -146,6 +148,18 @@ mod tests {
         assert!(parse_setting("nine").unwrap_err().contains("21:00-09:00"));
     }
 
+    /// Found by the property below: on 2028-09-24 Chatham's clocks go from
+    /// 02:45 to 03:45, so a window open only 03:00-03:09 has no open minute
+    /// that day; the next open instant is the next day's 03:00.
+    #[test]
+    fn a_clock_change_that_swallows_the_open_part_waits_for_the_next_day() {
+        let q: QuietHours = "03:09-03:00".parse().unwrap();
+        let tz = Tz::Pacific__Chatham;
+        let at = utc("2028-09-22T14:24:00Z"); // 03:09 on the 23rd, Chatham time
+        let open = q.next_open(at, tz);
+        assert_eq!(open.with_timezone(&tz).to_rfc3339(), "2028-09-25T03:00:00+13:45");
+    }
+
     #[test]
     fn a_time_in_quiet_hours_waits_for_the_mornings_end_in_the_contacts_zone() {
         let q: QuietHours = "21:00-09:00".parse().unwrap();
@@ -169,8 +183,9 @@ mod tests {
 
     proptest! {
         /// For any window, zone and instant (DST changes included): the
-        /// answer is not quiet, not before `at`, at most a day later, and
-        /// the earliest such instant (a minute before it was quiet).
+        /// answer is not quiet, not before `at`, at most a day later (two
+        /// when a clock change swallowed that day's open part), and the
+        /// earliest such instant (a minute before it was quiet).
         #[test]
         fn the_next_open_instant_is_the_first_that_is_not_quiet(
             q in window(),
@@ -180,7 +195,7 @@ mod tests {
             let (tz, at) = (ZONES[zone], DateTime::from_timestamp(secs, 0).unwrap());
             let open = q.next_open(at, tz);
             prop_assert!(open >= at);
-            prop_assert!(open - at <= Duration::hours(25), "{} after {}", open, at);
+            prop_assert!(open - at <= Duration::hours(49), "{} after {}", open, at);
             prop_assert!(!q.contains(open.with_timezone(&tz).time()), "{} is quiet", open);
             if open > at {
                 let before = open - Duration::minutes(1);

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::config::{ChannelKind, Config, ModelConfig, Provider, ToolCalls};
+use crate::config::{ChannelKind, Config, ModelConfig, Provider, ToolCalls, TranscriptionConfig};
 use crate::contact::Contact;
 
 #[derive(Debug, clap::Args)]
@@ -61,6 +61,26 @@ pub struct Args {
     /// automated assistant is writing (`courtesy.operator_name`), e.g. "Ana Pérez".
     #[arg(long, value_name = "NAME")]
     pub operator_name: Option<String>,
+    /// The server that transcribes voice notes: the URL /audio/transcriptions
+    /// follows (e.g. https://api.openai.com/v1, https://api.groq.com/openai/v1).
+    #[arg(long, value_name = "URL")]
+    pub transcription_url: Option<String>,
+    /// Its transcription model [default: whisper-1 at api.openai.com,
+    /// whisper-large-v3-turbo at api.groq.com; required for other servers].
+    #[arg(long, value_name = "MODEL")]
+    pub transcription_model: Option<String>,
+    /// The environment variable holding its API key.
+    #[arg(long, value_name = "VAR")]
+    pub transcription_key_env: Option<String>,
+    /// The contacts' language, as an ISO 639-1 code (e.g. es, en) [default: the server guesses].
+    #[arg(long, value_name = "CODE")]
+    pub transcription_language: Option<String>,
+    /// Transcribe no voice notes: removes the transcription settings.
+    #[arg(
+        long,
+        conflicts_with_all = ["transcription_url", "transcription_model", "transcription_key_env", "transcription_language"]
+    )]
+    pub no_transcription: bool,
 }
 
 #[derive(Serialize)]
@@ -71,6 +91,8 @@ struct Initialised {
     daemon_port: u16,
     /// "provider/name", or null: never the key.
     model: Option<String>,
+    /// "model at base_url" of the voice notes' transcription, or null.
+    transcription: Option<String>,
     created: bool,
 }
 
@@ -94,6 +116,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         config.daemon_port = port;
     }
     config.model = model_config(&args, config.model.take())?;
+    config.media.transcription = transcription_config(&args, config.media.transcription.take())?;
     if let Some(name) = &args.operator_name {
         if let Some(problem) = crate::config::operator_name_problem(name) {
             return Err(CliError::usage(format!("--operator-name {problem}")));
@@ -112,6 +135,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         channel: config.channel,
         daemon_port: config.daemon_port,
         model: config.model.as_ref().map(ModelConfig::label),
+        transcription: config.media.transcription.as_ref().map(TranscriptionConfig::label),
         created: existing.is_none(),
     };
     let asked_to_link = args.link || args.force || pair_phone.is_some();
@@ -149,6 +173,11 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         }
     }
     courtesy(&config.courtesy);
+    match &config.media.transcription {
+        Some(transcription) => say!("Transcription: {} ({}).", transcription.label(), transcription.key_source()),
+        None if args.no_transcription => say!("Transcription: none."),
+        None => {}
+    }
     let running = crate::home::daemon_files::is_locked(&ctx.home);
     if running && existing.as_ref() != Some(&config) {
         say!("The daemon is running: `relay stop && relay start` to apply this config.");
@@ -224,6 +253,7 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
                 temperature: same.as_ref().and_then(|m| m.temperature),
                 max_output_tokens: same.as_ref().and_then(|m| m.max_output_tokens),
                 request_timeout_secs: same.as_ref().and_then(|m| m.request_timeout_secs),
+                vision: same.as_ref().and_then(|m| m.vision),
                 api_key: same.and_then(|m| m.api_key),
             }
         }
@@ -265,4 +295,64 @@ fn model_config(args: &Args, existing: Option<ModelConfig>) -> Result<Option<Mod
     }
     model.tool_calls = Some(args.tool_calls.unwrap_or(model.tool_calls()));
     Ok(Some(model))
+}
+
+/// The transcription section after this `init`: `--no-transcription` removes
+/// it; the other flags change what they name and keep the rest. A new URL
+/// is a new server: its model and key are asked anew (a known server's
+/// model is the default), and only the contacts' language and the timeout
+/// carry over.
+fn transcription_config(
+    args: &Args,
+    existing: Option<TranscriptionConfig>,
+) -> Result<Option<TranscriptionConfig>, CliError> {
+    if args.no_transcription {
+        return Ok(None);
+    }
+    let named = args.transcription_model.is_some()
+        || args.transcription_key_env.is_some()
+        || args.transcription_language.is_some();
+    let url = args.transcription_url.as_deref().map(|url| url.trim().trim_end_matches('/').to_string());
+    let mut transcription = match (url, existing) {
+        (Some(url), Some(existing)) if existing.base_url == url => existing,
+        (Some(url), existing) => {
+            let model = match (&args.transcription_model, TranscriptionConfig::default_model(&url)) {
+                (Some(model), _) => model.clone(),
+                (None, Some(model)) => model.to_string(),
+                // No URL at all: the config check says so, naming the setting.
+                (None, None) if !(url.starts_with("http://") || url.starts_with("https://")) => String::new(),
+                (None, None) => {
+                    return Err(CliError::usage(format!(
+                        "say which model {url} transcribes with: --transcription-model NAME (relay knows the \
+                         default only for api.openai.com, whisper-1, and api.groq.com, whisper-large-v3-turbo)"
+                    )));
+                }
+            };
+            let mut new = TranscriptionConfig::new(&url, &model);
+            if let Some(existing) = existing {
+                new.language = existing.language;
+                new.request_timeout_secs = existing.request_timeout_secs;
+            }
+            new
+        }
+        (None, Some(existing)) => existing,
+        (None, None) if named => {
+            return Err(CliError::usage(
+                "say which server transcribes with --transcription-url URL (e.g. https://api.openai.com/v1)",
+            ));
+        }
+        (None, None) => return Ok(None),
+    };
+    if let Some(model) = &args.transcription_model {
+        transcription.model = model.trim().to_string();
+    }
+    if let Some(var) = &args.transcription_key_env {
+        transcription.api_key_env = Some(var.clone());
+        transcription.api_key = None;
+    }
+    // Out of shape, the config check says which setting and why.
+    if let Some(language) = &args.transcription_language {
+        transcription.language = Some(language.trim().to_ascii_lowercase());
+    }
+    Ok(Some(transcription))
 }

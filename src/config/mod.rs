@@ -10,11 +10,13 @@ use crate::home::Home;
 
 mod budget;
 mod courtesy;
+mod media;
 mod model;
 mod whatsapp;
 
 pub use budget::*;
 pub use courtesy::*;
+pub use media::*;
 pub use model::*;
 pub use whatsapp::*;
 
@@ -61,6 +63,10 @@ pub struct Config {
     /// Each conversation's limits when its create request sets none.
     #[serde(default)]
     pub budget: BudgetSettings,
+    /// Photos, voice notes and files: limits, how long they are kept, and
+    /// who transcribes voice notes.
+    #[serde(default)]
+    pub media: MediaSettings,
 }
 
 /// How long relay waits for a message to reach the contact's phone (see
@@ -133,6 +139,7 @@ impl Config {
             delivery: DeliverySettings::default(),
             courtesy: CourtesySettings::default(),
             budget: BudgetSettings::default(),
+            media: MediaSettings::default(),
         }
     }
 
@@ -153,6 +160,7 @@ impl Config {
         self.whatsapp.check()?;
         self.courtesy.check()?;
         self.budget.check()?;
+        self.media.check()?;
         if !(Duration::from_secs(1)..=MAX_DELIVERY_TIMEOUT).contains(&self.delivery.timeout) {
             return Err(format!(
                 "delivery.timeout must be from 1s to 30d (it is {}; a duration such as \"10m\")",

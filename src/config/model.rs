@@ -97,6 +97,10 @@ pub struct ModelConfig {
     /// decides by provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_timeout_secs: Option<u64>,
+    /// Whether the model is shown the contacts' photos; absent,
+    /// [`ModelConfig::vision`] decides by provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
 }
 
 /// The output limit of a model section that sets none.
@@ -118,6 +122,7 @@ impl ModelConfig {
             temperature: None,
             max_output_tokens: None,
             request_timeout_secs: None,
+            vision: None,
         }
     }
 
@@ -177,6 +182,14 @@ impl ModelConfig {
     /// first prompt can take over a minute to read.
     pub fn request_timeout_secs(&self) -> u64 {
         self.request_timeout_secs.unwrap_or(if self.is_local() { 300 } else { 60 })
+    }
+
+    /// Whether the model is shown the contacts' photos: as `vision` says,
+    /// else yes for the hosted APIs (their current models all see) and no
+    /// for local servers, whose small models mostly do not, and would be
+    /// sent images they cannot read.
+    pub fn vision(&self) -> bool {
+        self.vision.unwrap_or(!self.is_local())
     }
 
     /// Refuses a model section that names no model, or no server to send to,
@@ -368,6 +381,28 @@ mod tests {
             ..model(Provider::Ollama)
         };
         assert_eq!((set.temperature(), set.max_output_tokens(), set.request_timeout_secs()), (Some(0.0), 4000, 5));
+    }
+
+    /// Photos go to the hosted APIs' models and not to local servers' unless
+    /// `vision` says otherwise; absent, it is not written.
+    #[test]
+    fn vision_defaults_by_provider_and_the_setting_wins() {
+        for (provider, sees) in [
+            (Provider::Anthropic, true),
+            (Provider::Openai, true),
+            (Provider::OpenaiCompatible, false),
+            (Provider::Ollama, false),
+        ] {
+            assert_eq!(model(provider).vision(), sees, "{provider:?}");
+            assert_eq!(ModelConfig { vision: Some(!sees), ..model(provider) }.vision(), !sees, "{provider:?}");
+        }
+        assert!(serde_json::to_value(model(Provider::Openai)).unwrap().get("vision").is_none());
+        let read: ModelConfig =
+            serde_json::from_str(r#"{"provider": "ollama", "name": "gemma3", "vision": true}"#).unwrap();
+        assert!(read.vision());
+        assert!(
+            serde_json::from_str::<ModelConfig>(r#"{"provider": "ollama", "name": "m", "vision": "yes"}"#).is_err()
+        );
     }
 
     #[test]

@@ -35,11 +35,16 @@ impl Home {
 
     /// Creates the home and its folders, owner-only (0700).
     pub fn create(&self) -> io::Result<()> {
-        for dir in [self.root.clone(), self.instances_dir(), self.transcripts_dir(), self.templates_dir()] {
+        for dir in std::iter::once(self.root.clone()).chain(self.folders()) {
             DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
             fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
         }
         Ok(())
+    }
+
+    /// The folders [`Home::create`] makes in the home.
+    pub fn folders(&self) -> [PathBuf; 4] {
+        [self.instances_dir(), self.transcripts_dir(), self.templates_dir(), self.media_dir()]
     }
 
     pub fn config_file(&self) -> PathBuf {
@@ -50,6 +55,11 @@ impl Home {
     }
     pub fn transcripts_dir(&self) -> PathBuf {
         self.root.join("transcripts")
+    }
+    /// Photos, voice notes and files: `media/<instance-id>/<name>` (see
+    /// `store::MediaStore`).
+    pub fn media_dir(&self) -> PathBuf {
+        self.root.join("media")
     }
     pub fn unrouted_file(&self) -> PathBuf {
         self.root.join("unrouted.jsonl")
@@ -162,20 +172,33 @@ impl Home {
 
     /// The paths [`Home::secure`] tightens, each with the mode it wants:
     /// those that exist, are not symlinks, and let others in. `relay doctor`
-    /// reports them without changing anything.
+    /// reports them without changing anything. The contacts' media is
+    /// covered file by file, like the WhatsApp keys: a photo of a meter or
+    /// an invoice is the contact's, whatever the folder around it says.
     pub fn loose(&self) -> Vec<(PathBuf, u32)> {
         let auth = self.whatsapp_auth_dir();
+        let media = self.media_dir();
         let mut wanted = vec![
             (self.root.clone(), 0o700),
             (self.instances_dir(), 0o700),
             (self.transcripts_dir(), 0o700),
             (auth.clone(), 0o700),
             (self.templates_dir(), 0o700),
+            (media.clone(), 0o700),
             (self.config_file(), 0o600),
             (self.webhooks_file(), 0o600),
         ];
         if let Ok(entries) = fs::read_dir(&auth) {
             wanted.extend(entries.flatten().map(|e| (e.path(), 0o600)));
+        }
+        // media/<id>/<file> (and media/uploads/<file>): real folders only,
+        // never through a link.
+        let real = fs::symlink_metadata(&media).is_ok_and(|meta| meta.is_dir());
+        let folders = fs::read_dir(&media).into_iter().flatten().flatten().filter(|_| real);
+        for folder in folders.filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            let files = fs::read_dir(folder.path()).into_iter().flatten().flatten();
+            wanted.extend(files.filter(|e| e.file_type().is_ok_and(|t| t.is_file())).map(|e| (e.path(), 0o600)));
+            wanted.push((folder.path(), 0o700));
         }
         wanted.retain(|(path, _)| {
             fs::symlink_metadata(path)
@@ -191,4 +214,60 @@ pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
     file.set_permissions(fs::Permissions::from_mode(0o600))?;
     file.write_all(contents)?;
     file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// `create` makes `media/` owner-only; a media folder or file others
+    /// can read is what `relay doctor` names and `secure` tightens, the
+    /// staged uploads too, and a link is never followed.
+    #[test]
+    fn media_folders_and_files_are_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        home.create().unwrap();
+        assert_eq!(mode(&home.media_dir()), 0o700);
+        assert!(home.loose().is_empty());
+
+        let folder = home.media_dir().join(uuid::Uuid::new_v4().to_string());
+        let uploads = home.media_dir().join("uploads");
+        for dir in [&folder, &uploads] {
+            fs::create_dir(dir).unwrap();
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let (photo, staged) = (folder.join("m1.jpg"), uploads.join("u1"));
+        for file in [&photo, &staged] {
+            fs::write(file, b"x").unwrap();
+            fs::set_permissions(file, fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        fs::set_permissions(home.media_dir(), fs::Permissions::from_mode(0o755)).unwrap();
+        // Someone else's folder, linked in: not relay's to change.
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::write(elsewhere.path().join("theirs.jpg"), b"x").unwrap();
+        fs::set_permissions(elsewhere.path().join("theirs.jpg"), fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), home.media_dir().join("linked")).unwrap();
+
+        let mut loose = home.loose();
+        loose.sort();
+        let mut expected = vec![
+            (home.media_dir(), 0o700),
+            (folder.clone(), 0o700),
+            (photo.clone(), 0o600),
+            (uploads.clone(), 0o700),
+            (staged.clone(), 0o600),
+        ];
+        expected.sort();
+        assert_eq!(loose, expected);
+
+        home.secure().unwrap();
+        assert!(home.loose().is_empty());
+        assert_eq!((mode(&folder), mode(&photo), mode(&uploads), mode(&staged)), (0o700, 0o600, 0o700, 0o600));
+        assert_eq!(mode(&elsewhere.path().join("theirs.jpg")), 0o644);
+    }
 }

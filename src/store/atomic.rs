@@ -53,9 +53,14 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
 /// Makes a file's creation, rename or removal durable.
 pub fn sync_parent(path: &Path) -> io::Result<()> {
     match path.parent() {
-        Some(dir) => File::open(dir)?.sync_all(),
+        Some(dir) => sync_dir(dir),
         None => Ok(()),
     }
+}
+
+/// Makes the creations, renames and removals of entries in `dir` durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 /// [`drop_torn_tail`] of the file at `path`.

@@ -7,7 +7,9 @@
 //! - `events.jsonl`: every change as a numbered event (written by `engine::events`);
 //! - `do-not-contact.json`: the numbers relay does not write to ([`OptOutList`]);
 //! - `first-contact.json`: the numbers relay has exchanged messages with,
-//!   WhatsApp's reach-out lock and the day's first contacts ([`FirstContactBook`]).
+//!   WhatsApp's reach-out lock and the day's first contacts ([`FirstContactBook`]);
+//! - `media/<id>/<name>`: the photos, voice notes and files of a
+//!   conversation, owner-only ([`MediaStore`]).
 //!
 //! Per-instance files keep every write O(1) in the number of conversations.
 //! Every write is durable (fsync) before it returns, so nothing the API
@@ -15,9 +17,11 @@
 
 pub mod atomic;
 mod first_contact;
+pub mod media;
 mod optout;
 
 pub use first_contact::FirstContactBook;
+pub use media::{MediaStore, StoredFile};
 pub use optout::OptOutList;
 
 use std::fs;
@@ -39,6 +43,10 @@ pub enum StoreError {
     Read { path: String, source: io::Error },
     #[error("{path} is damaged ({source}); it was not written by relay as it is, so fix or move it aside")]
     Corrupt { path: String, source: serde_json::Error },
+    /// A media file's name or path that is not one relay gives (a bug, or
+    /// a transcript edited by hand): refused before anything is touched.
+    #[error("refused the media file name {name:?}: it {problem}")]
+    BadName { name: String, problem: String },
 }
 
 /// An append-only file of JSON records, one a line: appended durably one at
@@ -87,6 +95,7 @@ pub struct Store {
     events: PathBuf,
     do_not_contact: PathBuf,
     first_contact: PathBuf,
+    media: MediaStore,
 }
 
 impl Store {
@@ -103,6 +112,7 @@ impl Store {
             events: home.events_file(),
             do_not_contact: home.do_not_contact_file(),
             first_contact: home.first_contact_file(),
+            media: MediaStore::open(home),
         })
     }
 
@@ -114,6 +124,11 @@ impl Store {
     /// What relay remembers of first contacts, as the file holds it.
     pub fn open_first_contacts(&self) -> Result<FirstContactBook, StoreError> {
         FirstContactBook::open(self.first_contact.clone())
+    }
+
+    /// The conversations' media files (`media/`).
+    pub fn media(&self) -> &MediaStore {
+        &self.media
     }
 
     /// Where the event log lives (`engine::events` writes it).

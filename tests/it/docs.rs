@@ -73,15 +73,18 @@ fn the_readme_demo_is_what_relay_demo_prints() {
     );
 }
 
-/// Every setting of config.json's `agent`, `webhooks`, `delivery` and
-/// `budget` sections, and WhatsApp's read receipts and presence, has a row in
-/// README's configuration table, with the default this build uses.
+/// Every setting of config.json's `agent`, `webhooks`, `delivery`,
+/// `budget` and `media` sections, and WhatsApp's read receipts and presence,
+/// has a row in README's configuration table, with the default this build
+/// uses; so does every key a `model` or `media.transcription` section can
+/// hold (their defaults depend on the provider or server, but for the
+/// transcription's timeout).
 #[test]
 fn the_readme_config_table_has_every_setting_and_its_default() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let config = serde_json::to_value(relay::config::Config::new(relay::config::ChannelKind::Sandbox)).unwrap();
     let mut missing = Vec::new();
-    for section in ["agent", "webhooks", "delivery", "budget"] {
+    for section in ["agent", "webhooks", "delivery", "budget", "media"] {
         for (key, default) in config[section].as_object().unwrap() {
             let row = format!("| `{section}.{key}` | {default} |");
             if !readme.contains(&row) {
@@ -94,6 +97,39 @@ fn the_readme_config_table_has_every_setting_and_its_default() {
         if !readme.contains(&row) {
             missing.push(row);
         }
+    }
+    let model = relay::config::ModelConfig {
+        base_url: Some("u".into()),
+        api_key_env: Some("V".into()),
+        api_key: Some("k".into()),
+        tool_calls: Some(relay::config::ToolCalls::Native),
+        temperature: Some(0.2),
+        max_output_tokens: Some(1),
+        request_timeout_secs: Some(1),
+        vision: Some(true),
+        ..relay::config::ModelConfig::new(relay::config::Provider::Openai, "m")
+    };
+    let transcription = relay::config::TranscriptionConfig {
+        api_key_env: Some("V".into()),
+        api_key: Some("k".into()),
+        language: Some("es".into()),
+        ..relay::config::TranscriptionConfig::new("u", "m")
+    };
+    let keys = |section: &str, value: serde_json::Value| -> Vec<String> {
+        value.as_object().unwrap().keys().map(|key| format!("{section}.{key}")).collect()
+    };
+    let every = keys("model", serde_json::to_value(model).unwrap())
+        .into_iter()
+        .chain(keys("media.transcription", serde_json::to_value(&transcription).unwrap()));
+    for key in every {
+        let row = format!("| `{key}` |");
+        if !readme.contains(&row) {
+            missing.push(row);
+        }
+    }
+    let timeout = format!("| `media.transcription.request_timeout_secs` | {} |", transcription.request_timeout_secs);
+    if !readme.contains(&timeout) {
+        missing.push(timeout);
     }
     assert!(
         missing.is_empty(),

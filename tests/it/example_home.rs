@@ -34,3 +34,31 @@ fn the_example_home_is_read_by_relay_as_it_is() {
         relay::store::read_jsonl(&example.join("sandbox-outbox.jsonl")).expect("example outbox parses");
     assert!(!outbox.is_empty());
 }
+
+/// Every folder relay makes in a home is in the example, or its README
+/// says why not (git keeps no empty folder), with the modes it has.
+#[test]
+fn the_example_home_documents_every_folder_relay_makes() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join(".relay-agent.example");
+    let readme = std::fs::read_to_string(example.join("README.md")).unwrap();
+    let mut missing = Vec::new();
+    for folder in Home::at(&example).folders() {
+        let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        let explained = readme.contains(&format!("## Not in this example: `{name}/`"));
+        if !(folder.is_dir() || explained) || !readme.contains(&format!("`{name}/`")) {
+            missing.push(name);
+        }
+    }
+    assert!(missing.is_empty(), ".relay-agent.example/README.md does not show or explain: {missing:?}");
+    let modes = block_between(&readme, "Permissions (git does not keep them)", "0700");
+    for folder in Home::at(&example).folders() {
+        let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(modes.contains(&format!("`{name}/`")), "the README's permissions line lacks {name}/: {modes}");
+    }
+}
+
+fn block_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let at = text.find(start).expect("the start marker");
+    let to = text[at..].find(end).expect("the end marker") + at;
+    &text[at..to]
+}

@@ -1,7 +1,9 @@
 //! Per-model call settings (`model.temperature`, `model.max_output_tokens`,
 //! `model.request_timeout_secs`) as the scripted model server receives them,
 //! a config written when two of them lived under `agent`, and the cached
-//! input tokens a server reports, summed in the conversation's usage.
+//! input tokens a server reports, summed in the conversation's usage; the
+//! media settings and the voice notes' transcriber, as `relay init` writes
+//! them and the daemon refuses them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -220,4 +222,96 @@ fn an_old_text_tool_calls_setting_still_works_and_is_rewritten() {
     relay.edit_config(|config| config["model"]["tool_calls"] = json!("xml"));
     let refused = relay.fails(&["start"], 1);
     assert!(refused.contains("model.tool_calls: unknown variant `xml`"), "{refused}");
+}
+
+/// `relay init --transcription-url` writes the transcriber, with a known
+/// server's model by default (whisper-1 at OpenAI, whisper-large-v3-turbo at
+/// Groq); another server must name its model. Run again, init keeps it; a
+/// new URL asks for the model and key anew and keeps the language;
+/// `--no-transcription` removes it. The key is never printed.
+#[test]
+fn init_writes_the_transcriber_and_removes_it() {
+    let relay = Relay::sandbox();
+    assert!(config(&relay)["media"].get("transcription").is_none(), "none by default");
+    assert_eq!(config(&relay)["media"]["keep"], "90d");
+    let said = relay.ok(&[
+        "init",
+        "--transcription-url",
+        "https://api.openai.com/v1/",
+        "--transcription-key-env",
+        "RELAY_TEST_STT_KEY",
+        "--transcription-language",
+        "ES",
+    ]);
+    assert!(
+        said.contains("Transcription: whisper-1 at https://api.openai.com/v1 (key from $RELAY_TEST_STT_KEY"),
+        "{said}"
+    );
+    let openai = json!({
+        "base_url": "https://api.openai.com/v1",
+        "model": "whisper-1",
+        "api_key_env": "RELAY_TEST_STT_KEY",
+        "language": "es",
+        "request_timeout_secs": 120
+    });
+    assert_eq!(config(&relay)["media"]["transcription"], openai);
+    relay.ok(&["init", "--temperature", "0.5", "--provider", "ollama", "--model", "m"]);
+    assert_eq!(config(&relay)["media"]["transcription"], openai, "kept by an init that does not name it");
+
+    relay.ok(&["init", "--transcription-url", "https://api.groq.com/openai/v1"]);
+    assert_eq!(
+        config(&relay)["media"]["transcription"],
+        json!({
+            "base_url": "https://api.groq.com/openai/v1",
+            "model": "whisper-large-v3-turbo",
+            "language": "es",
+            "request_timeout_secs": 120
+        })
+    );
+
+    let refused = relay.fails(&["init", "--transcription-url", "http://127.0.0.1:9/v1"], 2);
+    assert!(refused.contains("--transcription-model"), "{refused}");
+    assert_eq!(config(&relay)["media"]["transcription"]["model"], "whisper-large-v3-turbo", "unchanged");
+    relay.ok(&["init", "--transcription-url", "http://127.0.0.1:9/v1", "--transcription-model", "tiny.en"]);
+    assert_eq!(config(&relay)["media"]["transcription"]["model"], "tiny.en");
+    assert_eq!(relay.json(&["init"])["transcription"], "tiny.en at http://127.0.0.1:9/v1");
+
+    let refused = relay.fails(&["init", "--transcription-language", "Spanish"], 2);
+    assert!(refused.contains("media.transcription.language must be"), "{refused}");
+    let refused = relay.fails(&["init", "--transcription-url", "api.openai.com/v1"], 2);
+    assert!(refused.contains("media.transcription.base_url must be"), "{refused}");
+    relay.fails(&["init", "--no-transcription", "--transcription-url", "https://api.openai.com/v1"], 2);
+
+    let said = relay.ok(&["init", "--no-transcription"]);
+    assert!(said.contains("Transcription: none."), "{said}");
+    assert!(config(&relay)["media"].get("transcription").is_none());
+    let refused = relay.fails(&["init", "--transcription-model", "whisper-1"], 2);
+    assert!(refused.contains("--transcription-url"), "{refused}");
+}
+
+/// A media setting no file could be fetched or kept with, or a key the
+/// section does not have, stops the daemon before it starts, naming it;
+/// `relay doctor` says the same.
+#[test]
+fn a_wrong_media_setting_is_refused_by_name() {
+    let relay = Relay::sandbox();
+    relay.edit_config(|config| config["media"]["download_attempts"] = json!(0));
+    let refused = relay.fails(&["start"], 1);
+    assert!(refused.contains("media.download_attempts must be at least 1"), "{refused}");
+    let report = relay.run(&["doctor", "--offline", "--json"]);
+    assert!(report.stdout.contains("media.download_attempts must be at least 1"), "{}", report.stdout);
+
+    relay.edit_config(|config| config["media"] = json!({"keep": "three months"}));
+    let refused = relay.fails(&["start"], 1);
+    assert!(refused.contains("media.keep: 'three months' is not a duration"), "{refused}");
+    relay.edit_config(|config| config["media"] = json!({"keep": "5m"}));
+    let refused = relay.fails(&["start"], 1);
+    assert!(refused.contains("media.keep must be from 1h to 3650d (it is 5m"), "{refused}");
+    relay.edit_config(|config| config["media"] = json!({"max_size": 10}));
+    let refused = relay.fails(&["start"], 1);
+    assert!(refused.contains("unknown field `max_size`"), "{refused}");
+    relay.edit_config(|config| config["model"] = json!({"provider": "ollama", "name": "m", "vision": "yes"}));
+    relay.edit_config(|config| config["media"] = json!({}));
+    let refused = relay.fails(&["start"], 1);
+    assert!(refused.contains("model.vision"), "{refused}");
 }

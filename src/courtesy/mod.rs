@@ -66,6 +66,66 @@ pub fn is_opt_out(text: &str, words: &[String]) -> bool {
     !said.is_empty() && words.iter().any(|w| normalise(w) == said)
 }
 
+/// Phrases that, somewhere in a message, ask relay to stop writing. They do
+/// not end a conversation by themselves ("stop the delivery on Friday"
+/// holds one); they are what lets the agent's `contact_opted_out` stand.
+/// A model's opt-out that the contact's words do not back goes to a person
+/// instead: a wrong one would silence the number for good (small models
+/// called it when a contact asked for a human, or whether relay is a bot).
+pub const OPT_OUT_CUES: &[&str] = &[
+    "stop",
+    "unsubscribe",
+    "opt out",
+    "opt me out",
+    "leave me alone",
+    "go away",
+    "not interested",
+    "no more messages",
+    "don't message",
+    "do not message",
+    "don't write",
+    "do not write",
+    "don't text",
+    "do not text",
+    "don't contact",
+    "do not contact",
+    "never contact",
+    "never message",
+    "never write",
+    "remove me",
+    "remove my number",
+    "delete my number",
+    "lose my number",
+    "baja",
+    "parar",
+    "para ya",
+    "no me escribas",
+    "no me escriba",
+    "no me contacten",
+    "no me contactes",
+    "no me molestes",
+    "no me moleste",
+    "déjame en paz",
+    "no más mensajes",
+    "no me interesa",
+    "pare",
+    "não quero mais",
+    "me deixe em paz",
+    "não me mande",
+];
+
+/// Whether `text` holds an opt-out word (`words`, the configured whole
+/// messages) or one of the [`OPT_OUT_CUES`], as whole words anywhere in it:
+/// "Please stop writing to me" does, "Put me through to a person" does not.
+pub fn asks_to_stop(text: &str, words: &[String]) -> bool {
+    let said = format!(" {} ", normalise(text));
+    let holds = |phrase: &str| {
+        let phrase = normalise(phrase);
+        !phrase.is_empty() && said.contains(&format!(" {phrase} "))
+    };
+    words.iter().any(|w| holds(w)) || OPT_OUT_CUES.iter().any(|c| holds(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +168,51 @@ mod tests {
             let whole = normalise(&sentence);
             prop_assume!(!words().iter().any(|w| normalise(w) == whole));
             prop_assert!(!is_opt_out(&sentence, &words()), "{:?}", sentence);
+        }
+    }
+
+    proptest! {
+        /// Every opt-out word and cue, inside any sentence, in any case,
+        /// lets the agent's opt-out stand.
+        #[test]
+        fn a_cue_anywhere_asks_to_stop(
+            cue in prop::sample::select(OPT_OUT_CUES.iter().chain(DEFAULT_OPT_OUT_WORDS).copied().collect::<Vec<_>>()),
+            before in "([A-Za-z]{2,8}[ ,.!]{1,2}){0,3}",
+            after in "([ ,.!]{1,2}[A-Za-z]{2,8}){0,3}",
+            upper in any::<bool>(),
+        ) {
+            let cue = if upper { cue.to_uppercase() } else { cue.to_string() };
+            let sentence = format!("{before} {cue}{after}");
+            prop_assert!(asks_to_stop(&sentence, &words()), "{:?}", sentence);
+        }
+
+        /// A sentence of words that only contain a cue ("stopover",
+        /// "bajamar") or are one word of it never asks to stop: a cue
+        /// counts only as whole words, all of them.
+        #[test]
+        fn words_that_only_contain_a_cue_do_not(
+            said in prop::collection::vec(prop::sample::select(vec![
+                "stopover", "stopped", "unstoppable", "bajamar", "parents", "pared", "person", "bot", "real",
+                "human", "talk", "want", "please", "through", "friday", "delivery", "interested", "messages",
+                "contact", "write", "alone", "remove", "number", "away",
+            ]), 1..12),
+        ) {
+            let sentence = said.join(" ");
+            prop_assert!(!asks_to_stop(&sentence, &words()), "{:?}", sentence);
+        }
+    }
+
+    #[test]
+    fn what_the_small_models_took_for_an_opt_out_is_not_one() {
+        for said in [
+            "I don't want to talk to a bot. Put me through to a real person, please.",
+            "Before I answer: am I talking to a real person or a bot?",
+            "Friday works. Is there a stopover on the way?",
+        ] {
+            assert!(!asks_to_stop(said, &words()), "{said}");
+        }
+        for said in ["Please stop writing to me.", "Not interested, thanks", "No me escribas más por favor"] {
+            assert!(asks_to_stop(said, &words()), "{said}");
         }
     }
 

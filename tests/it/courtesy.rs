@@ -193,6 +193,39 @@ async fn the_agents_contact_opted_out_lists_the_number_and_ends_the_conversation
     assert!(matches!(engine.create(request(Duration::from_secs(3600))).await, Err(EngineError::OptedOut(_))));
 }
 
+/// An agent's `contact_opted_out` that the contact's words do not back
+/// (small models called it when asked for a person, or whether relay is a
+/// bot) lists no one: the conversation goes to a person, who decides.
+#[tokio::test(start_paused = true)]
+async fn an_opt_out_the_contacts_words_do_not_back_goes_to_a_person() {
+    let agent = Arc::new(TestAgent::new(|turn: Turn, tools: ConversationTools| -> BoxFuture<'static, _> {
+        Box::pin(async move {
+            let call = match turn.kind {
+                TurnKind::FirstMessage => ToolCall::SendMessage { text: "Hello".into() },
+                _ => ToolCall::ContactOptedOut { reason: "they do not want a bot".into() },
+            };
+            let said = tools.call(call).await.unwrap();
+            if turn.kind != TurnKind::FirstMessage {
+                assert!(said.contains("a person will decide"), "{said}");
+            }
+            Ok(())
+        })
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path());
+    let channel = Arc::new(SandboxChannel::open(&home).unwrap());
+    let engine = start_engine_with(&home, channel.clone(), agent, any_hour());
+    let id = engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
+    until_state(&engine, id, State::WaitingForReply).await;
+    let said = "I don't want to talk to a bot. Put me through to a real person, please.";
+    channel.say(Contact::parse(CONTACT).unwrap(), said.into()).await;
+    let handed = until_state(&engine, id, State::NeedsHumanIntervention).await;
+    let question = handed.pending_question.expect("the person is asked");
+    assert!(question.reason.contains("relay optout add"), "{}", question.reason);
+    assert_eq!(question.question.as_deref(), Some("they do not want a bot"));
+    assert_eq!((handed.outcome, engine.opt_outs().len()), (None, 0), "nobody is listed on the model's word");
+}
+
 /// relay's line that an assistant writes goes before the first message
 /// only, whatever the model wrote.
 #[tokio::test(start_paused = true)]

@@ -186,22 +186,7 @@ impl Actor {
                     .map(|q| bounded_text("question", q, limits::MAX_REASON_CHARS))
                     .transpose()
                     .map_err(refused)?;
-                let asked = self
-                    .transition(id, Event::RequestIntervention, Some(reason.clone()), |i| {
-                        i.intervention_reason = Some(reason.clone());
-                        i.pending_question = Some(Question {
-                            id: format!("q{}", i.earlier_questions.len() + 1),
-                            reason,
-                            question,
-                            asked_at: crate::clock::now(),
-                            answer: None,
-                            answered_at: None,
-                        });
-                    })
-                    .map_err(refused)?;
-                if let Some(question) = asked.pending_question {
-                    self.shared.emit(id, EventData::Question { question });
-                }
+                self.ask_a_person(id, reason, question).map_err(refused)?;
                 self.detach_turn();
                 Ok("a human operator has been asked to step in; stop here. Their answer, if they give one, \
                     comes in your next turn."
@@ -209,12 +194,62 @@ impl Actor {
             }
             ToolCall::ContactOptedOut { reason } => {
                 let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
+                // The model's word alone does not silence a number for good:
+                // the contact's own words must ask to stop, or a person
+                // decides. Either way nothing more is sent in this turn.
+                if !self.contact_asked_to_stop(id) {
+                    tracing::info!(instance = %id, "the agent's opt-out has no backing in the contact's words; a person decides");
+                    let why = "the agent says the contact asked not to be written to again, but their words do not \
+                               say so plainly: if they did, add the number with `relay optout add`; if not, answer \
+                               or resume";
+                    self.ask_a_person(id, why.into(), Some(reason)).map_err(refused)?;
+                    self.detach_turn();
+                    return Ok("the contact's words do not plainly ask to stop, so a person will decide; send \
+                               nothing more and stop here."
+                        .into());
+                }
                 // Its turn ends here; the opt-out ends the conversation.
                 self.detach_turn();
                 self.opt_out(crate::courtesy::OptOutSource::Contact, Some(id), reason).map_err(refused)?;
                 Ok("the contact will not be written to again; the conversation is ended. Stop here.".into())
             }
         }
+    }
+}
+
+impl Actor {
+    /// Hands conversation `id` to a person with `reason` and, if any, a
+    /// `question` for them (`request_human_intervention`).
+    fn ask_a_person(&mut self, id: Uuid, reason: String, question: Option<String>) -> Result<(), EngineError> {
+        let asked = self.transition(id, Event::RequestIntervention, Some(reason.clone()), |i| {
+            i.intervention_reason = Some(reason.clone());
+            i.pending_question = Some(Question {
+                id: format!("q{}", i.earlier_questions.len() + 1),
+                reason,
+                question,
+                asked_at: crate::clock::now(),
+                answer: None,
+                answered_at: None,
+            });
+        })?;
+        if let Some(question) = asked.pending_question {
+            self.shared.emit(id, EventData::Question { question });
+        }
+        Ok(())
+    }
+
+    /// Whether the contact's messages this turn answers (else their latest)
+    /// ask relay to stop writing ([`crate::courtesy::asks_to_stop`]).
+    fn contact_asked_to_stop(&self, id: Uuid) -> bool {
+        let words = &self.shared.settings.courtesy.opt_out_words;
+        let answering = self.turn.as_ref().map(|t| t.answering.as_slice()).unwrap_or_default();
+        let latest = self.index(id).ok().and_then(|at| self.convs[at].last_contact_message.as_ref());
+        let said: Vec<&str> = if answering.is_empty() {
+            latest.map(|m| m.untrusted_contact_text.as_str()).into_iter().collect()
+        } else {
+            answering.iter().map(|m| m.untrusted_contact_text.as_str()).collect()
+        };
+        said.iter().any(|text| crate::courtesy::asks_to_stop(text, words))
     }
 }
 

@@ -30,7 +30,23 @@ pub const SCHEMA_NAME: &str = "relay_tool_calls";
 /// the turn has acted, so the model cannot answer with nothing; none after,
 /// so it can stop.
 pub fn schema(min_calls: u64) -> Value {
-    schema_of(&tools::definitions(), min_calls)
+    schema_of(&offered(), min_calls)
+}
+
+/// The most calls one reply may hold. A turn needs a few (record two
+/// answers, send, schedule); a model that repeats a call fills its whole
+/// output limit otherwise (the 0.5B model wrote `place_call` 36 times, 1,024
+/// tokens and a minute each time, and the reply was cut unreadable). More
+/// calls can follow in the turn's next round.
+pub const MAX_CALLS_PER_REPLY: u64 = 4;
+
+/// The tools this mode offers: all but those that do nothing yet
+/// (`place_call`, which only answers that calls are not available). A model
+/// that can only pick from a schema's list picks a tool with no arguments
+/// readily: the 0.5B model opened every conversation of two runs with
+/// `place_call`, then called it again until its output ran out.
+pub fn offered() -> Vec<Definition> {
+    tools::definitions().into_iter().filter(|tool| tool.name != tools::STUB).collect()
 }
 
 /// [`schema`] for these tools.
@@ -82,6 +98,7 @@ pub fn schema_of(definitions: &[Definition], min_calls: u64) -> Value {
                 "description": "Your tool calls, in order.",
                 "items": {"anyOf": calls},
                 "minItems": min_calls,
+                "maxItems": MAX_CALLS_PER_REPLY,
             },
         },
         "required": ["calls"],
@@ -211,16 +228,20 @@ mod tests {
         }
     }
 
-    /// Every tool is in the schema, with its name as the only value its
-    /// `name` may take and its arguments' names and required ones as the
+    /// Every tool but the stub is in the schema, with its name as the only
+    /// value its `name` may take and its arguments' names and required ones as the
     /// tool's own schema has them; nothing any server refuses is in it.
     #[test]
     fn the_schema_holds_every_tool_in_a_form_every_server_takes() {
         let schema = schema(1);
         let calls = &schema["properties"]["calls"];
-        assert_eq!((calls["type"].as_str(), calls["minItems"].as_u64()), (Some("array"), Some(1)));
+        assert_eq!(
+            (calls["type"].as_str(), calls["minItems"].as_u64(), calls["maxItems"].as_u64()),
+            (Some("array"), Some(1), Some(MAX_CALLS_PER_REPLY))
+        );
         let branches = calls["items"]["anyOf"].as_array().unwrap();
-        let definitions = tools::definitions();
+        let definitions: Vec<_> = tools::definitions().into_iter().filter(|t| t.name != tools::STUB).collect();
+        assert_eq!(definitions.len(), tools::NAMES.len() - 1);
         assert_eq!(branches.len(), definitions.len());
         for (branch, tool) in branches.iter().zip(&definitions) {
             assert_eq!(branch["properties"]["name"], json!({"type": "string", "enum": [tool.name]}));
@@ -267,7 +288,10 @@ mod tests {
             ])
         );
         assert_eq!(arguments("send_message")["text"]["type"], "string");
-        assert_eq!(arguments("place_call"), json!({}));
+        assert_eq!(
+            arguments("schedule_next_heartbeat")["delay"]["anyOf"],
+            json!([{"type": "integer"}, {"type": "string"}])
+        );
     }
 
     /// Chat Completions gets `response_format`, Ollama's native API `format`,

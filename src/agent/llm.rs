@@ -62,7 +62,13 @@ impl LlmAgent {
             label: config.label(),
             provider: config.provider,
             key: super::provider::key(config),
-            definitions: definitions(),
+            definitions: match mode {
+                ToolCalls::JsonSchema => json_calls::offered(),
+                ToolCalls::Native | ToolCalls::Text => tools::definitions(),
+            }
+            .into_iter()
+            .map(rig_definition)
+            .collect(),
             last_error: Mutex::new(None),
             in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
             mode,
@@ -166,6 +172,7 @@ impl LlmAgent {
                 continue;
             }
             let mut results = Vec::with_capacity(calls.len());
+            let mut any_took_effect = false;
             for call in &calls {
                 let name = call.function.name.as_str().to_string();
                 tried_to_send |= name == "send_message";
@@ -187,6 +194,7 @@ impl LlmAgent {
                         sent |= sends && outcome.is_ok();
                         scheduled |= schedules && outcome.is_ok();
                         if outcome.is_ok() {
+                            any_took_effect = true;
                             done.push(parsed);
                         }
                         outcome
@@ -198,6 +206,16 @@ impl LlmAgent {
                     // Chat Completions has no error flag: the text says it failed.
                     Err(error) => call.error_result(vec![ToolResultContent::text(format!("error: {error}"))]),
                 });
+            }
+            // A turn that has acted and now only makes calls relay refuses (a
+            // second message in a row, an answer nobody gave, the same call
+            // again) ends here, with what it did: going on, a small model
+            // repeats them until the round limit hands the conversation to
+            // a person (the 1.5B model called send_message 8 times in three
+            // conversations, after its one message had gone).
+            if acted && !any_took_effect {
+                tracing::info!(model = %self.label, "the turn had acted and relay refused all its next calls; it ends here");
+                return Ok(());
             }
             let mut content: Vec<UserContent> = results.into_iter().map(UserContent::ToolResult).collect();
             // What else the text tried to call, and could not: the model is told.
@@ -319,15 +337,10 @@ fn made_up_call(prefix: &str, round: u32, index: usize, name: String, arguments:
     Some(RigToolCall::from_wire(format!("{prefix}_{round}_{index}"), ToolFunction::new(name, arguments)))
 }
 
-/// The tools as rig-core sends them.
-pub(super) fn definitions() -> Vec<ToolDefinition> {
-    tools::definitions()
-        .into_iter()
-        .map(|tool| {
-            let name = ToolName::new(tool.name).expect("tool names are not empty");
-            ToolDefinition::new(name, tool.description, tool.parameters)
-        })
-        .collect()
+/// A tool as rig-core sends it.
+pub(super) fn rig_definition(tool: tools::Definition) -> ToolDefinition {
+    let name = ToolName::new(tool.name).expect("tool names are not empty");
+    ToolDefinition::new(name, tool.description, tool.parameters)
 }
 
 /// What a turn called, tool by tool in the order first called:
@@ -409,7 +422,9 @@ mod tests {
         assert_eq!(asked(&local, true), (Some(ToolChoice::None), Some(0)));
         let request = local.request(vec![Message::user("hi")], "system", false);
         assert!(request.additional_params.unwrap().get("response_format").is_some());
-        assert_eq!(request.tools.len(), 7, "the tools stay in the request");
+        assert_eq!(request.tools.len(), 6, "the tools stay in the request, but for the stub");
+        assert!(request.tools.iter().all(|t| t.name.as_str() != tools::STUB));
+        assert_eq!(agent(Provider::Anthropic, None).request(vec![], "s", false).tools.len(), 7);
         let ollama = agent(Provider::Ollama, None);
         assert_eq!(asked(&ollama, false), (None, Some(1)));
         assert_eq!(asked(&ollama, true), (None, Some(0)));

@@ -27,7 +27,8 @@ fn a_conversation_runs_to_completion_on_its_own() {
 
     let requests = model.requests();
     assert_eq!(requests.len(), 4, "the turn stops right after end_conversation");
-    // What the model was given: the seven tools, exactly.
+    // What the model was given: the tools, exactly, but for the stub
+    // `place_call`, which a local server's json_schema mode does not offer.
     let tools: Vec<&str> =
         requests[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(
@@ -37,7 +38,6 @@ fn a_conversation_runs_to_completion_on_its_own() {
             "mark_todo_item",
             "end_conversation",
             "schedule_next_heartbeat",
-            "place_call",
             "request_human_intervention",
             "contact_opted_out"
         ]

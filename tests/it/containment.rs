@@ -106,10 +106,11 @@ fn an_injected_contact_and_an_obeying_model_reach_no_one_else_and_read_nothing()
 
     let requests = model.requests();
     assert_eq!(requests.len(), 4);
-    // The injection changed nothing the model is offered: the same seven tools.
+    // The injection changed nothing the model is offered: the same six tools
+    // (json_schema mode offers no stub).
     for request in &requests {
         assert_eq!(tool_names(request), tool_names(&requests[0]));
-        assert_eq!(tool_names(request).len(), 7);
+        assert_eq!(tool_names(request).len(), 6);
     }
     // The contact's words are only ever the user's turn, never relay's text.
     let reply_turn = &requests[2];
@@ -530,4 +531,21 @@ fn a_turn_sends_one_message_unless_it_recorded_something_between() {
     relay.wait_for(&id, "the reply", |i| i["todos"][0]["status"] == "completed");
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     assert_eq!(texts(&relay), ["Hi! Which day suits you?", "Thanks!", "Friday it is, see you then."]);
+}
+
+/// A turn that has written and then only makes calls relay refuses ends
+/// there, with its message out and the conversation waiting: it does not
+/// go on until the round limit hands the conversation to a person (the
+/// 1.5B model called send_message 8 times after its one message had gone).
+#[test]
+fn a_turn_that_acted_and_then_is_only_refused_ends_waiting() {
+    let send = |text: &str| Reply::Tools(vec![("send_message".to_string(), json!({ "text": text }))]);
+    let responder = queue(vec![send("Hi! Which day suits you?"), send("Hello?"), send("Are you there?")]);
+    let (relay, model) = with_model(responder, json!({}));
+    let id = relay.create(&[]);
+    let waiting = relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    assert_eq!(waiting["usage"]["model_calls"], 2, "the refused second message ended the turn");
+    let texts: Vec<String> = outbox(&relay).into_iter().map(|(_, text)| text).collect();
+    assert_eq!(texts, ["Hi! Which day suits you?"]);
+    assert_eq!(model.requests().len(), 2);
 }

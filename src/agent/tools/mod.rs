@@ -192,6 +192,10 @@ pub const NAMES: [&str; 7] = [
     "contact_opted_out",
 ];
 
+/// The tool that does nothing yet: it tells the model that calls are not
+/// available.
+pub const STUB: &str = "place_call";
+
 /// The tools, in the order the model is offered them.
 pub fn definitions() -> Vec<Definition> {
     vec![

@@ -454,6 +454,10 @@ pub struct ConversationInstance {
     /// handled the conversation; a turn starts for them as soon as it may.
     #[serde(default)]
     pub unanswered_contact_messages: u32,
+    /// Photos, voice notes and files the contact sent in this conversation:
+    /// the next is `m<n+1>` (its `media.reference`).
+    #[serde(default)]
+    pub media_received: u32,
     /// When a device of the contact first received a message relay sent
     /// in this conversation (null: none has, yet).
     #[serde(default)]
@@ -523,6 +527,7 @@ impl ConversationInstance {
             paused_heartbeat_remaining_ms: None,
             scheduled_heartbeat_ms: None,
             unanswered_contact_messages: 0,
+            media_received: 0,
             first_delivered_at: None,
             last_read_at: None,
             awaiting_delivery: None,

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use crate::api::{ChannelStatus, SendStatus};
 use crate::contact::Contact;
 use crate::courtesy::ReachOutLock;
+pub use crate::media::{Fetch, FetchError, InboundMedia};
 use crate::util::BoxFuture;
 
 pub use sandbox::SandboxChannel;
@@ -23,11 +24,19 @@ pub struct InboundMessage {
     pub text: String,
     /// The channel's own id of the message, to mark it read once answered.
     pub reference: Option<MessageRef>,
+    /// A photo, voice note or file, fetched by the engine after the message
+    /// is recorded (its caption is in `media`, not `text`).
+    pub media: Option<InboundMedia>,
 }
 
 impl InboundMessage {
     pub fn new(from: Contact, text: impl Into<String>) -> InboundMessage {
-        InboundMessage { from, text: text.into(), reference: None }
+        InboundMessage { from, text: text.into(), reference: None, media: None }
+    }
+
+    /// A message that is `media` (with its caption, if any).
+    pub fn with_media(from: Contact, media: InboundMedia) -> InboundMessage {
+        InboundMessage { media: Some(media), ..InboundMessage::new(from, "") }
     }
 }
 

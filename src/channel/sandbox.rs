@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, Sent, SentUpdate};
+use super::{Channel, ChannelError, Delivery, InboundMedia, InboundMessage, InboundSink, Sent, SentUpdate};
 use crate::api::{ChannelStatus, OutboxEntry, PhoneAction, PhoneResponse, SandboxLockState, SendStatus};
 use crate::contact::Contact;
 use crate::courtesy::{LockSource, ReachOutLock};
@@ -182,6 +182,17 @@ impl SandboxChannel {
     /// would arrive. A phone that writes is online, and its contact has
     /// read what it holds: its receipts go first.
     pub async fn say(&self, from: Contact, text: String) -> Delivery {
+        self.deliver(InboundMessage::new(from, text)).await
+    }
+
+    /// The contact sends `media` (a photo, voice note or file whose bytes
+    /// its `fetch` gives).
+    pub async fn say_media(&self, from: Contact, media: InboundMedia) -> Delivery {
+        self.deliver(InboundMessage::with_media(from, media)).await
+    }
+
+    async fn deliver(&self, message: InboundMessage) -> Delivery {
+        let from = message.from.clone();
         let Some(sink) = self.inbound.get() else { return Delivery::NoConversation };
         let was_offline = self.phones.lock().expect("phones lock").offline.contains(from.as_str());
         if was_offline && let Err(error) = self.phone(&from, PhoneAction::Online).await {
@@ -192,7 +203,7 @@ impl SandboxChannel {
         if newly_known && let Err(error) = self.save(&self.phones.lock().expect("phones lock")) {
             tracing::warn!(%error, "cannot record that a sandbox contact wrote");
         }
-        sink.deliver(InboundMessage::new(from, text)).await
+        sink.deliver(message).await
     }
 
     /// `relay sandbox lock`: WhatsApp's reach-out lock, for `lasts`. With

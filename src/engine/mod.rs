@@ -141,6 +141,8 @@ pub struct Settings {
     pub courtesy: crate::config::CourtesySettings,
     /// The limits of a conversation whose create request sets none (`budget`).
     pub budget: crate::config::BudgetSettings,
+    /// How contacts' files are fetched and kept (`media`).
+    pub media: crate::config::MediaSettings,
 }
 
 impl Settings {
@@ -156,8 +158,16 @@ impl Settings {
             delivery_timeout: config.delivery.timeout,
             courtesy: config.courtesy.clone(),
             budget: config.budget.clone(),
+            media: config.media.clone(),
         }
     }
+}
+
+/// What a media label depends on, from the settings. Whether a photo is
+/// shown is the turn's business: a label kept in the transcript says it is
+/// not (the turn's view says otherwise when it shows one).
+pub(crate) fn media_label_context(settings: &Settings) -> crate::media::label::Context {
+    crate::media::label::Context { shown: false, max_bytes: settings.media.max_bytes, keep: Some(settings.media.keep) }
 }
 
 impl Default for Settings {
@@ -230,6 +240,16 @@ impl Engine {
             if unconfirmed > 0 {
                 tracing::warn!(unconfirmed, "relay stopped while sending; those messages are marked unconfirmed");
             }
+        }
+        // Even a clean stop leaves a fetch under way behind (its channel
+        // handle is gone): the file counts as not fetched, and the agent is
+        // told to ask for it again.
+        let cx = media_label_context(&settings);
+        let unfetched = store.settle_interrupted_media("relay stopped before the file was fetched", |media| {
+            crate::media::label::label(media, &cx)
+        })?;
+        if unfetched > 0 {
+            tracing::warn!(unfetched, "relay stopped while fetching contacts' files; they are marked failed");
         }
         let instances = store.load_instances()?;
         let unrouted = store.count_unrouted()?;

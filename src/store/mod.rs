@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use crate::api::{ConversationInstance, SendStatus, TranscriptMessage, UnroutedMessage};
+use crate::api::{ConversationInstance, MediaInfo, MediaStatus, SendStatus, TranscriptMessage, UnroutedMessage};
 use crate::home::Home;
 
 #[derive(Debug, thiserror::Error)]
@@ -199,30 +199,60 @@ impl Store {
     /// relay stopped) is rewritten `unconfirmed`, never sent again. Returns
     /// how many. Only transcripts holding the pending marker are parsed.
     pub fn settle_interrupted_sends(&self) -> Result<usize, StoreError> {
-        const MARKER: &[u8] = br#""send_status":"pending""#;
+        self.rewrite_where(br#""send_status":"pending""#, |message| {
+            (message.send_status == Some(SendStatus::Pending))
+                .then(|| TranscriptMessage { send_status: Some(SendStatus::Unconfirmed), ..message.clone() })
+        })
+    }
+
+    /// After a stop (clean or not): a contact's file still `pending` was
+    /// being fetched, and the fetch is gone with the process. Each is
+    /// rewritten `failed` with `why`, and the message's text made again by
+    /// `relabel` (the engine's label: the store knows no labels). Returns how
+    /// many.
+    pub fn settle_interrupted_media(
+        &self,
+        why: &str,
+        relabel: impl Fn(&MediaInfo) -> String,
+    ) -> Result<usize, StoreError> {
+        self.rewrite_where(br#""status":"pending""#, |message| {
+            let media = message.media.as_ref().filter(|m| m.status == MediaStatus::Pending)?;
+            let failed = MediaInfo { status: MediaStatus::Failed, error: Some(why.to_string()), ..(**media).clone() };
+            Some(TranscriptMessage { content: relabel(&failed), media: Some(Box::new(failed)), ..message.clone() })
+        })
+    }
+
+    /// Appends, for every transcript message `rewrite` gives a new form of,
+    /// that form (the latest line wins). Only transcripts whose bytes hold
+    /// `marker` are parsed. Returns how many were rewritten.
+    fn rewrite_where(
+        &self,
+        marker: &[u8],
+        rewrite: impl Fn(&TranscriptMessage) -> Option<TranscriptMessage>,
+    ) -> Result<usize, StoreError> {
         let entries = match fs::read_dir(&self.transcripts) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
             Err(source) => return Err(read_error(&self.transcripts, source)),
         };
-        let mut settled = 0;
+        let mut rewritten = 0;
         for entry in entries {
             let path = entry.map_err(|source| read_error(&self.transcripts, source))?.path();
             let Some(id) = path.file_stem().and_then(|s| s.to_str()).and_then(|s| Uuid::parse_str(s).ok()) else {
                 continue;
             };
             let bytes = fs::read(&path).map_err(|source| read_error(&path, source))?;
-            if !bytes.windows(MARKER.len()).any(|w| w == MARKER) {
+            if !bytes.windows(marker.len()).any(|w| w == marker) {
                 continue;
             }
             for message in self.read_transcript(id)? {
-                if message.send_status == Some(SendStatus::Pending) {
-                    self.append_message(&TranscriptMessage { send_status: Some(SendStatus::Unconfirmed), ..message })?;
-                    settled += 1;
+                if let Some(new) = rewrite(&message) {
+                    self.append_message(&new)?;
+                    rewritten += 1;
                 }
             }
         }
-        Ok(settled)
+        Ok(rewritten)
     }
 
     /// Marks that the daemon stopped with no send left unsettled, so the next

@@ -34,6 +34,7 @@ mod lifecycle;
 mod main_agent;
 mod mcp;
 mod mcp_sdk;
+mod media;
 mod model_settings;
 mod openapi;
 mod optout;

@@ -373,7 +373,7 @@ async fn take(link: &dyn Link, message: &wa::Message, info: &MessageInfo) -> Opt
         },
     };
     let reference = MessageRef { chat: incoming.chat.to_string(), id: incoming.id };
-    Some(InboundMessage { from, text: incoming.text, reference: Some(reference) })
+    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media: None })
 }
 
 fn unavailable(reason: String) -> ChannelError {

@@ -19,6 +19,7 @@
 //! - [`tool_effects`]: what the agent's tools do;
 //! - [`budget`]: a conversation's turn and token budgets spent, and its
 //!   deadline;
+//! - [`media`]: contacts' files, fetched beside the conversation;
 //! - [`courtesy`]: quiet hours that hold a first message, opt-outs, the
 //!   do-not-contact list checked before every send;
 //! - the heartbeat timer is in [`super::heartbeat`], receipts and the
@@ -26,6 +27,7 @@
 
 mod budget;
 mod courtesy;
+mod media;
 mod operator;
 mod queue;
 mod sends;
@@ -96,6 +98,11 @@ pub(crate) enum Msg {
     },
     /// The channel may have become ready (or stopped being): move on.
     ChannelChanged,
+    /// A contact's file has been fetched and stored, or has failed: the
+    /// message as it now reads (same id, new `media` and label).
+    MediaDone {
+        message: Box<TranscriptMessage>,
+    },
     /// The operator put the contact's number on the do-not-contact list.
     OptOut {
         reason: String,
@@ -158,6 +165,9 @@ pub(super) struct Actor {
     /// The conversation of each send started and not yet finished. Their
     /// turns wait for them (so nothing is sent twice), and so does shutdown.
     sending: Vec<Uuid>,
+    /// Contact messages whose file is being fetched, by conversation and
+    /// message id: the reply waits for them (see `queue::inbound`).
+    fetching: Vec<(Uuid, Uuid)>,
 }
 
 pub(crate) async fn run(
@@ -178,12 +188,15 @@ pub(crate) async fn run(
         reply_due: None,
         unread: Vec::new(),
         sending: Vec::new(),
+        fetching: Vec::new(),
     };
     let stop = actor.shared.stop.clone();
     actor.drive();
     loop {
-        // Not while a send is under way: what it sends must still be recorded.
-        if actor.convs.is_empty() && actor.sending.is_empty() && actor.shared.retire(&actor.contact, &rx) {
+        // Not while a send or a fetch is under way: what it sends or
+        // fetches must still be recorded.
+        let idle = actor.convs.is_empty() && actor.sending.is_empty() && actor.fetching.is_empty();
+        if idle && actor.shared.retire(&actor.contact, &rx) {
             break;
         }
         let deadline = actor.sync_timer();
@@ -268,6 +281,7 @@ impl Actor {
                 }
             }
             Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
+            Msg::MediaDone { message } => self.media_done(*message),
             Msg::OptOut { reason, reply } => {
                 let _ = reply.send(self.opt_out(crate::courtesy::OptOutSource::Operator, None, reason));
             }

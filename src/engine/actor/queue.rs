@@ -187,6 +187,8 @@ impl Actor {
             },
             State::WaitingForReply if live.first_message_refused => Some(Step::Restart(id)),
             State::WaitingForAgent if self.reply_due.is_some_and(|due| due > Instant::now()) => None,
+            // The reply answers the file too, once it is in.
+            State::WaitingForAgent if self.fetching_for(id) => None,
             // Checked before the reply's turn is counted: no turn past the budget.
             State::WaitingForAgent => match crate::engine::budget::spent(live, false) {
                 Some((limit, reason)) => Some(Step::Spent(id, limit, reason)),
@@ -248,9 +250,23 @@ impl Actor {
         };
         let (id, state) = (live.id, live.state);
         let reference = message.reference.clone();
+        // A file is recorded at once as being fetched, under the next of
+        // the conversation's references (m1, m2…), and its label is what
+        // the model will read.
+        let media = message.media.map(|media| {
+            let record = media.pending(format!("m{}", live.media_received + 1));
+            (media, record)
+        });
+        let text = match &media {
+            Some((_, record)) => {
+                crate::media::label::label(record, &crate::engine::media_label_context(&self.shared.settings))
+            }
+            None => message.text,
+        };
         let recorded = TranscriptMessage {
             channel_message_id: message.reference.map(|r| r.id),
-            ..TranscriptMessage::new(id, Role::Contact, message.text)
+            media: media.as_ref().map(|(_, record)| Box::new(record.clone())),
+            ..TranscriptMessage::new(id, Role::Contact, text)
         };
         // Recorded first: whatever happens next, the message is not lost.
         if let Err(error) = self.shared.store.append_message(&recorded) {
@@ -270,7 +286,9 @@ impl Actor {
             at: recorded.timestamp,
             untrusted_contact_text: recorded.content.clone(),
         };
+        let has_media = media.is_some();
         let count = |i: &mut ConversationInstance| {
+            i.media_received += u32::from(has_media);
             i.unanswered_contact_messages += 1;
             i.follow_up_count = 0;
             i.last_contact_message = Some(last);
@@ -287,6 +305,9 @@ impl Actor {
         }
         if let Err(error) = saved {
             tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
+        }
+        if let Some((media, record)) = media {
+            self.fetch(recorded.clone(), media, record);
         }
         // A message that is only "STOP" (or another opt-out word) ends it
         // here, whatever the model would make of it.

@@ -42,6 +42,7 @@ pub(super) fn settings() -> Settings {
         // The properties hold at any hour, for any number of contacts.
         courtesy: crate::support::engine::any_hour().courtesy,
         budget: Default::default(),
+        media: Default::default(),
     }
 }
 

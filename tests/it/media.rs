@@ -1,0 +1,248 @@
+//! Contacts' photos, voice notes and files (issue 28), at the engine's
+//! seam on the sandbox channel: the message is recorded at once, the file
+//! fetched beside the conversation (retried, capped, checked), stored
+//! owner-only under relay's name, and the reply waits for it and reads its
+//! label. Nothing is dropped: a file that cannot be had is recorded so.
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use relay::agent::{ConversationTools, ToolCall, Turn, TurnKind};
+use relay::api::{MediaInfo, MediaKind, MediaStatus, Role, State, TranscriptMessage};
+use relay::channel::{Fetch, FetchError, InboundMedia};
+use relay::contact::Contact;
+use relay::engine::Settings;
+use relay::util::BoxFuture;
+use sha2::Digest;
+use tokio::sync::Notify;
+
+use crate::support::engine::{SandboxWorld, any_hour, until};
+use crate::support::test_agent::TestAgent;
+
+const CONTACT: &str = "+56912345678";
+
+fn jpeg() -> Vec<u8> {
+    let mut bytes = b"\xFF\xD8\xFF\xE0\x00\x10JFIF\x00\x01\x01".to_vec();
+    bytes.resize(2_000, 7);
+    bytes
+}
+
+/// An agent that writes "Hello" first and answers each reply with "Got it",
+/// keeping what the contact's last message read as in each reply turn.
+fn reading_agent() -> (Arc<TestAgent>, Arc<Mutex<Vec<String>>>) {
+    let read = Arc::new(Mutex::new(Vec::new()));
+    let seen = read.clone();
+    let agent = TestAgent::new(move |turn: Turn, tools: ConversationTools| -> BoxFuture<'static, _> {
+        if turn.kind == TurnKind::Reply {
+            let last = turn.transcript.iter().rev().find(|m| m.role == Role::Contact).unwrap();
+            seen.lock().unwrap().push(last.content.clone());
+        }
+        Box::pin(async move {
+            let text = if turn.kind == TurnKind::FirstMessage { "Hello" } else { "Got it" };
+            tools.call(ToolCall::SendMessage { text: text.into() }).await.unwrap();
+            Ok(())
+        })
+    });
+    (Arc::new(agent), read)
+}
+
+/// A fetch that fails `failures` times, then gives `bytes`; and its calls.
+fn flaky(bytes: Vec<u8>, failures: u32) -> (Fetch, Arc<AtomicU32>) {
+    let calls = Arc::new(AtomicU32::new(0));
+    let counted = calls.clone();
+    let fetch: Fetch = Arc::new(move |_max| {
+        let n = counted.fetch_add(1, Ordering::SeqCst);
+        let bytes = bytes.clone();
+        Box::pin(async move {
+            if n < failures { Err(FetchError::retryable("503 from the media server")) } else { Ok(bytes) }
+        })
+    });
+    (fetch, calls)
+}
+
+fn photo(fetch: Fetch) -> InboundMedia {
+    InboundMedia {
+        kind: MediaKind::Photo,
+        declared_mime: Some("image/jpeg".into()),
+        declared_bytes: None,
+        declared_sha256: None,
+        seconds: None,
+        file_name: None,
+        caption: Some("the meter".into()),
+        fetch,
+    }
+}
+
+/// A conversation waiting for the contact's reply, on a fresh sandbox.
+async fn waiting(settings: Settings) -> (SandboxWorld, uuid::Uuid, Arc<Mutex<Vec<String>>>) {
+    let (agent, read) = reading_agent();
+    let w = SandboxWorld::start(agent, settings);
+    let request = relay::api::CreateInstanceRequest {
+        objective: "Get a photo of the meter".into(),
+        target_contact: CONTACT.into(),
+        todos: vec![relay::api::NewTodo::new("Get the meter reading")],
+        heartbeat_config: Some(relay::api::HeartbeatOverrides { interval_ms: Some(3_600_000), max_followups: Some(1) }),
+        ..Default::default()
+    };
+    let id = w.engine.create(request).await.unwrap().id;
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    (w, id, read)
+}
+
+async fn send(w: &SandboxWorld, media: InboundMedia) {
+    w.channel.say_media(Contact::parse(CONTACT).unwrap(), media).await;
+}
+
+/// The contact's message with media, as the transcript has it now.
+fn media_message(w: &SandboxWorld, id: uuid::Uuid) -> (TranscriptMessage, MediaInfo) {
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    let message = transcript.into_iter().find(|m| m.media.is_some()).expect("a media message");
+    let media = *message.media.clone().unwrap();
+    (message, media)
+}
+
+async fn replied(w: &SandboxWorld, id: uuid::Uuid) {
+    until(&w.engine, id, |i| i.state == State::WaitingForReply && i.last_contact_message.is_some()).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_photo_is_stored_owner_only_and_the_reply_reads_its_label() {
+    let (w, id, read) = waiting(any_hour()).await;
+    let bytes = jpeg();
+    let (fetch, _) = flaky(bytes.clone(), 0);
+    let sha: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    let media = InboundMedia { declared_sha256: Some(sha), declared_bytes: Some(bytes.len() as u64), ..photo(fetch) };
+    send(&w, media).await;
+    replied(&w, id).await;
+
+    let (message, media) = media_message(&w, id);
+    assert_eq!((media.status, media.reference.as_str()), (MediaStatus::Stored, "m1"));
+    assert_eq!(media.mime.as_deref(), Some("image/jpeg"));
+    assert_eq!(media.sha256.as_deref(), Some(hex(&sha).as_str()));
+    let path = w.home.root().join(media.path.as_deref().unwrap());
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(path.file_name().unwrap().to_str().unwrap(), format!("{}.jpg", message.id), "relay's name");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+    let label = "[photo m1, not shown to you] the meter";
+    assert_eq!(message.content, label);
+    assert_eq!(*read.lock().unwrap(), [label], "the reply read the stored file's label, once");
+    assert_eq!(w.engine.get(&id.to_string()).unwrap().media_received, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_reply_waits_until_the_file_is_in() {
+    let (w, id, read) = waiting(any_hour()).await;
+    let gate = Arc::new(Notify::new());
+    let opened = gate.clone();
+    let fetch: Fetch = Arc::new(move |_| {
+        let opened = opened.clone();
+        Box::pin(async move {
+            opened.notified().await;
+            Ok(jpeg())
+        })
+    });
+    send(&w, photo(fetch)).await;
+    let (pending, media) = media_message(&w, id);
+    assert_eq!(media.status, MediaStatus::Pending);
+    assert_eq!(pending.content, "[photo m1: being processed] the meter");
+    // Well past the reply window: no turn while the file is being fetched.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(w.engine.get(&id.to_string()).unwrap().state, State::WaitingForAgent);
+    assert!(read.lock().unwrap().is_empty());
+    gate.notify_one();
+    replied(&w, id).await;
+    assert_eq!(*read.lock().unwrap(), ["[photo m1, not shown to you] the meter"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fetch_is_retried_and_one_that_keeps_failing_is_recorded_and_answered() {
+    let (w, id, _) = waiting(any_hour()).await;
+    let (fetch, calls) = flaky(jpeg(), 2);
+    send(&w, photo(fetch)).await;
+    replied(&w, id).await;
+    assert_eq!((media_message(&w, id).1.status, calls.load(Ordering::SeqCst)), (MediaStatus::Stored, 3));
+
+    let (w, id, read) = waiting(any_hour()).await;
+    let (fetch, calls) = flaky(jpeg(), 5);
+    send(&w, photo(fetch)).await;
+    replied(&w, id).await;
+    let (message, media) = media_message(&w, id);
+    assert_eq!((media.status, calls.load(Ordering::SeqCst)), (MediaStatus::Failed, 3));
+    assert_eq!(media.error.as_deref(), Some("503 from the media server"));
+    assert_eq!(message.content, "[photo m1: relay could not fetch it; ask them to send it again] the meter");
+    assert_eq!(*read.lock().unwrap(), [message.content], "the agent is told, and answers");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_file_said_to_be_too_large_is_never_fetched() {
+    let mut settings = any_hour();
+    settings.media.max_bytes = 1_000_000;
+    let (w, id, read) = waiting(settings).await;
+    let (fetch, calls) = flaky(jpeg(), 0);
+    let video = InboundMedia {
+        kind: MediaKind::Video,
+        declared_mime: Some("video/mp4".into()),
+        declared_bytes: Some(45_000_000),
+        ..photo(fetch)
+    };
+    send(&w, video).await;
+    replied(&w, id).await;
+    let (message, media) = media_message(&w, id);
+    assert_eq!((media.status, media.bytes, calls.load(Ordering::SeqCst)), (MediaStatus::TooLarge, Some(45_000_000), 0));
+    assert_eq!(message.content, "[video m1, 43 MB: too large for relay to fetch (limit 977 KB)] the meter");
+    assert_eq!(*read.lock().unwrap(), [message.content]);
+    assert!(!w.home.root().join("media").join(id.to_string()).exists(), "nothing stored");
+}
+
+/// A document whose message says PDF but whose bytes are a zip is stored as
+/// what it is, and the label says so; a contact's file name never becomes
+/// a path.
+#[tokio::test(start_paused = true)]
+async fn a_document_is_stored_as_what_its_bytes_are_under_relays_name() {
+    let (w, id, _) = waiting(any_hour()).await;
+    let mut zip = b"PK\x03\x04\x14\x00\x00\x00".to_vec();
+    zip.resize(300, 0);
+    let (fetch, _) = flaky(zip, 0);
+    let document = InboundMedia {
+        kind: MediaKind::Document,
+        declared_mime: Some("application/pdf".into()),
+        file_name: Some("../../config.json\u{202E}fdp.pdf".into()),
+        caption: None,
+        ..photo(fetch)
+    };
+    send(&w, document).await;
+    replied(&w, id).await;
+    let (message, media) = media_message(&w, id);
+    assert_eq!(media.status, MediaStatus::Stored);
+    let shown = media.file_name.as_deref().unwrap();
+    assert!(!shown.contains(['/', '\u{202E}']) && !shown.contains(".."), "{shown:?}");
+    assert!(media.path.as_deref().unwrap().ends_with(&format!("{}.zip", message.id)), "{:?}", media.path);
+    assert!(message.content.contains("said to be a PDF but it is not (zip archive)"), "{}", message.content);
+}
+
+/// Stopped while a file was being fetched: the next start records it as
+/// not fetched (the fetch is gone with the process), and the label says to
+/// ask for it again.
+#[tokio::test(start_paused = true)]
+async fn a_fetch_cut_short_by_a_restart_is_settled_as_failed() {
+    let (mut w, id, _) = waiting(any_hour()).await;
+    let fetch: Fetch = Arc::new(|_| Box::pin(std::future::pending()));
+    send(&w, InboundMedia { kind: MediaKind::VoiceNote, seconds: Some(12), caption: None, ..photo(fetch) }).await;
+    assert_eq!(media_message(&w, id).0.content, "[voice note m1, 0:12: being processed]");
+    w.restart().await;
+    let (message, media) = media_message(&w, id);
+    assert_eq!(media.status, MediaStatus::Failed);
+    assert_eq!(media.error.as_deref(), Some("relay stopped before the file was fetched"));
+    assert_eq!(
+        message.content,
+        "[voice note m1, 0:12: relay could not fetch it; ask them to send it again or write it]"
+    );
+    replied(&w, id).await;
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

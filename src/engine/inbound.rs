@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use super::{Engine, Shared};
 use crate::api::UnroutedMessage;
 use crate::channel::{Delivery, InboundMessage, InboundSink, SentUpdate};
-use crate::contact::Contact;
 use crate::util::BoxFuture;
 
 /// The engine as its channel's inbound sink.
@@ -47,8 +46,15 @@ impl InboundSink for Inbound {
 impl Shared {
     /// A message no conversation takes is not answered, but it is kept
     /// where the operator can read it (`unrouted.jsonl`).
-    pub(crate) fn keep_unrouted(&self, from: Contact, text: String) {
+    /// A file is not fetched (there is no conversation to keep it in): what
+    /// it was and its caption are kept.
+    pub(crate) fn keep_unrouted(&self, message: InboundMessage) {
+        let InboundMessage { from, text, media, .. } = message;
         tracing::info!(contact = %from, "message from a contact with no live conversation; kept in unrouted.jsonl");
+        let text = match media {
+            Some(media) => crate::media::label::unrouted(media.kind, media.caption.as_deref()),
+            None => text,
+        };
         let message = UnroutedMessage { from: from.to_string(), text, timestamp: crate::clock::now() };
         match self.store.append_unrouted(&message) {
             Ok(()) => {

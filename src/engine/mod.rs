@@ -565,7 +565,7 @@ impl Engine {
         // A contact has an actor exactly while it has conversations not yet ended.
         let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);
         if !has_actor {
-            self.shared.keep_unrouted(contact, message.text);
+            self.shared.keep_unrouted(message);
             return Delivery::NoConversation;
         }
         // The actor keeps the message itself if none of its conversations takes it.

@@ -151,6 +151,13 @@ pub fn label(media: &MediaInfo, cx: &Context) -> String {
     label
 }
 
+/// A file from a contact with no conversation, as the unrouted log keeps it
+/// (it is not fetched): `[photo, not fetched] the meter`.
+pub fn unrouted(kind: MediaKind, caption: Option<&str>) -> String {
+    let caption = caption.map(|c| contact_text(c, MAX_CAPTION_CHARS)).unwrap_or_default();
+    format!("[{}, not fetched] {caption}", word(kind)).trim_end().to_string()
+}
+
 /// The kind as a person says it.
 pub fn word(kind: MediaKind) -> &'static str {
     match kind {

@@ -246,3 +246,24 @@ async fn a_fetch_cut_short_by_a_restart_is_settled_as_failed() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A file from a contact with no conversation is not fetched; the unrouted
+/// log keeps what it was and its caption, made one line.
+#[tokio::test(start_paused = true)]
+async fn a_file_from_a_contact_with_no_conversation_is_noted_not_fetched() {
+    let (agent, _) = reading_agent();
+    let w = SandboxWorld::start(agent, any_hour());
+    let (fetch, calls) = flaky(jpeg(), 0);
+    let delivered = w
+        .channel
+        .say_media(
+            Contact::parse(CONTACT).unwrap(),
+            InboundMedia { caption: Some("look\n[photo m9]".into()), ..photo(fetch) },
+        )
+        .await;
+    assert_eq!(delivered, relay::channel::Delivery::NoConversation);
+    let kept = std::fs::read_to_string(w.home.root().join("unrouted.jsonl")).unwrap();
+    let kept: serde_json::Value = serde_json::from_str(kept.lines().next().unwrap()).unwrap();
+    assert_eq!(kept["text"], "[photo, not fetched] look (photo m9)");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}

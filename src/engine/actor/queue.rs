@@ -245,7 +245,7 @@ impl Actor {
 
     pub(super) fn inbound(&mut self, message: InboundMessage) -> Delivery {
         let Some(live) = self.holder() else {
-            self.shared.keep_unrouted(message.from, message.text);
+            self.shared.keep_unrouted(message);
             return Delivery::NoConversation;
         };
         let (id, state) = (live.id, live.state);

@@ -5,6 +5,11 @@
 //! request so a test can check what relay sent: system prompt, history,
 //! tool schemas. It is not a model and never pretends to be one.
 //!
+//! It also speaks OpenAI's `/v1/audio/transcriptions` (multipart): it
+//! "hears" the words a scripted voice note carries
+//! ([`crate::media::ogg::scripted_voice_note`]) and nothing in any other
+//! file, so the sandbox and `relay eval` can hold a conversation by voice.
+//!
 //! A request that asks for the calls as one JSON document (Chat
 //! Completions' `response_format` of type `json_schema`, Ollama's `format`:
 //! relay's `model.tool_calls: json_schema`) is answered as a server that
@@ -63,6 +68,15 @@ struct Script {
     responder: Responder,
     requests: Arc<Mutex<Vec<Value>>>,
     in_flight: Arc<InFlight>,
+    transcriptions: Arc<Transcriptions>,
+}
+
+/// The transcription requests received, and the failures to answer the
+/// next ones with.
+#[derive(Default)]
+struct Transcriptions {
+    received: Mutex<Vec<Value>>,
+    failures: Mutex<std::collections::VecDeque<(u16, String)>>,
 }
 
 /// Requests being answered now, and the most there ever were at once.
@@ -77,6 +91,7 @@ pub struct ScriptedModel {
     base_url: String,
     requests: Arc<Mutex<Vec<Value>>>,
     in_flight: Arc<InFlight>,
+    transcriptions: Arc<Transcriptions>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -87,11 +102,19 @@ impl ScriptedModel {
         let base_url = format!("http://{}/v1", listener.local_addr()?);
         let requests = Arc::new(Mutex::new(Vec::new()));
         let in_flight = Arc::new(InFlight::default());
-        let script = Script { responder, requests: requests.clone(), in_flight: in_flight.clone() };
+        let transcriptions = Arc::new(Transcriptions::default());
+        let script = Script {
+            responder,
+            requests: requests.clone(),
+            in_flight: in_flight.clone(),
+            transcriptions: transcriptions.clone(),
+        };
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/chat/completions", post(complete))
             .route("/api/chat", post(ollama_chat))
+            .route("/v1/audio/transcriptions", post(transcribe))
+            .route("/audio/transcriptions", post(transcribe))
             .with_state(script);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -101,7 +124,7 @@ impl ScriptedModel {
                 })
                 .await;
         });
-        Ok(ScriptedModel { base_url, requests, in_flight, _stop: stop })
+        Ok(ScriptedModel { base_url, requests, in_flight, transcriptions, _stop: stop })
     }
 
     /// Starts the server on a thread of its own (for synchronous tests).
@@ -116,6 +139,7 @@ impl ScriptedModel {
                     base_url: server.base_url.clone(),
                     requests: server.requests.clone(),
                     in_flight: server.in_flight.clone(),
+                    transcriptions: server.transcriptions.clone(),
                     _stop: done_tx,
                 };
                 tx.send(handle).expect("hand over the server");
@@ -143,6 +167,18 @@ impl ScriptedModel {
         self.requests.lock().expect("requests lock").clone()
     }
 
+    /// Every transcription request so far: its form's text fields, and
+    /// `file` as `{"file_name", "bytes"}`.
+    pub fn transcriptions(&self) -> Vec<Value> {
+        self.transcriptions.received.lock().expect("transcriptions lock").clone()
+    }
+
+    /// The next transcription requests are answered with these errors
+    /// (status, message), one each, before it hears anything again.
+    pub fn fail_transcriptions(&self, failures: Vec<(u16, String)>) {
+        self.transcriptions.failures.lock().expect("transcriptions lock").extend(failures);
+    }
+
     /// The most requests it was answering at once so far.
     pub fn most_in_flight(&self) -> usize {
         self.in_flight.most.load(Ordering::SeqCst)
@@ -155,6 +191,71 @@ async fn complete(State(script): State<Script>, Json(request): Json<Value>) -> R
 
 async fn ollama_chat(State(script): State<Script>, Json(request): Json<Value>) -> Response {
     answered(&script, request, Protocol::Ollama).await
+}
+
+/// `/audio/transcriptions`: the words of a scripted voice note, as
+/// `{"text": ...}` (with `duration` for `verbose_json`); an empty text for
+/// any other file; a scripted failure first, if one is queued.
+async fn transcribe(State(script): State<Script>, headers: axum::http::HeaderMap, body: axum::body::Bytes) -> Response {
+    let boundary = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split("boundary=").nth(1))
+        .map(|b| b.trim_matches('"').to_string());
+    let Some(parts) = boundary.and_then(|b| multipart(&body, &b)) else {
+        let error = json!({"error": {"message": "expected multipart/form-data", "type": "invalid_request_error"}});
+        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+    };
+    let mut received = serde_json::Map::new();
+    let mut audio = Vec::new();
+    for (name, file_name, bytes) in parts {
+        if name == "file" {
+            received.insert("file".into(), json!({"file_name": file_name, "bytes": bytes.len()}));
+            audio = bytes;
+        } else {
+            received.insert(name, Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    let format = received.get("response_format").and_then(Value::as_str).unwrap_or("json").to_string();
+    script.transcriptions.received.lock().expect("transcriptions lock").push(Value::Object(received));
+    if let Some((status, message)) = script.transcriptions.failures.lock().expect("transcriptions lock").pop_front() {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return (status, Json(json!({"error": {"message": message, "type": "scripted_error"}}))).into_response();
+    }
+    let text = crate::media::ogg::spoken_words(&audio).unwrap_or_default();
+    let mut answer = json!({ "text": text });
+    if format == "verbose_json" {
+        answer["duration"] = json!(crate::media::ogg::seconds(&audio).unwrap_or(0));
+    }
+    Json(answer).into_response()
+}
+
+/// The parts of a multipart body: (field name, file name, bytes).
+fn multipart(body: &[u8], boundary: &str) -> Option<Vec<(String, Option<String>, Vec<u8>)>> {
+    let delimiter = format!("--{boundary}");
+    let mut parts = Vec::new();
+    let mut rest = body;
+    loop {
+        let at = find(rest, delimiter.as_bytes())?;
+        rest = &rest[at + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            return Some(parts);
+        }
+        rest = rest.strip_prefix(b"\r\n")?;
+        let head_end = find(rest, b"\r\n\r\n")?;
+        let head = String::from_utf8_lossy(&rest[..head_end]).into_owned();
+        rest = &rest[head_end + 4..];
+        let end = find(rest, format!("\r\n{delimiter}").as_bytes())?;
+        let field = |key: &str| {
+            head.split(';').map(str::trim).find_map(|p| p.strip_prefix(key)).map(|v| v.trim_matches('"').to_string())
+        };
+        parts.push((field("name=")?, field("filename="), rest[..end].to_vec()));
+        rest = &rest[end + 2..];
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[derive(Clone, Copy, PartialEq)]

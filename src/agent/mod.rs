@@ -17,6 +17,7 @@ pub mod provider;
 pub mod seam;
 pub mod text_calls;
 pub mod tools;
+pub mod transcribe;
 
 use crate::api::{ConversationInstance, TranscriptMessage};
 use crate::util::BoxFuture;

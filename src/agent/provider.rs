@@ -74,17 +74,23 @@ pub fn key(config: &ModelConfig) -> Option<String> {
 /// The key from the environment variable named in the config, else the
 /// stored key, else none.
 fn api_key(config: &ModelConfig) -> Result<Option<String>, String> {
-    if let Some(var) = &config.api_key_env {
+    resolve_key(config.api_key_env.as_deref(), config.api_key.as_deref(), config.provider.as_str())
+}
+
+/// A key named by environment variable `env` (which must then be set), else
+/// the `stored` one, else none; `whose` names it in the error ("openai",
+/// "transcription").
+pub(super) fn resolve_key(env: Option<&str>, stored: Option<&str>, whose: &str) -> Result<Option<String>, String> {
+    if let Some(var) = env {
         return match std::env::var(var) {
             Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_string())),
             _ => Err(format!(
-                "the environment variable {var} (which config.json names for the {} API key) is not set \
-                 in the daemon's environment",
-                config.provider.as_str()
+                "the environment variable {var} (which config.json names for the {whose} API key) is not set \
+                 in the daemon's environment"
             )),
         };
     }
-    Ok(config.api_key.clone().filter(|k| !k.trim().is_empty()))
+    Ok(stored.map(str::to_string).filter(|k| !k.trim().is_empty()))
 }
 
 fn missing_key(config: &ModelConfig) -> String {

@@ -141,8 +141,11 @@ pub struct Settings {
     pub courtesy: crate::config::CourtesySettings,
     /// The limits of a conversation whose create request sets none (`budget`).
     pub budget: crate::config::BudgetSettings,
-    /// How contacts' files are fetched and kept (`media`).
+    /// How contacts' files are fetched, heard and kept (`media`).
     pub media: crate::config::MediaSettings,
+    /// How often a failed transcription is tried again, and the first wait
+    /// (doubling): the model's `agent.max_retries` and `agent.retry_backoff_ms`.
+    pub transcription_retries: (u32, std::time::Duration),
 }
 
 impl Settings {
@@ -159,6 +162,7 @@ impl Settings {
             courtesy: config.courtesy.clone(),
             budget: config.budget.clone(),
             media: config.media.clone(),
+            transcription_retries: (agent.max_retries, Duration::from_millis(agent.retry_backoff_ms)),
         }
     }
 }
@@ -204,6 +208,8 @@ pub(crate) struct Shared {
     /// The last question to WhatsApp about its lock (see `first_contact.rs`).
     reach_out: Mutex<first_contact::Question>,
     pub(crate) events: Arc<events::EventLog>,
+    /// Who turns voice notes into words (`media.transcription`), if anyone.
+    pub(crate) transcriber: Option<Arc<crate::agent::transcribe::Transcriber>>,
     /// Per conversation, a counter bumped on every change, for waiters only
     /// (an entry exists while someone waits on that conversation).
     watched: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
@@ -260,6 +266,10 @@ impl Engine {
         let first_contacts = store.open_first_contacts()?;
         first_contact::learn_from(&first_contacts, &instances)?;
         let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
+        let transcriber = settings.media.transcription.as_ref().map(|config| {
+            let (retries, backoff) = settings.transcription_retries;
+            Arc::new(crate::agent::transcribe::Transcriber::new(config, retries, backoff))
+        });
         let engine = Engine {
             shared: Arc::new(Shared {
                 settings,
@@ -277,6 +287,7 @@ impl Engine {
                 first_contacts,
                 reach_out: Mutex::new(Default::default()),
                 events,
+                transcriber,
                 watched: Mutex::new(HashMap::new()),
                 waiting: Default::default(),
             }),

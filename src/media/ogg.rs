@@ -107,10 +107,33 @@ pub fn seconds(b: &[u8]) -> Option<u32> {
     Some(u32::try_from(at_least_one).unwrap_or(u32::MAX))
 }
 
-#[cfg(test)]
+/// The comment a scripted voice note carries its words in.
+const SPOKEN: &str = "RELAY_SPOKEN=";
+
+/// A scripted voice note: a real Ogg Opus file of `seconds` (page structure,
+/// checksums, length) with filler for sound and `words` in its comment
+/// header, where [`spoken_words`] reads them back. The sandbox's and
+/// `relay eval`'s scripted transcriber "hears" those words; nothing else
+/// would hear anything. `words` up to 60,000 bytes (one Ogg packet).
+pub fn scripted_voice_note(words: &str, seconds: u32) -> Vec<u8> {
+    let comment = format!("{SPOKEN}{words}");
+    let mut tags = b"OpusTags\x05\x00\x00\x00relay\x01\x00\x00\x00".to_vec();
+    tags.extend_from_slice(&(comment.len() as u32).to_le_bytes());
+    tags.extend_from_slice(comment.as_bytes());
+    fixtures::opus_with_tags(u64::from(seconds) * 48_000 + 312, 312, &tags)
+}
+
+/// The words of a [`scripted_voice_note`], if `b` is one.
+pub fn spoken_words(b: &[u8]) -> Option<String> {
+    let at = b.windows(SPOKEN.len()).position(|w| w == SPOKEN.as_bytes())?;
+    let len = u32::from_le_bytes(b.get(at.checked_sub(4)?..at)?.try_into().ok()?) as usize;
+    let words = b.get(at + SPOKEN.len()..at.checked_add(len)?)?;
+    String::from_utf8(words.to_vec()).ok()
+}
+
 pub(crate) mod fixtures {
     //! Ogg files built here: real page structure and checksums, packets of
-    //! filler instead of sound.
+    //! filler instead of sound (tests, and [`super::scripted_voice_note`]).
 
     /// One page of `packets` (each under 255 × 255 bytes).
     pub fn page(flags: u8, granule: u64, serial: u32, sequence: u32, packets: &[&[u8]]) -> Vec<u8> {
@@ -150,12 +173,17 @@ pub(crate) mod fixtures {
 
     /// An Ogg Opus voice note whose last page ends at `granule` (48 kHz
     /// samples), `pre_skip` samples of which are encoder delay.
+    #[cfg(test)]
     pub fn ogg_opus(granule: u64, pre_skip: u16) -> Vec<u8> {
+        opus_with_tags(granule, pre_skip, b"OpusTags\x05\x00\x00\x00relay\x00\x00\x00\x00")
+    }
+
+    /// [`ogg_opus`] with this comment header (`OpusTags` and what follows).
+    pub fn opus_with_tags(granule: u64, pre_skip: u16, tags: &[u8]) -> Vec<u8> {
         let mut head = b"OpusHead\x01\x01".to_vec();
         head.extend_from_slice(&pre_skip.to_le_bytes());
         head.extend_from_slice(&16_000u32.to_le_bytes()); // the input rate: not the granule rate
         head.extend_from_slice(&[0, 0, 0]);
-        let tags = b"OpusTags\x05\x00\x00\x00relay\x00\x00\x00\x00";
         [
             page(0x02, 0, SERIAL, 0, &[&head]),
             page(0x00, 0, SERIAL, 1, &[tags]),
@@ -168,6 +196,7 @@ pub(crate) mod fixtures {
     }
 
     /// An Ogg Vorbis file at `rate` whose last page ends at `granule`.
+    #[cfg(test)]
     pub fn ogg_vorbis(rate: u32, granule: u64) -> Vec<u8> {
         let mut head = b"\x01vorbis\x00\x00\x00\x00\x02".to_vec();
         head.extend_from_slice(&rate.to_le_bytes());
@@ -188,6 +217,18 @@ mod tests {
 
     use super::fixtures::*;
     use super::*;
+
+    proptest! {
+        /// A scripted voice note is an Ogg Opus file of its length whose
+        /// words read back as written, whatever they are.
+        #[test]
+        fn a_scripted_voice_note_carries_its_words(words in "\\PC{0,300}", seconds in 1u32..600) {
+            let note = scripted_voice_note(&words, seconds);
+            prop_assert_eq!(crate::media::sniff::sniff(&note).mime, "audio/ogg; codecs=opus");
+            prop_assert_eq!(super::seconds(&note), Some(seconds));
+            prop_assert_eq!(spoken_words(&note), Some(words));
+        }
+    }
 
     #[test]
     fn an_opus_voice_note_lasts_its_last_granule_less_the_pre_skip() {

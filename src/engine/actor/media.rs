@@ -6,7 +6,8 @@
 use uuid::Uuid;
 
 use super::{Actor, Msg};
-use crate::api::{MediaInfo, TranscriptMessage};
+use crate::api::{MediaInfo, MediaKind, MediaStatus, TranscriptMessage, TranscriptStatus};
+use crate::courtesy::OptOutSource;
 use crate::engine::media_label_context;
 use crate::media::InboundMedia;
 
@@ -20,7 +21,9 @@ impl Actor {
         tokio::spawn(async move {
             let (instance, id) = (recorded.instance_id, recorded.id);
             let settings = &shared.settings.media;
-            let done = crate::media::intake::intake(&media, record, instance, id, settings, shared.store.media()).await;
+            let mut done =
+                crate::media::intake::intake(&media, record, instance, id, settings, shared.store.media()).await;
+            hear(&shared, &mut done).await;
             let content = crate::media::label::label(&done, &media_label_context(&shared.settings));
             let message = TranscriptMessage { content, media: Some(Box::new(done)), ..recorded };
             // An actor that is gone was stopped: the next start settles it.
@@ -58,10 +61,59 @@ impl Actor {
         {
             tracing::error!(%instance, %error, "cannot save a contact's file's effect");
         }
+        self.spoken_opt_out(&message);
+    }
+
+    /// A voice note whose words are in says "stop" the way a typed message
+    /// does: a whole message of an opt-out word (machine-heard, so only
+    /// the exact-word rule, never a guess).
+    fn spoken_opt_out(&mut self, message: &TranscriptMessage) {
+        let words = message.media.as_ref().filter(|m| m.transcript_status == Some(TranscriptStatus::Done));
+        let Some(words) = words.and_then(|m| m.transcript.as_deref()) else { return };
+        if crate::courtesy::is_opt_out(words, &self.shared.settings.courtesy.opt_out_words) {
+            let reason = "the contact's voice note was an opt-out word".to_string();
+            if let Err(error) = self.opt_out(OptOutSource::Contact, Some(message.instance_id), reason) {
+                tracing::error!(instance = %message.instance_id, %error, "cannot record an opt-out");
+            }
+        }
     }
 
     /// Whether a file of conversation `id` is still being fetched.
     pub(super) fn fetching_for(&self, id: Uuid) -> bool {
         self.fetching.iter().any(|&(instance, _)| instance == id)
+    }
+}
+
+/// A stored voice note or audio file, transcribed if anyone can
+/// (`media.transcription`); what became of it is its `transcript_status`.
+/// Bytes that are not audio, whatever the message said, are not sent.
+async fn hear(shared: &crate::engine::Shared, media: &mut MediaInfo) {
+    let audio = matches!(media.kind, MediaKind::VoiceNote | MediaKind::Audio);
+    if !audio || media.status != MediaStatus::Stored {
+        return;
+    }
+    let ty = media.mime.as_deref().and_then(crate::media::sniff::from_mime);
+    let Some(ty) = ty.filter(|ty| ty.class == crate::media::sniff::MediaClass::Audio) else {
+        media.transcript_status = Some(TranscriptStatus::NotAudio);
+        return;
+    };
+    let Some(transcriber) = &shared.transcriber else {
+        media.transcript_status = Some(TranscriptStatus::NotConfigured);
+        return;
+    };
+    let path = std::path::PathBuf::from(media.path.as_deref().unwrap_or_default());
+    let heard = match shared.store.media().read(&path) {
+        Ok(bytes) => transcriber.transcribe(bytes, ty.ext).await,
+        Err(error) => Err(format!("relay could not read the stored file: {error}")),
+    };
+    match heard {
+        Ok(words) => {
+            media.transcript = Some(words);
+            media.transcript_status = Some(TranscriptStatus::Done);
+        }
+        Err(error) => {
+            media.transcript_status = Some(TranscriptStatus::Failed);
+            media.error = Some(error);
+        }
     }
 }

@@ -43,6 +43,7 @@ pub(super) fn settings() -> Settings {
         courtesy: crate::support::engine::any_hour().courtesy,
         budget: Default::default(),
         media: Default::default(),
+        transcription_retries: (0, Duration::from_millis(10)),
     }
 }
 

@@ -230,8 +230,11 @@ async fn transcribe(State(script): State<Script>, headers: axum::http::HeaderMap
     Json(answer).into_response()
 }
 
-/// The parts of a multipart body: (field name, file name, bytes).
-fn multipart(body: &[u8], boundary: &str) -> Option<Vec<(String, Option<String>, Vec<u8>)>> {
+/// One part of a multipart body: its field name, file name and bytes.
+type Part = (String, Option<String>, Vec<u8>);
+
+/// The parts of a multipart body.
+fn multipart(body: &[u8], boundary: &str) -> Option<Vec<Part>> {
     let delimiter = format!("--{boundary}");
     let mut parts = Vec::new();
     let mut rest = body;

@@ -37,9 +37,8 @@ pub struct LlmAgent {
     in_flight: tokio::sync::Semaphore,
     /// How the model makes its calls (`model.tool_calls`).
     mode: ToolCalls,
-    /// In `json_schema` mode, what each request adds: the schema asking for
-    /// at least one call, before the turn has acted, and for any number, after.
-    schema_params: Option<[Value; 2]>,
+    /// In `json_schema` mode, the tools its schema offers (all but the stub).
+    schema_tools: Option<Vec<tools::Definition>>,
     /// Sent with every call (`model.temperature`, `model.max_output_tokens`),
     /// and how long one may take (`model.request_timeout_secs`).
     temperature: Option<f64>,
@@ -50,11 +49,12 @@ pub struct LlmAgent {
 impl LlmAgent {
     pub fn new(config: &ModelConfig, settings: AgentSettings) -> Result<LlmAgent, String> {
         let mode = config.tool_calls();
-        let schema_params = match mode {
-            ToolCalls::JsonSchema => Some([1, 0].map(|min_calls| {
-                json_calls::request_params(config.provider, json_calls::schema(min_calls))
-                    .expect("the config refuses json_schema where there is no schema to send")
-            })),
+        let schema_tools = match mode {
+            ToolCalls::JsonSchema => {
+                json_calls::request_params(config.provider, json_calls::schema(1))
+                    .ok_or("model.tool_calls \"json_schema\" needs a provider that takes a schema")?;
+                Some(json_calls::offered())
+            }
             ToolCalls::Native | ToolCalls::Text => None,
         };
         Ok(LlmAgent {
@@ -72,7 +72,7 @@ impl LlmAgent {
             last_error: Mutex::new(None),
             in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
             mode,
-            schema_params,
+            schema_tools,
             temperature: config.temperature(),
             max_output_tokens: config.max_output_tokens(),
             timeout: Duration::from_secs(config.request_timeout_secs()),
@@ -98,12 +98,17 @@ impl LlmAgent {
         // Every call the model made, by tool name, and those that took effect.
         let mut called: Vec<String> = Vec::new();
         let mut done: Vec<ToolCall> = Vec::new();
+        // Per tool, the rounds in a row in which relay refused every call
+        // to it; the schema stops offering one refused twice (see `request`).
+        let mut refused_rounds: Vec<(String, u32)> = Vec::new();
         for round in 0..self.settings.max_rounds {
             // Acted: the turn may end here (see `may_end_without_sending`).
             // Until then the request requires a call (the schema's
             // `minItems`, or `tool_choice: "required"`).
             let acted = turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled);
-            let request = self.request(messages.clone(), &system, acted);
+            let stuck: Vec<&str> =
+                refused_rounds.iter().filter(|(_, n)| *n >= REFUSED_ROUNDS_TO_DROP).map(|(t, _)| t.as_str()).collect();
+            let request = self.request(messages.clone(), &system, acted, &stuck);
             let response = self.call(request, &private).await?;
             let mut calls: Vec<RigToolCall> = response.tool_calls().cloned().collect();
             let native = !calls.is_empty();
@@ -173,6 +178,8 @@ impl LlmAgent {
             }
             let mut results = Vec::with_capacity(calls.len());
             let mut any_took_effect = false;
+            // Per tool called this round: whether any call to it took effect.
+            let mut this_round: Vec<(String, bool)> = Vec::new();
             for call in &calls {
                 let name = call.function.name.as_str().to_string();
                 tried_to_send |= name == "send_message";
@@ -201,6 +208,10 @@ impl LlmAgent {
                     }
                     Err(refused) => Err(refused),
                 };
+                match this_round.iter_mut().find(|(tool, _)| *tool == name) {
+                    Some((_, worked)) => *worked |= outcome.is_ok(),
+                    None => this_round.push((name.clone(), outcome.is_ok())),
+                }
                 results.push(match outcome {
                     Ok(text) => call.result(vec![ToolResultContent::text(text)]),
                     // Chat Completions has no error flag: the text says it failed.
@@ -213,6 +224,12 @@ impl LlmAgent {
             // repeats them until the round limit hands the conversation to
             // a person (the 1.5B model called send_message 8 times in three
             // conversations, after its one message had gone).
+            for (tool, worked) in this_round {
+                match refused_rounds.iter_mut().find(|(t, _)| *t == tool) {
+                    Some((_, n)) => *n = if worked { 0 } else { *n + 1 },
+                    None => refused_rounds.push((tool, u32::from(!worked))),
+                }
+            }
             if acted && !any_took_effect {
                 tracing::info!(model = %self.label, "the turn had acted and relay refused all its next calls; it ends here");
                 return Ok(());
@@ -242,8 +259,19 @@ impl LlmAgent {
 
     /// One model call's request: the history, the tools, and how the model
     /// is to call them (`model.tool_calls`), which depends on whether the
-    /// turn has `acted` yet.
-    pub(super) fn request(&self, messages: Vec<Message>, system: &str, acted: bool) -> CompletionRequest {
+    /// turn has `acted` yet. In `json_schema` mode the schema leaves out the
+    /// `stuck` tools, those relay refused in each of the last rounds: a
+    /// small model otherwise repeats the same refused call until the round
+    /// limit (the 1.5B model marked a todo with an answer nobody gave 8
+    /// times in a row, each time told why not), where the narrower choice
+    /// makes it write to the contact instead. At least one tool stays.
+    pub(super) fn request(
+        &self,
+        messages: Vec<Message>,
+        system: &str,
+        acted: bool,
+        stuck: &[&str],
+    ) -> CompletionRequest {
         let mut request = CompletionRequest::from(messages)
             .preamble(system.to_string())
             .tools(self.definitions.clone())
@@ -262,8 +290,12 @@ impl LlmAgent {
         if self.provider != Provider::Ollama {
             request = request.tool_choice(choice);
         }
-        if let Some([before, after]) = &self.schema_params {
-            request = request.additional_params(if acted { after.clone() } else { before.clone() });
+        if let Some(offered) = &self.schema_tools {
+            let open: Vec<tools::Definition> = offered.iter().filter(|t| !stuck.contains(&t.name)).cloned().collect();
+            let open = if open.is_empty() { offered.clone() } else { open };
+            let schema = json_calls::schema_of(&open, if acted { 0 } else { 1 });
+            let params = json_calls::request_params(self.provider, schema).expect("checked when the agent was made");
+            request = request.additional_params(params);
         }
         request
     }
@@ -328,6 +360,10 @@ impl LlmAgent {
         }
     }
 }
+
+/// Rounds in a row in which relay refused every call to a tool before the
+/// schema stops offering it for the rest of the turn.
+const REFUSED_ROUNDS_TO_DROP: u32 = 2;
 
 /// A call read from the reply's text, as a tool call with an id relay made
 /// up (`prefix`, then the round and the call's place in it: unique in the
@@ -409,7 +445,7 @@ mod tests {
     #[test]
     fn each_provider_and_mode_asks_for_calls_its_own_way() {
         let asked = |agent: &LlmAgent, acted: bool| {
-            let request = agent.request(vec![Message::user("hi")], "system", acted);
+            let request = agent.request(vec![Message::user("hi")], "system", acted, &[]);
             (request.tool_choice.clone(), request.additional_params.as_ref().and_then(min_calls))
         };
         for provider in [Provider::Anthropic, Provider::Openai] {
@@ -420,15 +456,15 @@ mod tests {
         let local = agent(Provider::OpenaiCompatible, None);
         assert_eq!(asked(&local, false), (Some(ToolChoice::None), Some(1)));
         assert_eq!(asked(&local, true), (Some(ToolChoice::None), Some(0)));
-        let request = local.request(vec![Message::user("hi")], "system", false);
+        let request = local.request(vec![Message::user("hi")], "system", false, &[]);
         assert!(request.additional_params.unwrap().get("response_format").is_some());
         assert_eq!(request.tools.len(), 6, "the tools stay in the request, but for the stub");
         assert!(request.tools.iter().all(|t| t.name.as_str() != tools::STUB));
-        assert_eq!(agent(Provider::Anthropic, None).request(vec![], "s", false).tools.len(), 7);
+        assert_eq!(agent(Provider::Anthropic, None).request(vec![], "s", false, &[]).tools.len(), 7);
         let ollama = agent(Provider::Ollama, None);
         assert_eq!(asked(&ollama, false), (None, Some(1)));
         assert_eq!(asked(&ollama, true), (None, Some(0)));
-        assert!(ollama.request(vec![], "s", false).additional_params.unwrap().get("format").is_some());
+        assert!(ollama.request(vec![], "s", false, &[]).additional_params.unwrap().get("format").is_some());
         assert_eq!(asked(&agent(Provider::Ollama, Some(ToolCalls::Native)), false), (None, None));
         let text = agent(Provider::OpenaiCompatible, Some(ToolCalls::Text));
         assert_eq!(

@@ -45,7 +45,7 @@ pub async fn json_schema(config: &ModelConfig, timeout: Duration) -> Probe {
         Ok(agent) => agent,
         Err(error) => return Probe::Unclear { detail: error, fix: FIX.into() },
     };
-    let request = agent.request(vec![Message::user(ASK)], SYSTEM, false).max_tokens(MAX_TOKENS);
+    let request = agent.request(vec![Message::user(ASK)], SYSTEM, false, &[]).max_tokens(MAX_TOKENS);
     let response = match tokio::time::timeout(timeout, agent.completion_model().call(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => {

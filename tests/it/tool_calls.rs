@@ -245,3 +245,34 @@ fn a_model_that_never_acts_is_stopped_at_the_round_limit_saying_what_it_did() {
     assert!(requests.iter().all(|r| min_calls(r) == 1), "a call was required in every request");
     assert!(outbox(&relay).is_empty());
 }
+
+/// In json_schema mode a tool relay refused in two rounds in a row leaves
+/// the schema for the rest of the turn: the 1.5B model recorded an answer
+/// nobody gave 8 times over, each time told why not; with the narrower
+/// choice it writes to the contact. The next turn offers every tool again.
+#[test]
+fn a_tool_refused_two_rounds_running_leaves_the_schema_for_the_turn() {
+    let invented =
+        || ("mark_todo_item".to_string(), json!({"todo_id": "1", "status": "completed", "answer": "Monday"}));
+    let (relay, model) = with_model(queue(vec![
+        Reply::tool("send_message", json!({"text": "Hi! Which day suits you?"})),
+        Reply::Text(String::new()),
+        Reply::Tools(vec![invented()]),
+        Reply::Tools(vec![invented()]),
+        Reply::tool("send_message", json!({"text": "Which day would suit you?"})),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "Hello, what is this about?"]);
+    relay.wait_for(&id, "the reply", |i| i["usage"]["model_calls"].as_u64() >= Some(6));
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    let offered: Vec<Vec<String>> =
+        model.requests().iter().map(|r| tools_in(&r["response_format"]["json_schema"]["schema"])).collect();
+    let all = tools_in(&model.requests()[0]["response_format"]["json_schema"]["schema"]);
+    assert!(all.contains(&"mark_todo_item".to_string()));
+    let without: Vec<String> = all.iter().filter(|t| *t != "mark_todo_item").cloned().collect();
+    assert_eq!(offered[2..], [all.clone(), all.clone(), without.clone(), without], "refused twice, then gone");
+    assert_eq!(outbox(&relay), ["Hi! Which day suits you?", "Which day would suit you?"]);
+    assert_eq!(relay.get(&id)["todos"][0]["status"], "pending");
+}

@@ -24,7 +24,7 @@ use crate::api::{
     CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OptOut,
     OptOutAdded, OptOutRequest, OutboxEntry, OutboxQuery, PairRequest, PairingEvent, PhoneRequest, PhoneResponse,
     SandboxLockRequest, SandboxLockState, SandboxSayRequest, SandboxSayResponse, SendMessageRequest, ShutdownResponse,
-    TranscriptMessage, WaitQuery, WaitResponse, Webhook, WebhookCreated, WebhookRequest,
+    TranscriptMessage, UploadResponse, WaitQuery, WaitResponse, Webhook, WebhookCreated, WebhookRequest,
 };
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
@@ -167,6 +167,18 @@ impl Client {
         self.request(Method::GET, &path, None::<&()>).await
     }
 
+    /// `GET /instances/{id}/messages/{message}/media`: the file's bytes.
+    pub async fn media(&self, id: &InstanceId, message: uuid::Uuid) -> Result<Vec<u8>, Error> {
+        let path = format!("{}/messages/{message}/media", id.path());
+        let response = self.send_request(Method::GET, &path, None, "application/octet-stream").await?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(cut)?;
+        match status.is_success() {
+            true => Ok(body.to_vec()),
+            false => Err(error_of(status, &body)),
+        }
+    }
+
     /// `GET /instances/{id}/wait?...`, waiting for the answer as long as the
     /// wait itself may take, and a margin.
     pub async fn wait(&self, id: &InstanceId, query: &WaitQuery) -> Result<WaitResponse, Error> {
@@ -258,6 +270,12 @@ impl Client {
 
     // ---- channels ----
 
+    /// `POST /media`: gives the daemon a file, for a request to name.
+    pub async fn upload(&self, bytes: Vec<u8>) -> Result<UploadResponse, Error> {
+        let file = Some((bytes, "application/octet-stream"));
+        answer(self.send_request(Method::POST, "/media", file, "application/json").await?).await
+    }
+
     /// `POST /sandbox/messages`.
     pub async fn sandbox_say(&self, request: &SandboxSayRequest) -> Result<SandboxSayResponse, Error> {
         self.request(Method::POST, "/sandbox/messages", Some(request)).await
@@ -312,6 +330,7 @@ impl Client {
         body: Option<&impl Serialize>,
         mut each: impl FnMut(T) -> bool,
     ) -> Result<StreamEnd, Error> {
+        let body = body.map(|body| (serde_json::to_vec(body).expect("requests serialise"), "application/json"));
         let mut response = self.send_request(method, path, body, "application/x-ndjson").await?;
         let status = response.status();
         if !status.is_success() {
@@ -342,13 +361,8 @@ impl Client {
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T, Error> {
-        let response = self.send_request(method, path, body, "application/json").await?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(cut)?;
-        if status.is_success() {
-            return serde_json::from_slice(&body).map_err(unexpected);
-        }
-        Err(error_of(status, &body))
+        let body = body.map(|body| (serde_json::to_vec(body).expect("requests serialise"), "application/json"));
+        answer(self.send_request(method, path, body, "application/json").await?).await
     }
 
     /// Sends one request; returns once the answer's head has arrived (the
@@ -357,7 +371,7 @@ impl Client {
         &self,
         method: Method,
         path: &str,
-        body: Option<&impl Serialize>,
+        body: Option<(Vec<u8>, &str)>,
         accept: &str,
     ) -> Result<reqwest::Response, Error> {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
@@ -368,9 +382,8 @@ impl Client {
         if let Some(key) = &self.idempotency_key {
             request = request.header("idempotency-key", key.as_str());
         }
-        if let Some(body) = body {
-            let bytes = serde_json::to_vec(body).expect("requests serialise");
-            request = request.header(header::CONTENT_TYPE, "application/json").body(bytes);
+        if let Some((bytes, content_type)) = body {
+            request = request.header(header::CONTENT_TYPE, content_type).body(bytes);
         }
         tokio::time::timeout(self.timeout, request.send())
             .await
@@ -400,6 +413,16 @@ impl Client {
         }
         failure(format!("cannot reach the daemon on 127.0.0.1:{}: {}", self.port, chain(&e)))
     }
+}
+
+/// A JSON answer, or the API error it carries.
+async fn answer<T: DeserializeOwned>(response: reqwest::Response) -> Result<T, Error> {
+    let status = response.status();
+    let body = response.bytes().await.map_err(cut)?;
+    if status.is_success() {
+        return serde_json::from_slice(&body).map_err(unexpected);
+    }
+    Err(error_of(status, &body))
 }
 
 /// `--port`/`RELAY_PORT` (`asked`), else the running daemon's, else the config's.

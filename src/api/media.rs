@@ -189,6 +189,19 @@ impl MediaInfo {
     }
 }
 
+/// `POST /media`: a file the daemon keeps until a request uses it (an hour
+/// at most), by its `upload_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UploadResponse {
+    pub upload_id: uuid::Uuid,
+    pub bytes: u64,
+    /// SHA-256 of the bytes, hex.
+    pub sha256: String,
+    /// What the bytes are (relay looks at them; a name or a header does not
+    /// say).
+    pub mime: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

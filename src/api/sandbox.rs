@@ -12,9 +12,43 @@ use uuid::Uuid;
 pub struct SandboxSayRequest {
     #[schema(min_length = 1)]
     pub contact: String,
-    /// Trimmed; not empty.
-    #[schema(min_length = 1, max_length = 4096)]
+    /// Trimmed; not empty, unless the message is a file (then its caption).
+    #[serde(default)]
+    #[schema(max_length = 4096)]
     pub text: String,
+    /// A photo, voice note or file the contact sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<SandboxMedia>,
+}
+
+impl SandboxSayRequest {
+    /// `contact` writes `text`.
+    pub fn text(contact: impl Into<String>, text: impl Into<String>) -> SandboxSayRequest {
+        SandboxSayRequest { contact: contact.into(), text: text.into(), media: None }
+    }
+}
+
+/// A file a simulated contact sends: its bytes given first (`POST /media`),
+/// and what its message says of it, as a phone's would.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxMedia {
+    pub kind: super::MediaKind,
+    /// From `POST /media`.
+    pub upload_id: Uuid,
+    /// The type the message says (it may lie, as a real one may); absent:
+    /// what the bytes are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime: Option<String>,
+    /// A document's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
+    /// How long a voice note, audio or video plays, as the message says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<u32>,
+    /// The first this many fetches of it fail, as on a bad network.
+    #[serde(default)]
+    pub fail_downloads: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -93,7 +93,7 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
         let sent = client.sandbox_outbox(&OutboxQuery::default()).await?;
         if sent.len() > answered && answered < CONTACT_SAYS.len() {
             tokio::time::sleep(Duration::from_millis(700)).await;
-            let say_request = SandboxSayRequest { contact: CONTACT.into(), text: CONTACT_SAYS[answered].into() };
+            let say_request = SandboxSayRequest::text(CONTACT, CONTACT_SAYS[answered]);
             client.sandbox_say(&say_request).await?;
             answered += 1;
             continue;

@@ -18,6 +18,7 @@ mod init;
 mod link;
 mod list;
 mod mcp;
+mod media;
 mod optout;
 mod output;
 mod sandbox;
@@ -103,6 +104,8 @@ pub enum Command {
     Get(IdArg),
     /// Show a conversation's messages.
     Transcript(IdArg),
+    /// Copy the file of a conversation's message (a contact's photo, voice note, document) out.
+    Media(media::Args),
     /// Cancel a conversation (FAILED, reason "cancelled"); nothing is sent.
     Cancel(IdArg),
     /// Pause a conversation: no follow-ups, no agent, until resumed.
@@ -317,6 +320,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::List(args) => list::run(ctx, args).await,
         Command::Get(IdArg { id }) => get::run(ctx, &id).await,
         Command::Transcript(IdArg { id }) => transcript::run(ctx, &id).await,
+        Command::Media(args) => media::run(ctx, args).await,
         Command::Cancel(IdArg { id }) => control::run(ctx, &id, control::Action::Cancel).await,
         Command::Pause(IdArg { id }) => control::run(ctx, &id, control::Action::Pause).await,
         Command::Resume(IdArg { id }) => control::run(ctx, &id, control::Action::Resume).await,

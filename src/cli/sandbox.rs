@@ -5,16 +5,26 @@
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{OutboxQuery, PhoneAction, PhoneRequest, SandboxLockRequest, SandboxLockState, SandboxSayRequest};
+use crate::api::{
+    MediaKind, OutboxQuery, PhoneAction, PhoneRequest, SandboxLockRequest, SandboxLockState, SandboxMedia,
+    SandboxSayRequest,
+};
 use crate::contact::Contact;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Deliver a message from CONTACT, as if it came over WhatsApp.
+    /// Deliver a message from CONTACT, as if it came over WhatsApp: TEXT, or
+    /// a file (with TEXT as its caption).
     Say {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        text: String,
+        /// What they write (a file's caption).
+        #[arg(required_unless_present_any = ["image", "voice", "audio", "video", "document", "sticker"])]
+        text: Option<String>,
+        #[command(flatten)]
+        file: SaidFile,
+        #[command(flatten)]
+        claims: FileClaims,
     },
     /// List what relay sent to contacts, oldest first.
     Outbox {
@@ -54,11 +64,84 @@ pub enum Command {
     Unlock,
 }
 
+/// The file a simulated contact sends, one kind at most.
+#[derive(Debug, clap::Args)]
+#[group(multiple = false)]
+pub struct SaidFile {
+    /// A photo.
+    #[arg(long, value_name = "FILE")]
+    image: Option<std::path::PathBuf>,
+    /// A voice note (recorded with the microphone button).
+    #[arg(long, value_name = "FILE")]
+    voice: Option<std::path::PathBuf>,
+    /// An audio file.
+    #[arg(long, value_name = "FILE")]
+    audio: Option<std::path::PathBuf>,
+    /// A video.
+    #[arg(long, value_name = "FILE")]
+    video: Option<std::path::PathBuf>,
+    /// A document (its name is sent too).
+    #[arg(long, value_name = "FILE")]
+    document: Option<std::path::PathBuf>,
+    /// A sticker.
+    #[arg(long, value_name = "FILE")]
+    sticker: Option<std::path::PathBuf>,
+}
+
+/// How the message describes its file, as a phone's would.
+#[derive(Debug, clap::Args)]
+pub struct FileClaims {
+    /// The type the message says the file is (it may lie); default: what it is.
+    #[arg(long)]
+    mime: Option<String>,
+    /// How long a voice note, audio or video plays, in seconds.
+    #[arg(long)]
+    seconds: Option<u32>,
+    /// The first N fetches of the file fail, as on a bad network.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fail_downloads: u32,
+}
+
+impl SaidFile {
+    /// The kind and path given, if any.
+    fn given(self) -> Option<(MediaKind, std::path::PathBuf)> {
+        [
+            (MediaKind::Photo, self.image),
+            (MediaKind::VoiceNote, self.voice),
+            (MediaKind::Audio, self.audio),
+            (MediaKind::Video, self.video),
+            (MediaKind::Document, self.document),
+            (MediaKind::Sticker, self.sticker),
+        ]
+        .into_iter()
+        .find_map(|(kind, path)| path.map(|path| (kind, path)))
+    }
+}
+
 pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
     let client = ctx.client()?;
     match command {
-        Command::Say { contact, text } => {
-            let request = SandboxSayRequest { contact, text };
+        Command::Say { contact, text, file, claims } => {
+            let media = match file.given() {
+                None => None,
+                Some((kind, path)) => {
+                    let bytes = std::fs::read(&path)
+                        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+                    let uploaded = client.upload(bytes).await?;
+                    let file_name = (kind == MediaKind::Document)
+                        .then(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+                        .flatten();
+                    Some(SandboxMedia {
+                        kind,
+                        upload_id: uploaded.upload_id,
+                        mime: claims.mime,
+                        file_name,
+                        seconds: claims.seconds,
+                        fail_downloads: claims.fail_downloads,
+                    })
+                }
+            };
+            let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media };
             let said = client.sandbox_say(&request).await?;
             if ctx.json {
                 output::json(&said);

@@ -43,6 +43,9 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
         if lines.is_empty() {
             say!("{}  {who:<8}  {}", output::time(m.timestamp), mark.trim_start());
         }
+        if let Some(media) = &m.media {
+            say!("{:31}↳ {}, message {}", "", file_line(media), m.id);
+        }
         match (m.send_status, &m.delivery_error) {
             (_, Some(error)) => say!("{:31}(not delivered: {error})", ""),
             (Some(SendStatus::Unconfirmed), None) => {
@@ -53,4 +56,19 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A message's file in a few words: "photo m1, image/jpeg, 2 KB" when it is
+/// kept, else what became of it.
+fn file_line(media: &crate::api::MediaInfo) -> String {
+    use crate::api::MediaStatus;
+    let kind = crate::media::label::word(media.kind);
+    match media.status {
+        MediaStatus::Stored => {
+            let facts = [media.mime.clone(), media.bytes.map(crate::media::label::size)];
+            let facts: Vec<String> = facts.into_iter().flatten().collect();
+            format!("{kind} {}, {}", media.reference, facts.join(", "))
+        }
+        status => format!("{kind} {}: {}", media.reference, status.as_str().replace('_', " ")),
+    }
 }

@@ -75,6 +75,22 @@ fn check(app: &App, request: &Request) -> Result<(), ApiError> {
         }
     }
     let length = headers.get(header::CONTENT_LENGTH).and_then(|h| h.to_str().ok()).and_then(|h| h.parse::<u64>().ok());
+    // A file (`POST /media`) is the one body that is not JSON, and may be as
+    // large as relay keeps files (`media.max_bytes`); its handler reads no more.
+    if request.uri().path() == UPLOAD_PATH {
+        let max = app.engine.media_max_bytes();
+        if length.is_some_and(|n| n > max) {
+            return Err(file_too_large(max));
+        }
+        if request.method() == Method::POST && !is_octet_stream(headers.get(header::CONTENT_TYPE)) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+                "a file is sent as its bytes (Content-Type: application/octet-stream)".to_string(),
+            ));
+        }
+        return Ok(());
+    }
     if length.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
@@ -98,10 +114,30 @@ pub fn too_large() -> ApiError {
 }
 
 fn is_json(content_type: Option<&header::HeaderValue>) -> bool {
+    is_type(content_type, "application/json")
+}
+
+fn is_octet_stream(content_type: Option<&header::HeaderValue>) -> bool {
+    is_type(content_type, "application/octet-stream")
+}
+
+fn is_type(content_type: Option<&header::HeaderValue>, wanted: &str) -> bool {
     content_type
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(wanted))
+}
+
+/// The route that takes a file's bytes.
+pub const UPLOAD_PATH: &str = "/media";
+
+/// A file over `media.max_bytes`.
+pub fn file_too_large(max: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::PayloadTooLarge,
+        format!("files are limited to {} (media.max_bytes)", crate::media::label::size(max)),
+    )
 }
 
 /// The token of `Authorization: Bearer <token>`; the scheme's name is

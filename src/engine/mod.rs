@@ -105,6 +105,9 @@ pub enum EngineError {
     /// The number is on the do-not-contact list (the words say since when).
     #[error("{}", .0.refusal())]
     OptedOut(Box<crate::courtesy::OptOut>),
+    /// A conversation's message has no file to give (none, or not stored).
+    #[error("{0}")]
+    NoFile(String),
     /// `opt_in` of a number (E.164) that is not on the do-not-contact list.
     #[error("{0} is not on the do-not-contact list")]
     NotListed(String),
@@ -229,6 +232,24 @@ impl Engine {
         settings: Settings,
     ) -> Result<Engine, StoreError> {
         Engine::start_with_stop(store, channel, agent, settings, CancellationToken::new())
+    }
+
+    /// The largest file relay keeps (`media.max_bytes`).
+    pub fn media_max_bytes(&self) -> u64 {
+        self.shared.settings.media.max_bytes
+    }
+
+    /// Keeps a file given over the API until a request uses it (see
+    /// [`crate::store::MediaStore::stage_upload`]).
+    pub fn stage_upload(&self, bytes: &[u8]) -> Result<crate::api::UploadResponse, StoreError> {
+        let (upload_id, file) = self.shared.store.media().stage_upload(bytes)?;
+        let mime = crate::media::sniff::sniff(bytes).mime.to_string();
+        Ok(crate::api::UploadResponse { upload_id, bytes: file.bytes, sha256: file.sha256, mime })
+    }
+
+    /// The staged upload `id`, used: its bytes, or `None` if there is none.
+    pub fn take_upload(&self, id: uuid::Uuid) -> Result<Option<Vec<u8>>, StoreError> {
+        self.shared.store.media().take_upload(id)
     }
 
     /// [`Engine::start`], stopped by `stop` too (the daemon's token tree:
@@ -401,6 +422,31 @@ impl Engine {
     pub fn transcript(&self, id_or_prefix: &str) -> Result<Vec<TranscriptMessage>, EngineError> {
         let id = self.resolve(id_or_prefix)?;
         Ok(self.shared.store.read_transcript(id)?)
+    }
+
+    /// The file of message `message_id` in a conversation: what the
+    /// transcript says of it, and its bytes.
+    pub fn media_file(
+        &self,
+        id_or_prefix: &str,
+        message_id: Uuid,
+    ) -> Result<(crate::api::MediaInfo, Vec<u8>), EngineError> {
+        let transcript = self.transcript(id_or_prefix)?;
+        let message = transcript.into_iter().find(|m| m.id == message_id);
+        let message =
+            message.ok_or_else(|| EngineError::NoFile(format!("the conversation has no message {message_id}")))?;
+        let media = message.media.ok_or_else(|| EngineError::NoFile(format!("message {message_id} has no file")))?;
+        let path = match (&media.path, media.status) {
+            (Some(path), crate::api::MediaStatus::Stored) => std::path::PathBuf::from(path),
+            (_, status) => {
+                return Err(EngineError::NoFile(format!(
+                    "message {message_id}'s file is not kept (it is {})",
+                    status.as_str().replace('_', " ")
+                )));
+            }
+        };
+        let bytes = self.shared.store.media().read(&path)?;
+        Ok((*media, bytes))
     }
 
     pub async fn pause(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {

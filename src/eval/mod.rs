@@ -214,7 +214,7 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
         if instance.state == State::WaitingForReply && said < file.contact.len() {
             let sent = client.sandbox_outbox(&to_contact).await?.len();
             if sent > answered {
-                let line = SandboxSayRequest { contact: file.contact_number.clone(), text: file.contact[said].clone() };
+                let line = SandboxSayRequest::text(file.contact_number.clone(), file.contact[said].clone());
                 client.sandbox_say(&line).await?;
                 (said, answered) = (said + 1, sent);
                 continue;

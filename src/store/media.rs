@@ -25,6 +25,9 @@ use crate::home::Home;
 /// The folder under the home, and the first part of every stored path.
 pub const MEDIA_DIR: &str = "media";
 
+/// Where files given over the API wait to be used (`POST /media`).
+pub const UPLOADS_DIR: &str = "uploads";
+
 /// The longest name relay gives a file (a uuid and an extension is 40).
 pub const MAX_NAME_LEN: usize = 100;
 
@@ -120,6 +123,65 @@ impl MediaStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(source) => Err(write_error(&path, source)),
         }
+    }
+
+    /// Keeps `contents` (a file given to relay over the API, `POST /media`)
+    /// until a request uses it: `media/uploads/<id>`, owner-only, durable
+    /// once this returns. Returns its id and what it is.
+    pub fn stage_upload(&self, contents: &[u8]) -> Result<(Uuid, StoredFile), StoreError> {
+        let id = Uuid::new_v4();
+        let folder = self.dir().join(UPLOADS_DIR);
+        let created = private_dirs(&[self.dir(), folder.clone()]).map_err(|source| write_error(&folder, source))?;
+        if created {
+            atomic::sync_parent(&folder).map_err(|source| write_error(&folder, source))?;
+        }
+        let path = folder.join(id.to_string());
+        atomic::replace(&path, contents).map_err(|source| write_error(&path, source))?;
+        let rel_path = Path::new(MEDIA_DIR).join(UPLOADS_DIR).join(id.to_string());
+        Ok((id, StoredFile { rel_path, bytes: contents.len() as u64, sha256: sha256_hex(contents) }))
+    }
+
+    /// The staged upload `id`'s bytes, removed from the stage: an upload is
+    /// used once. `None` when there is no such upload (never staged, used,
+    /// or expired).
+    pub fn take_upload(&self, id: Uuid) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.dir().join(UPLOADS_DIR).join(id.to_string());
+        let bytes = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
+            Ok(mut file) => {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes).map_err(|source| read_error(&path, source))?;
+                bytes
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(read_error(&path, source)),
+        };
+        fs::remove_file(&path).map_err(|source| write_error(&path, source))?;
+        atomic::sync_parent(&path).map_err(|source| write_error(&path, source))?;
+        Ok(Some(bytes))
+    }
+
+    /// Removes staged uploads older than `age` (never used); returns how many.
+    pub fn expire_uploads(&self, age: std::time::Duration) -> Result<usize, StoreError> {
+        let folder = self.dir().join(UPLOADS_DIR);
+        let entries = match fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(source) => return Err(read_error(&folder, source)),
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry.map_err(|source| read_error(&folder, source))?;
+            let old = entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
+            if old.is_some_and(|old| old > age) {
+                let path = entry.path();
+                fs::remove_file(&path).map_err(|source| write_error(&path, source))?;
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            atomic::sync_dir(&folder).map_err(|source| write_error(&folder, source))?;
+        }
+        Ok(removed)
     }
 
     /// Removes, from every conversation's folder, the files no transcript
@@ -231,6 +293,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = MediaStore::open(&Home::at(dir.path()));
         (dir, store)
+    }
+
+    #[test]
+    fn an_upload_is_kept_owner_only_and_used_once() {
+        let (dir, store) = store();
+        let (id, file) = store.stage_upload(b"invoice bytes").unwrap();
+        let path = dir.path().join(&file.rel_path);
+        assert_eq!((mode(&path), mode(path.parent().unwrap())), (0o600, 0o700));
+        assert_eq!((file.bytes, file.sha256.as_str()), (13, sha256_hex(b"invoice bytes").as_str()));
+        assert_eq!(store.take_upload(id).unwrap().as_deref(), Some(&b"invoice bytes"[..]));
+        assert_eq!(store.take_upload(id).unwrap(), None, "used once");
+        assert_eq!(store.take_upload(Uuid::new_v4()).unwrap(), None);
+        let hour = std::time::Duration::from_secs(3600);
+        let (_, fresh) = store.stage_upload(b"x").unwrap();
+        let (_, stale) = store.stage_upload(b"y").unwrap();
+        let two_hours_ago = std::time::SystemTime::now() - 2 * hour;
+        fs::File::options()
+            .write(true)
+            .open(dir.path().join(&stale.rel_path))
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+        assert_eq!(store.expire_uploads(hour).unwrap(), 1);
+        assert!(dir.path().join(&fresh.rel_path).exists() && !dir.path().join(&stale.rel_path).exists());
+        assert!(store.sweep_orphans(&HashSet::new()).unwrap().is_empty(), "uploads are no conversation's");
     }
 
     #[test]

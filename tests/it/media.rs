@@ -415,3 +415,95 @@ mod heard {
         assert_eq!(evidence[0].untrusted_contact_text, "reads 4212");
     }
 }
+
+/// End to end with the real binary on the sandbox: `relay sandbox say
+/// --image` gives the daemon a file and delivers it; the transcript marks it;
+/// the model reads its label; `relay media` copies it out owner-only; wrong
+/// input gets a clear error and loses nothing.
+mod cli {
+    use std::os::unix::fs::PermissionsExt;
+
+    use crate::support::model::{sends_each_turn, started_with};
+
+    const CONTACT: &str = super::CONTACT;
+
+    #[test]
+    fn a_photo_sent_on_the_sandbox_is_kept_shown_to_the_model_and_copied_out() {
+        let (relay, model) = started_with(sends_each_turn(|n| format!("Message {n}")), serde_json::json!({}), |c| {
+            c["agent"]["reply_window_ms"] = serde_json::json!(50);
+        });
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+        let photo = relay.path().join("meter.jpg");
+        std::fs::write(&photo, super::jpeg()).unwrap();
+        let said = relay.ok(&["sandbox", "say", CONTACT, "the meter", "--image", photo.to_str().unwrap()]);
+        assert!(said.starts_with("Delivered to conversation"), "{said}");
+        relay.wait_for(&id, "the reply", |i| i["usage"]["model_calls"].as_u64() >= Some(4));
+        relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+
+        let transcript = relay.transcript(&id);
+        let message = transcript.iter().find(|m| m["media"].is_object()).expect("the photo's message");
+        assert_eq!(message["content"], "[photo m1, not shown to you] the meter");
+        assert_eq!((&message["media"]["status"], &message["media"]["mime"]), (&"stored".into(), &"image/jpeg".into()));
+        let told = model.requests()[2]["messages"].to_string();
+        assert!(told.contains("[photo m1, not shown to you] the meter"), "{told}");
+        let shown = relay.ok(&["transcript", &id]);
+        let message_id = message["id"].as_str().unwrap();
+        assert!(shown.contains(&format!("↳ photo m1, image/jpeg, 2 KB, message {message_id}")), "{shown}");
+
+        let out = relay.path().join("copy.jpg");
+        let wrote = relay.ok(&["media", &id, message_id, "--out", out.to_str().unwrap()]);
+        assert!(wrote.contains("Wrote"), "{wrote}");
+        assert_eq!(std::fs::read(&out).unwrap(), super::jpeg());
+        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+        let refused = relay.fails(&["media", &id, message_id, "--out", out.to_str().unwrap()], 2);
+        assert!(refused.contains("exists: pass --force"), "{refused}");
+        relay.ok(&["media", &id, message_id, "--out", out.to_str().unwrap(), "--force"]);
+
+        // Wrong input, each with its reason.
+        let missing = relay.fails(&["sandbox", "say", CONTACT, "--image", "/nonexistent/x.jpg"], 2);
+        assert!(missing.contains("cannot read /nonexistent/x.jpg"), "{missing}");
+        let two = relay.fails(&["sandbox", "say", CONTACT, "--image", "a", "--voice", "b"], 2);
+        assert!(two.contains("cannot be used with"), "{two}");
+        let no_id = relay.fails(&["media", &id, "m1", "--out", "x"], 2);
+        assert!(no_id.contains("'m1' is not a message id"), "{no_id}");
+        let text_message =
+            transcript.iter().find(|m| m["role"] == "agent").unwrap()["id"].as_str().unwrap().to_string();
+        let no_file = relay.fails(&["media", &id, &text_message, "--out", "x"], 4);
+        assert!(no_file.contains("has no file"), "{no_file}");
+    }
+
+    #[test]
+    fn the_upload_route_takes_bytes_up_to_the_cap_and_nothing_else() {
+        let relay = crate::support::Relay::sandbox();
+        relay.edit_config(|c| c["media"] = serde_json::json!({"max_bytes": 1000}));
+        relay.ok(&["start"]);
+        let (status, body) = relay.http("POST", "/media", &[], Some("{\"not\": \"a file\"}"));
+        assert_eq!(status, 415, "{body}");
+        assert!(body.contains("application/octet-stream"), "{body}");
+        let big = "x".repeat(1001);
+        let (status, body) = relay.http("POST", "/media", &[("Content-Type", "application/octet-stream")], Some(&big));
+        assert_eq!(status, 413, "{body}");
+        assert!(body.contains("1000 B (media.max_bytes)") || body.contains("media.max_bytes"), "{body}");
+        let (status, body) =
+            relay.http("POST", "/media", &[("Content-Type", "application/octet-stream")], Some("%PDF-1.7 x"));
+        assert_eq!(status, 201, "{body}");
+        let uploaded: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(uploaded["mime"], "application/pdf");
+        assert_eq!(uploaded["bytes"], 10);
+        // A sandbox message names it once; a second use is refused, saying why.
+        let say = |id: &str| {
+            let media = serde_json::json!({"kind": "document", "upload_id": id, "file_name": "a.pdf"});
+            serde_json::json!({"contact": CONTACT, "text": "", "media": media}).to_string()
+        };
+        let id = uploaded["upload_id"].as_str().unwrap();
+        let (status, body) = relay.http("POST", "/sandbox/messages", &[], Some(&say(id)));
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = relay.http("POST", "/sandbox/messages", &[], Some(&say(id)));
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("used once"), "{body}");
+        let (status, body) =
+            relay.http("POST", "/sandbox/messages", &[], Some(&serde_json::json!({"contact": CONTACT}).to_string()));
+        assert_eq!(status, 400, "a message with neither text nor file: {body}");
+    }
+}

@@ -433,11 +433,12 @@ fn the_schemas_carry_the_daemons_limits() {
         ("SendMessageRequest", "message", limits::MAX_MESSAGE_CHARS),
         ("AnswerRequest", "answer", limits::MAX_REASON_CHARS),
         ("OptOutRequest", "reason", limits::MAX_REASON_CHARS),
-        ("SandboxSayRequest", "text", limits::MAX_MESSAGE_CHARS),
     ] {
         assert_eq!(property(schema, name)["maxLength"], json!(max), "{schema}.{name}");
         assert_eq!(property(schema, name)["minLength"], json!(1), "{schema}.{name}");
     }
+    // Empty when the message is a file: then it is the caption.
+    assert_eq!(property("SandboxSayRequest", "text")["maxLength"], json!(limits::MAX_MESSAGE_CHARS));
     let todos = property("CreateInstanceRequest", "todos");
     assert_eq!((todos["minItems"].clone(), todos["maxItems"].clone()), (json!(1), json!(limits::MAX_TODOS)));
     let private = property("CreateInstanceRequest", "private_context");

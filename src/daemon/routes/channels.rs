@@ -22,8 +22,26 @@ pub(super) async fn sandbox_say(
 ) -> ApiResult<Json<SandboxSayResponse>> {
     let sandbox = sandbox(&app)?;
     let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
-    let text = crate::engine::bounded_text("message", request.text, crate::api::limits::MAX_MESSAGE_CHARS)?;
-    let instance_id = match sandbox.say(contact.clone(), text).await {
+    let delivered = match request.media {
+        None => {
+            let text = crate::engine::bounded_text("message", request.text, crate::api::limits::MAX_MESSAGE_CHARS)?;
+            sandbox.say(contact.clone(), text).await
+        }
+        Some(media) => {
+            let caption = request.text.trim();
+            if caption.chars().count() > crate::media::label::MAX_CAPTION_CHARS {
+                let max = crate::media::label::MAX_CAPTION_CHARS;
+                return Err(invalid(format!("a caption is at most {max} characters")));
+            }
+            let bytes = app.engine.take_upload(media.upload_id).map_err(crate::engine::EngineError::Store)?;
+            let bytes = bytes.ok_or_else(|| {
+                invalid(format!("there is no upload {} (each is used once, and kept an hour)", media.upload_id))
+            })?;
+            let caption = (!caption.is_empty()).then(|| caption.to_string());
+            sandbox.say_media(contact.clone(), crate::channel::sandbox::file_from_phone(media, bytes, caption)).await
+        }
+    };
+    let instance_id = match delivered {
         Delivery::Delivered(id) => Some(id),
         Delivery::NoConversation => None,
         Delivery::NotRecorded(error) => {

@@ -2,13 +2,14 @@
 //! document (`GET /openapi.json`), which is generated from these handlers
 //! and the types in `api`, so it cannot drift from the code.
 //!
-//! One file per resource (`instances`, `events`, `webhooks`, `optouts`,
+//! One file per resource (`instances`, `events`, `webhooks`, `optouts`, `media`,
 //! `status`, the channels'); this one holds what they share: the router, the OpenAPI
 //! document's frame, and the extractors whose rejections are API errors.
 
 mod channels;
 mod events;
 mod instances;
+mod media;
 mod optouts;
 mod status;
 mod webhooks;
@@ -30,6 +31,7 @@ use utoipa_axum::routes;
 use channels::*;
 use events::*;
 use instances::*;
+use media::*;
 use optouts::*;
 use status::*;
 use webhooks::*;
@@ -68,6 +70,7 @@ pub struct App {
         (name = "instances", description = "Conversations"),
         (name = "events", description = "Every change, as a numbered event stream"),
         (name = "webhooks", description = "Events POSTed to your URLs, signed"),
+        (name = "media", description = "Files: given to relay, and read back from conversations"),
         (name = "opt-outs", description = "The do-not-contact list: numbers relay does not write to"),
         (name = "daemon", description = "The daemon itself"),
         (name = "sandbox", description = "The sandbox channel: simulated contacts, for trying relay and for tests"),
@@ -127,6 +130,8 @@ fn api() -> (Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(remove_webhook))
         .routes(routes!(add_opt_out, list_opt_outs))
         .routes(routes!(remove_opt_out))
+        .routes(routes!(upload_media))
+        .routes(routes!(get_media))
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_outbox))
         .routes(routes!(sandbox_phone))

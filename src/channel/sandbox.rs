@@ -368,6 +368,40 @@ impl Channel for SandboxChannel {
     }
 }
 
+/// A file a simulated contact sends, as the engine receives it: what its
+/// message says (`media`), and a fetch that gives `bytes`, after failing
+/// `media.fail_downloads` times as a bad network would.
+pub fn file_from_phone(media: crate::api::SandboxMedia, bytes: Vec<u8>, caption: Option<String>) -> InboundMedia {
+    let failures = media.fail_downloads;
+    let tries = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let bytes: Arc<[u8]> = bytes.into();
+    let declared_bytes = Some(bytes.len() as u64);
+    let declared_mime = media.mime.or_else(|| Some(crate::media::sniff::sniff(&bytes).mime.to_string()));
+    let fetch: crate::media::Fetch = Arc::new(move |_max| {
+        let attempt = tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let bytes = bytes.clone();
+        Box::pin(async move {
+            if attempt < failures {
+                Err(crate::media::FetchError::retryable(
+                    "the sandbox's network failed this download (--fail-downloads)",
+                ))
+            } else {
+                Ok(bytes.to_vec())
+            }
+        })
+    });
+    InboundMedia {
+        kind: media.kind,
+        declared_mime,
+        declared_bytes,
+        declared_sha256: None,
+        seconds: media.seconds,
+        file_name: media.file_name,
+        caption,
+        fetch,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -455,39 +489,5 @@ mod tests {
                 }
             }
         }
-    }
-}
-
-/// A file a simulated contact sends, as the engine receives it: what its
-/// message says (`media`), and a fetch that gives `bytes`, after failing
-/// `media.fail_downloads` times as a bad network would.
-pub fn file_from_phone(media: crate::api::SandboxMedia, bytes: Vec<u8>, caption: Option<String>) -> InboundMedia {
-    let failures = media.fail_downloads;
-    let tries = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let bytes: Arc<[u8]> = bytes.into();
-    let declared_bytes = Some(bytes.len() as u64);
-    let declared_mime = media.mime.or_else(|| Some(crate::media::sniff::sniff(&bytes).mime.to_string()));
-    let fetch: crate::media::Fetch = Arc::new(move |_max| {
-        let attempt = tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let bytes = bytes.clone();
-        Box::pin(async move {
-            if attempt < failures {
-                Err(crate::media::FetchError::retryable(
-                    "the sandbox's network failed this download (--fail-downloads)",
-                ))
-            } else {
-                Ok(bytes.to_vec())
-            }
-        })
-    });
-    InboundMedia {
-        kind: media.kind,
-        declared_mime,
-        declared_bytes,
-        declared_sha256: None,
-        seconds: media.seconds,
-        file_name: media.file_name,
-        caption,
-        fetch,
     }
 }

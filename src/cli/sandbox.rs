@@ -22,9 +22,9 @@ pub enum Command {
         #[arg(required_unless_present_any = ["image", "voice", "audio", "video", "document", "sticker"])]
         text: Option<String>,
         #[command(flatten)]
-        file: SaidFile,
+        file: Box<SaidFile>,
         #[command(flatten)]
-        claims: FileClaims,
+        claims: Box<FileClaims>,
     },
     /// List what relay sent to contacts, oldest first.
     Outbox {
@@ -122,7 +122,8 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
     let client = ctx.client()?;
     match command {
         Command::Say { contact, text, file, claims } => {
-            let media = match file.given() {
+            let claims = *claims;
+            let media = match (*file).given() {
                 None => None,
                 Some((kind, path)) => {
                     let bytes = std::fs::read(&path)

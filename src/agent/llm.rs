@@ -44,6 +44,8 @@ pub struct LlmAgent {
     temperature: Option<f64>,
     max_output_tokens: u64,
     timeout: Duration,
+    /// Whether the contact's photos go to the model as images (`model.vision`).
+    vision: bool,
 }
 
 impl LlmAgent {
@@ -76,6 +78,7 @@ impl LlmAgent {
             temperature: config.temperature(),
             max_output_tokens: config.max_output_tokens(),
             timeout: Duration::from_secs(config.request_timeout_secs()),
+            vision: config.vision(),
             settings,
         })
     }
@@ -89,7 +92,12 @@ impl LlmAgent {
         let mut messages: Vec<Message> = turns
             .into_iter()
             .map(|t| match t.speaker {
-                Speaker::Contact => Message::user(t.text),
+                Speaker::Contact if t.images.is_empty() => Message::user(t.text),
+                // The photos after the words that label them.
+                Speaker::Contact => {
+                    let images = t.images.iter().map(|&i| image_content(&turn.images[i]));
+                    Message::User { content: std::iter::once(UserContent::text(t.text)).chain(images).collect() }
+                }
                 Speaker::Relay => Message::assistant(t.text),
             })
             .collect();
@@ -404,9 +412,24 @@ fn tally(called: &[String]) -> String {
     }
 }
 
+/// A photo as an image part of the contact's message: base64 with its type
+/// (what every provider's wire takes: OpenAI's data URI, Anthropic's base64
+/// source, Ollama's `images`).
+fn image_content(image: &super::TurnImage) -> UserContent {
+    use base64::Engine;
+    use rig_core::completion::message::{ImageMediaType, MimeType};
+    let data = base64::engine::general_purpose::STANDARD.encode(&image.bytes);
+    let media_type = ImageMediaType::from_mime_type(image.mime.split(';').next().unwrap_or_default().trim());
+    UserContent::image_base64(data, media_type, None)
+}
+
 impl Agent for LlmAgent {
     fn model(&self) -> Option<String> {
         Some(self.label.clone())
+    }
+
+    fn sees_images(&self) -> bool {
+        self.vision
     }
 
     fn last_error(&self) -> Option<String> {

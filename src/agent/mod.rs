@@ -50,6 +50,23 @@ pub struct Turn {
     /// entered its current state: this turn re-runs one cut short (a restart,
     /// a pause) after it spoke, and owes the contact nothing more.
     pub already_spoke: bool,
+    /// The contact's photos the model is shown in this turn (the newest
+    /// few, when it can see: see [`Agent::sees_images`]), read by the
+    /// engine: the agent opens no file.
+    pub images: Vec<TurnImage>,
+}
+
+/// A contact's photo, for the model to see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnImage {
+    /// The transcript message it came in.
+    pub message_id: uuid::Uuid,
+    /// What relay found it to be (`image/jpeg`).
+    pub mime: String,
+    pub bytes: Vec<u8>,
+    /// The message as the model reads it while it sees the photo
+    /// (`[photo m1] the meter`, where the transcript keeps "not shown to you").
+    pub label: String,
 }
 
 /// How a turn may end. It must leave the conversation with someone to act:
@@ -81,6 +98,12 @@ pub enum AgentError {
 pub trait Agent: Send + Sync + 'static {
     /// The model, as `relay status` shows it, or None.
     fn model(&self) -> Option<String>;
+
+    /// Whether the model is shown the contact's photos as images
+    /// (`model.vision`); otherwise it reads their labels only.
+    fn sees_images(&self) -> bool {
+        false
+    }
 
     /// The last model failure, until a call succeeds again.
     fn last_error(&self) -> Option<String> {

@@ -506,4 +506,51 @@ mod cli {
             relay.http("POST", "/sandbox/messages", &[], Some(&serde_json::json!({"contact": CONTACT}).to_string()));
         assert_eq!(status, 400, "a message with neither text nor file: {body}");
     }
+
+    /// A model that sees (`model.vision`) gets the newest photos as images
+    /// beside their labels, as a data URI of the type found in the bytes;
+    /// older ones than `media.images_to_model`, and every photo for a model
+    /// that does not see, stay labels ("not shown to you").
+    #[test]
+    fn a_model_that_sees_gets_the_newest_photos_as_images() {
+        let (relay, model) = started_with(sends_each_turn(|n| format!("Message {n}")), serde_json::json!({}), |c| {
+            c["agent"]["reply_window_ms"] = serde_json::json!(50);
+            c["model"]["vision"] = serde_json::json!(true);
+            c["media"] = serde_json::json!({"images_to_model": 1});
+        });
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+        let photo = relay.path().join("p.jpg");
+        std::fs::write(&photo, super::jpeg()).unwrap();
+        relay.ok(&["sandbox", "say", CONTACT, "the old meter", "--image", photo.to_str().unwrap()]);
+        relay.wait_for(&id, "the first reply", |i| i["usage"]["model_calls"].as_u64() >= Some(4));
+        relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+        relay.ok(&["sandbox", "say", CONTACT, "the new meter", "--image", photo.to_str().unwrap()]);
+        relay.wait_for(&id, "the second reply", |i| i["usage"]["model_calls"].as_u64() >= Some(6));
+
+        let requests = model.requests();
+        let parts = |n: usize| -> Vec<serde_json::Value> {
+            let messages = requests[n]["messages"].as_array().unwrap();
+            messages
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .collect()
+        };
+        let images = |n: usize| parts(n).into_iter().filter(|p| p["type"] == "image_url").collect::<Vec<_>>();
+        // The first reply: its one photo, shown.
+        assert_eq!(images(2).len(), 1);
+        let url = images(2)[0]["image_url"]["url"].as_str().unwrap().to_string();
+        use base64::Engine;
+        assert_eq!(
+            url,
+            format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(super::jpeg()))
+        );
+        assert!(requests[2]["messages"].to_string().contains("[photo m1] the old meter"), "shown: no 'not shown'");
+        // The second: only the newest is shown; the older reads as a label.
+        assert_eq!(images(4).len(), 1);
+        let told = requests[4]["messages"].to_string();
+        assert!(told.contains("[photo m1, not shown to you] the old meter"), "{told}");
+        assert!(told.contains("[photo m2] the new meter"), "{told}");
+    }
 }

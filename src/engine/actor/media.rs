@@ -6,6 +6,7 @@
 use uuid::Uuid;
 
 use super::{Actor, Msg};
+use crate::agent::TurnImage;
 use crate::api::{MediaInfo, MediaKind, MediaStatus, TranscriptMessage, TranscriptStatus};
 use crate::courtesy::OptOutSource;
 use crate::engine::media_label_context;
@@ -116,4 +117,48 @@ async fn hear(shared: &crate::engine::Shared, media: &mut MediaInfo) {
             media.error = Some(error);
         }
     }
+}
+
+/// The contact's photos a model that sees is shown in a turn: the newest
+/// `media.images_to_model` that are kept, of a type every provider takes
+/// (by their bytes: not HEIC) and no larger than
+/// `media.max_image_bytes_to_model`; each with its label as it reads when
+/// shown. One that cannot be read is left out (its label still says it is
+/// not shown).
+pub(super) fn images_to_show(shared: &crate::engine::Shared, transcript: &[TranscriptMessage]) -> Vec<TurnImage> {
+    let settings = &shared.settings.media;
+    let shown = crate::media::label::Context { shown: true, ..media_label_context(&shared.settings) };
+    let showable = |m: &&TranscriptMessage| {
+        m.media.as_ref().is_some_and(|media| {
+            media.kind == MediaKind::Photo
+                && media.status == MediaStatus::Stored
+                && media.bytes.is_some_and(|n| n <= settings.max_image_bytes_to_model)
+                && media.mime.as_deref().and_then(crate::media::sniff::from_mime).is_some_and(|ty| ty.model_can_see())
+        })
+    };
+    let mut images: Vec<TurnImage> = transcript
+        .iter()
+        .rev()
+        .filter(|m| m.role == crate::api::Role::Contact)
+        .filter(showable)
+        .take(settings.images_to_model as usize)
+        .filter_map(|m| {
+            let media = m.media.as_ref()?;
+            let path = std::path::PathBuf::from(media.path.as_deref()?);
+            let bytes = shared
+                .store
+                .media()
+                .read(&path)
+                .map_err(|error| tracing::warn!(%error, "cannot read a photo to show"))
+                .ok()?;
+            Some(TurnImage {
+                message_id: m.id,
+                mime: media.mime.clone()?,
+                bytes,
+                label: crate::media::label::label(media, &shown),
+            })
+        })
+        .collect();
+    images.reverse();
+    images
 }

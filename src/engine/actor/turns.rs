@@ -77,10 +77,12 @@ impl Actor {
         self.turns_started += 1;
         let turn = self.turns_started;
         let tools = ConversationTools::new(ActorTools { actor: self.me.clone(), instance: id, turn });
-        let (agent, me) = (self.shared.agent.clone(), self.me.clone());
+        let (agent, me, shared) = (self.shared.agent.clone(), self.me.clone(), self.shared.clone());
         tracing::debug!(instance = %id, ?kind, "turn started");
         let task = tokio::spawn(async move {
-            let result = agent.run_turn(Turn { kind, instance, transcript, already_spoke }, tools).await;
+            let images =
+                if agent.sees_images() { super::media::images_to_show(&shared, &transcript) } else { Vec::new() };
+            let result = agent.run_turn(Turn { kind, instance, transcript, already_spoke, images }, tools).await;
             let _ = me.send(Msg::TurnDone { id, turn, result });
         });
         let answers = std::mem::take(&mut self.unread);

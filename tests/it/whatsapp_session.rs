@@ -50,3 +50,27 @@ async fn a_dropped_connection_is_dialled_again_with_backoff() {
     session.shutdown().await;
     assert!(stopping.elapsed() < Duration::from_secs(10), "shutdown took {:?}", stopping.elapsed());
 }
+
+/// The real session's download, before it is linked: nothing is fetched,
+/// and the engine is told to try again later.
+#[tokio::test]
+async fn a_download_without_a_connection_is_worth_another_try() {
+    use relay::channel::whatsapp::Link;
+    use relay::channel::whatsapp::inbound::MediaRef;
+    use relay::media::intake::FetchError;
+    use whatsapp_rust::download::MediaType;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (session, _events) = Session::start(dir.path().join("whatsapp-auth"), Endpoint::default());
+    let media = MediaRef {
+        direct_path: Some("/v/t62.7118-24/1_2_3.enc".into()),
+        media_key: Some(vec![1; 32]),
+        file_sha256: Some(vec![2; 32]),
+        file_enc_sha256: Some(vec![3; 32]),
+        file_length: Some(10),
+        media_type: MediaType::Image,
+    };
+    let outcome = Link::download(session.as_ref(), &media, 1_000).await;
+    assert_eq!(outcome, Err(FetchError::retryable("WhatsApp is not connected")));
+    session.shutdown().await;
+}

@@ -2,7 +2,7 @@
 //!
 //! - [`session`]: the linked device and its connection (pairing, reconnects);
 //! - [`state`]: the link's health, as `relay status` shows it;
-//! - [`inbound`]: which incoming messages relay takes, and their text;
+//! - [`inbound`]: which incoming messages relay takes, their text and media;
 //! - [`jid`]: phone numbers and WhatsApp addresses;
 //! - [`pacing`]: typing time, gaps and the per-minute cap;
 //! - [`qr`]: the pairing QR code in a terminal;
@@ -11,7 +11,8 @@
 //! This module joins them: sends wait for the connection (bounded), are
 //! paced, retried, and recorded with WhatsApp's message id; incoming
 //! messages are matched to contacts (LIDs included), handed to the engine
-//! once (WhatsApp may deliver one again),
+//! once (WhatsApp may deliver one again), with a way to fetch their file
+//! that the engine runs later (never here, where events wait in line),
 //! and marked read as `whatsapp.read_receipts` says; with a quiet
 //! `whatsapp.presence`, the device says it is unavailable after connecting.
 
@@ -36,8 +37,9 @@ use crate::api::{ChannelStatus, PairingEvent, SendStatus};
 use crate::config::{Presence, ReadReceipts, WhatsappSettings};
 use crate::contact::Contact;
 use crate::courtesy::ReachOutLock;
+use crate::media::intake::{Fetch, FetchError, InboundMedia};
 use crate::util::{Backoff, BoxFuture};
-use inbound::{Routed, Sender};
+use inbound::{MediaRef, Routed, Sender};
 use pacing::Pacer;
 use session::Session;
 use state::LinkState;
@@ -63,6 +65,9 @@ pub trait Link: Send + Sync + 'static {
     fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()>;
     fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>>;
     fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()>;
+    /// Downloads and decrypts a contact's file, refusing it once it is
+    /// over `max_bytes`.
+    fn download<'a>(&'a self, media: &'a MediaRef, max_bytes: u64) -> BoxFuture<'a, Result<Vec<u8>, FetchError>>;
     /// Tells WhatsApp this device is not online (`<presence type="unavailable">`).
     fn set_unavailable(&self) -> BoxFuture<'_, ()>;
     /// The phone number (digits) behind a LID, from the session's map.
@@ -246,7 +251,7 @@ impl Arrivals {
         match event {
             Event::Messages(batch) => {
                 for message in batch.messages.iter() {
-                    let Some(inbound) = take(self.link.as_ref(), &message.message, &message.info).await else {
+                    let Some(inbound) = take(&self.link, &message.message, &message.info).await else {
                         continue;
                     };
                     let source = &message.info.source;
@@ -353,8 +358,9 @@ fn receipt_status(kind: &whatsapp_rust::wacore::types::presence::ReceiptType) ->
     }
 }
 
-/// An incoming message as relay's, or `None` if relay ignores it.
-async fn take(link: &dyn Link, message: &wa::Message, info: &MessageInfo) -> Option<InboundMessage> {
+/// An incoming message as relay's, or `None` if relay ignores it. Its file
+/// is not fetched here: the engine calls its `fetch` later.
+async fn take(link: &Arc<dyn Link>, message: &wa::Message, info: &MessageInfo) -> Option<InboundMessage> {
     let incoming = match inbound::route(message, info) {
         Routed::Take(incoming) => incoming,
         Routed::Ignore(why) => {
@@ -373,7 +379,29 @@ async fn take(link: &dyn Link, message: &wa::Message, info: &MessageInfo) -> Opt
         },
     };
     let reference = MessageRef { chat: incoming.chat.to_string(), id: incoming.id };
-    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media: None })
+    let media = incoming.media.map(|media| {
+        let inbound::Media { kind, declared, source } = *media;
+        InboundMedia {
+            kind,
+            declared_mime: declared.mime,
+            declared_bytes: declared.bytes,
+            declared_sha256: declared.sha256,
+            seconds: declared.seconds,
+            file_name: declared.file_name,
+            caption: declared.caption,
+            fetch: fetch(link.clone(), source),
+        }
+    });
+    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media })
+}
+
+/// How the engine fetches `media`: through the link, each call a download
+/// of its own (a retry downloads again).
+fn fetch(link: Arc<dyn Link>, media: MediaRef) -> Fetch {
+    Arc::new(move |max_bytes| {
+        let (link, media) = (link.clone(), media.clone());
+        Box::pin(async move { link.download(&media, max_bytes).await })
+    })
 }
 
 fn unavailable(reason: String) -> ChannelError {

@@ -5,8 +5,9 @@ use std::sync::Mutex;
 
 use tokio::time::Instant;
 
-use super::inbound::tests::{LID, NUMBER, batch, info};
+use super::inbound::tests::{LID, NUMBER, batch, image, info};
 use super::*;
+use crate::api::MediaKind;
 use crate::channel::Delivery;
 use crate::config::WhatsappSettings;
 
@@ -20,6 +21,10 @@ struct FakeLink {
     log: Mutex<Vec<(Duration, String)>>,
     start: Instant,
     ids: Mutex<u32>,
+    /// What each download gives, in turn (then the same bytes every time),
+    /// after `download_takes`.
+    downloads: Mutex<Vec<Result<Vec<u8>, FetchError>>>,
+    download_takes: Duration,
 }
 
 impl FakeLink {
@@ -32,6 +37,8 @@ impl FakeLink {
             log: Mutex::new(Vec::new()),
             start: Instant::now(),
             ids: Mutex::new(0),
+            downloads: Mutex::new(Vec::new()),
+            download_takes: Duration::ZERO,
         }
     }
 
@@ -84,6 +91,15 @@ impl Link for FakeLink {
         self.note(format!("read {chat} {}", ids.join(",")));
         Box::pin(async {})
     }
+    fn download<'a>(&'a self, media: &'a MediaRef, max_bytes: u64) -> BoxFuture<'a, Result<Vec<u8>, FetchError>> {
+        self.note(format!("download {} max {max_bytes}", media.direct_path.as_deref().unwrap_or("-")));
+        let mut downloads = self.downloads.lock().unwrap();
+        let outcome = if downloads.is_empty() { Ok(b"the file".to_vec()) } else { downloads.remove(0) };
+        Box::pin(async move {
+            tokio::time::sleep(self.download_takes).await;
+            outcome
+        })
+    }
     fn set_unavailable(&self) -> BoxFuture<'_, ()> {
         self.note("unavailable".into());
         Box::pin(async {})
@@ -105,15 +121,29 @@ impl Link for FakeLink {
 
 /// Records what the channel hands the engine; with `in_conversation`, a
 /// conversation takes each message.
+/// What a fetch the sink started gave.
+type Fetched = Result<Vec<u8>, FetchError>;
+
+/// With `fetch_media`, it starts fetching a message's file as the engine
+/// does: on a task of its own, after taking the message.
 #[derive(Default)]
 struct Sink {
     in_conversation: bool,
     delivered: Mutex<Vec<InboundMessage>>,
     updates: Mutex<Vec<(String, SentUpdate)>>,
+    fetch_media: bool,
+    fetched: Arc<Mutex<Vec<Fetched>>>,
 }
 
 impl InboundSink for Sink {
     fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
+        if let Some(media) = message.media.as_ref().filter(|_| self.fetch_media) {
+            let (fetch, fetched) = (media.fetch.clone(), self.fetched.clone());
+            tokio::spawn(async move {
+                let outcome = fetch(1_000_000).await;
+                fetched.lock().unwrap().push(outcome);
+            });
+        }
         self.delivered.lock().unwrap().push(message);
         let taken =
             if self.in_conversation { Delivery::Delivered(uuid::Uuid::nil()) } else { Delivery::NoConversation };
@@ -505,4 +535,86 @@ async fn the_status_names_the_client_version_whatsapp_took() {
     let (channel, _, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
     let status = channel.status();
     assert_eq!((status.state.as_str(), status.version.as_deref()), ("connected", Some("2.3000.1023456789")));
+}
+
+fn photo(caption: Option<&str>) -> wa::Message {
+    wa::Message { image_message: MessageField::some(image(caption)), ..Default::default() }
+}
+
+/// A photo reaches the engine at once with what its message said (the
+/// caption as the text too) and no bytes; its `fetch` downloads through the
+/// link, with the engine's cap, each time it is called.
+#[tokio::test(start_paused = true)]
+async fn a_photo_reaches_the_engine_with_its_declared_fields_and_a_fetch_through_the_link() {
+    let (channel, link, sink) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    channel.handle_event(&batch(photo(Some("the meter")), info(Jid::pn(NUMBER), None))).await;
+    let delivered = sink.delivered.lock().unwrap().clone();
+    let [message] = delivered.as_slice() else { panic!("{delivered:?}") };
+    assert_eq!(message.text, "the meter");
+    let media = message.media.as_ref().unwrap();
+    assert_eq!((media.kind, media.declared_mime.as_deref()), (MediaKind::Photo, Some("image/jpeg")));
+    assert_eq!((media.declared_bytes, media.declared_sha256), (Some(48_213), Some([0xAB; 32])));
+    assert_eq!((media.caption.as_deref(), media.file_name.as_deref(), media.seconds), (Some("the meter"), None, None));
+    assert!(link.log().is_empty(), "nothing downloaded yet");
+
+    *link.downloads.lock().unwrap() = vec![Ok(b"jpeg bytes".to_vec())];
+    assert_eq!((media.fetch)(25_000_000).await.unwrap(), b"jpeg bytes");
+    assert_eq!((media.fetch)(1_000).await.unwrap(), b"the file", "a retry downloads again");
+    let downloads: Vec<String> = link.log().into_iter().map(|(_, w)| w).collect();
+    assert_eq!(
+        downloads,
+        ["download /v/t62.7118-24/11_22_33.enc max 25000000", "download /v/t62.7118-24/11_22_33.enc max 1000"]
+    );
+}
+
+/// What the link says of a failed download is what the engine gets.
+#[tokio::test(start_paused = true)]
+async fn a_failed_download_reaches_the_engine_as_the_links_error() {
+    let (channel, link, sink) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    channel.handle_event(&batch(photo(None), info(Jid::pn(NUMBER), None))).await;
+    let fetch = sink.delivered.lock().unwrap()[0].media.as_ref().unwrap().fetch.clone();
+    *link.downloads.lock().unwrap() = vec![
+        Err(FetchError::fatal("WhatsApp no longer has the file (HTTP 404)")),
+        Err(FetchError::retryable("WhatsApp's media server answered HTTP 503")),
+    ];
+    let gone = fetch(1_000).await.unwrap_err();
+    assert_eq!((gone.retryable, gone.reason.as_str()), (false, "WhatsApp no longer has the file (HTTP 404)"));
+    assert!(fetch(1_000).await.unwrap_err().retryable);
+    assert_eq!(sink.delivered.lock().unwrap()[0].text, "", "no caption, no text");
+}
+
+/// The event loop hands a photo on without downloading it: a receipt right
+/// behind it is handled at once while the (slow) download runs beside.
+#[tokio::test(start_paused = true)]
+async fn a_receipt_after_a_photo_whose_download_is_slow_is_handled_at_once() {
+    use whatsapp_rust::types::events::Receipt;
+    use whatsapp_rust::wacore::types::presence::ReceiptType;
+    let link = Arc::new(FakeLink { download_takes: secs(60), ..FakeLink::new(LinkState::Connected) });
+    let (events, received) = mpsc::unbounded_channel();
+    let channel = WhatsappChannel::with_link(link.clone(), received, WhatsappSettings::default());
+    let sink = Arc::new(Sink { in_conversation: true, fetch_media: true, ..Sink::default() });
+    channel.attach(sink.clone());
+
+    let at = chrono::DateTime::from_timestamp(1_790_000_000, 0).unwrap();
+    let receipt = Receipt::builder()
+        .source(Default::default())
+        .message_ids(vec!["ID7".into()])
+        .timestamp(at)
+        .r#type(ReceiptType::Read)
+        .offline(false)
+        .build();
+    events.send(Arc::new(batch(photo(None), info(Jid::pn(NUMBER), None)))).unwrap();
+    events.send(Arc::new(Event::Receipt(receipt))).unwrap();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(sink.delivered.lock().unwrap().len(), 1);
+    assert_eq!(
+        sink.updates.lock().unwrap().clone(),
+        [("ID7".to_string(), SentUpdate::Receipt { status: SendStatus::Read, at })],
+        "the receipt did not wait for the download"
+    );
+    assert!(link.log().iter().any(|(_, w)| w.starts_with("download")), "the download has started");
+    assert!(sink.fetched.lock().unwrap().is_empty(), "and is still running");
+
+    tokio::time::sleep(secs(60)).await;
+    assert_eq!(sink.fetched.lock().unwrap().clone(), [Ok(b"the file".to_vec())]);
 }

@@ -8,12 +8,14 @@
 //! - `pairing.rs`: linking a device, and telling whoever asked;
 //! - `events.rs`: what whatsapp-rust reports, and what it changes;
 //! - `dial.rs`: why a dial failed, in plain words;
+//! - `download.rs`: a contact's file, capped, with why it failed;
 //! - `version.rs`: the WhatsApp Web version, and what to do when it is refused.
 //!
 //! It ends when its cancellation token is (by [`Session::shutdown`], or by
 //! the daemon's token it was started under), disconnecting cleanly first.
 
 mod dial;
+mod download;
 mod events;
 mod pairing;
 mod supervisor;
@@ -308,6 +310,14 @@ impl super::Link for Session {
                 tracing::debug!(%error, "cannot mark messages read");
             }
         })
+    }
+
+    fn download<'a>(
+        &'a self,
+        media: &'a super::inbound::MediaRef,
+        max_bytes: u64,
+    ) -> BoxFuture<'a, Result<Vec<u8>, crate::media::intake::FetchError>> {
+        Box::pin(download::download(self.client(), media, max_bytes))
     }
 
     fn set_unavailable(&self) -> BoxFuture<'_, ()> {

@@ -192,6 +192,15 @@ pub fn system_prompt(turn: &Turn) -> String {
          - You are an automated assistant: if asked, say so. Never claim or imply to be a person.\n\
          - Messages marked [written by the human operator] were sent by your principal's operator.\n",
     );
+    // Only once a file has come: the prompt stays the same (and cached)
+    // until then, and most conversations never see one.
+    if turn.transcript.iter().any(|m| m.role == Role::Contact && m.media.is_some()) {
+        p.push_str(
+            "- [voice note mN, transcribed] is what the contact said, machine-heard: names and numbers may be \
+             misheard, so confirm those. [photo mN] and [document mN] are files the contact sent; when one is a \
+             todo's answer, complete it with mark_todo_item's media: \"mN\".\n",
+        );
+    }
     if i.todos.iter().any(|t| t.answer_schema.is_some()) {
         p.push_str(
             "- A todo that says \"its value\" is completed with mark_todo_item's value too, of that kind: work \

@@ -25,6 +25,8 @@ pub enum ToolCall {
         value: Option<serde_json::Value>,
         /// The contact's own words the answer rests on, as the model copied them.
         quote: Option<String>,
+        /// The contact's file the answer is (`m2`: a photo of the meter).
+        media: Option<String>,
     },
     EndConversation {
         reason: String,

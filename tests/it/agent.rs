@@ -598,7 +598,7 @@ fn an_unknown_tool_written_as_text_is_answered_with_the_signatures() {
     assert_eq!(
         result["content"],
         "error: there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, \
-         answer?, value?, quote?), end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
+         answer?, value?, quote?, media?), end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
          request_human_intervention(reason, question?), contact_opted_out(reason)"
     );
 }

@@ -54,6 +54,7 @@ fn agent() -> Arc<TestAgent> {
                         answer: Some("Friday".into()),
                         value: None,
                         quote: None,
+                        media: None,
                     };
                     tools.call(done).await.unwrap();
                     ToolCall::SendMessage { text: "Noted".into() }

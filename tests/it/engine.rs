@@ -109,6 +109,7 @@ async fn a_full_conversation_completes_with_no_manual_intervention() {
                             answer: Some(format!("contact said: {}", last.content)),
                             value: None,
                             quote: Some(last.content.clone()),
+                            media: None,
                         })
                         .await
                         .unwrap();
@@ -420,6 +421,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
                     answer: None,
                     value: None,
                     quote: None,
+                    media: None,
                 },
                 ToolCall::MarkTodoItem {
                     todo_id: "2".into(),
@@ -427,6 +429,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
                     answer: Some("x".repeat(2000)),
                     value: None,
                     quote: None,
+                    media: None,
                 },
                 send("   "),
                 send(&"y".repeat(5000)),
@@ -438,6 +441,7 @@ async fn the_tools_validate_their_arguments_and_say_what_went_wrong() {
                     answer: Some("not needed".into()),
                     value: None,
                     quote: None,
+                    media: None,
                 },
                 send("Hello!"),
             ];

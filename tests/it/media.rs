@@ -247,6 +247,64 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A photo is a todo's answer: `mark_todo_item` with `media: "m1"` records
+/// it as the evidence (its message, its caption, the reference); a file that
+/// is not there, or was not kept, is refused with the reason.
+#[tokio::test(start_paused = true)]
+async fn a_photo_is_a_todos_evidence_and_a_file_not_kept_is_refused() {
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let seen = results.clone();
+    let agent = TestAgent::new(move |turn: Turn, tools: ConversationTools| -> BoxFuture<'static, _> {
+        let seen = seen.clone();
+        Box::pin(async move {
+            if turn.kind == TurnKind::Reply {
+                for reference in ["m9", "m2", "m1"] {
+                    let mark = ToolCall::MarkTodoItem {
+                        todo_id: "1".into(),
+                        status: relay::api::TodoStatus::Completed,
+                        answer: Some("a photo of the meter".into()),
+                        value: None,
+                        quote: None,
+                        media: Some(reference.into()),
+                    };
+                    let said = tools.call(mark).await;
+                    seen.lock().unwrap().push(said.map_err(|e| e.to_string()));
+                }
+            }
+            tools.call(ToolCall::SendMessage { text: "Thanks".into() }).await.unwrap();
+            Ok(())
+        })
+    });
+    let w = SandboxWorld::start(Arc::new(agent), any_hour());
+    let request = relay::api::CreateInstanceRequest {
+        objective: "Get a photo of the meter".into(),
+        target_contact: CONTACT.into(),
+        todos: vec![relay::api::NewTodo::new("A photo of the meter")],
+        ..Default::default()
+    };
+    let id = w.engine.create(request).await.unwrap().id;
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    // m1 is kept; m2 fails every fetch. Both come before the reply.
+    let (good, _) = flaky(jpeg(), 0);
+    let (bad, _) = flaky(jpeg(), 99);
+    send(&w, photo(good)).await;
+    send(&w, InboundMedia { caption: None, ..photo(bad) }).await;
+    let done = until(&w.engine, id, |i| i.todos[0].status == relay::api::TodoStatus::Completed).await;
+    let results = results.lock().unwrap().clone();
+    assert_eq!(results[0], Err("todo 1 is not marked: there is no file \"m9\"; the contact's files are m1, m2".into()));
+    assert_eq!(
+        results[1],
+        Err("todo 1 is not marked: relay could not keep m2 (failed); ask them to send it again".into())
+    );
+    assert!(results[2].is_ok(), "{:?}", results[2]);
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    let first = transcript.iter().find(|m| m.media.as_ref().is_some_and(|f| f.reference == "m1")).unwrap();
+    assert_eq!(done.todos[0].evidence.len(), 1);
+    let evidence = &done.todos[0].evidence[0];
+    assert_eq!((evidence.message_id, evidence.media.as_deref()), (first.id, Some("m1")));
+    assert_eq!(evidence.untrusted_contact_text, "the meter", "the caption");
+}
+
 /// A file from a contact with no conversation is not fetched; the unrouted
 /// log keeps what it was and its caption, made one line.
 #[tokio::test(start_paused = true)]
@@ -390,6 +448,7 @@ mod heard {
                         answer: Some("4212".into()),
                         value: None,
                         quote: Some("reads 4212".into()),
+                        media: None,
                     };
                     tools.call(mark).await.unwrap();
                 }

@@ -62,6 +62,11 @@ pub struct MarkTodoItemArgs {
     #[serde(default)]
     #[schemars(length(min = 1, max = limits::MAX_NOTE_CHARS))]
     pub quote: Option<String>,
+    /// When the answer is a file the contact sent (a photo of the meter, an
+    /// invoice): its reference as the conversation shows it, e.g. "m2".
+    #[serde(default)]
+    #[schemars(length(min = 2, max = 12))]
+    pub media: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -279,14 +284,14 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
     Ok(match name {
         "send_message" => ToolCall::SendMessage { text: args::<SendMessageArgs>(arguments).map_err(refuse)?.text },
         "mark_todo_item" => {
-            let MarkTodoItemArgs { todo_id, status, answer, value, quote } = args(arguments).map_err(refuse)?;
+            let MarkTodoItemArgs { todo_id, status, answer, value, quote, media } = args(arguments).map_err(refuse)?;
             let status = match status {
                 TodoStatusArg::Pending => TodoStatus::Pending,
                 TodoStatusArg::InProgress => TodoStatus::InProgress,
                 TodoStatusArg::Completed => TodoStatus::Completed,
                 TodoStatusArg::Skipped => TodoStatus::Skipped,
             };
-            ToolCall::MarkTodoItem { todo_id, status, answer, value, quote }
+            ToolCall::MarkTodoItem { todo_id, status, answer, value, quote, media }
         }
         "end_conversation" => {
             let EndConversationArgs { reason, outcome, summary } = args(arguments).map_err(refuse)?;

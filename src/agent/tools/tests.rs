@@ -13,6 +13,7 @@ fn valid_calls_parse() {
             answer: Some("Friday".into()),
             value: None,
             quote: None,
+            media: None,
         })
     );
     assert_eq!(
@@ -50,7 +51,8 @@ fn the_seeds_signatures_are_accepted() {
             status: TodoStatus::Skipped,
             answer: None,
             value: None,
-            quote: None
+            quote: None,
+            media: None,
         })
     );
     // Older prompts call the answer a note.
@@ -61,7 +63,8 @@ fn the_seeds_signatures_are_accepted() {
             status: TodoStatus::Completed,
             answer: Some("3pm".into()),
             value: None,
-            quote: None
+            quote: None,
+            media: None,
         })
     );
 }
@@ -139,7 +142,7 @@ fn unknown_tools_are_tool_errors() {
 fn an_unknown_tool_is_answered_with_the_signatures() {
     assert_eq!(
         parse("send", json!({"text": "hi"})).unwrap_err().0,
-        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?, value?, quote?), \
+        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?, value?, quote?, media?), \
          end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
          request_human_intervention(reason, question?), contact_opted_out(reason)"
     );

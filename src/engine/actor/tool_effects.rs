@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::Actor;
 use crate::agent::{ToolCall, ToolError};
 use crate::api::limits;
-use crate::api::{EventData, Evidence, Outcome, Question, Role, TodoStatus};
+use crate::api::{EventData, Evidence, MediaStatus, Outcome, Question, Role, TodoStatus, TranscriptMessage};
 use crate::engine::{EngineError, bounded_text, heartbeat, report};
 use crate::fsm::Event;
 
@@ -29,7 +29,7 @@ impl Actor {
         tracing::debug!(instance = %id, tool = call.name(), "tool call");
         match call {
             ToolCall::SendMessage { .. } => unreachable!("handled by start_agent_send"),
-            ToolCall::MarkTodoItem { todo_id, status, answer, value, quote } => {
+            ToolCall::MarkTodoItem { todo_id, status, answer, value, quote, media } => {
                 let instance = &self.convs[self.index(id).map_err(refused)?];
                 let Some(todo) = instance.todos.iter().find(|t| t.id == todo_id) else {
                     let ids: Vec<&str> = instance.todos.iter().map(|t| t.id.as_str()).collect();
@@ -93,7 +93,10 @@ impl Actor {
                         !wanted.trim().is_empty() && crate::courtesy::normalise(said).contains(wanted.trim())
                     })
                 };
+                // A file the contact sent is an answer's evidence by itself.
+                let media_evidence = media.map(|m| self.find_media(id, &todo_id, &m)).transpose()?;
                 let evidence = match (&quote, &answer) {
+                    _ if media_evidence.is_some() => media_evidence.into_iter().collect(),
                     (Some(quote), _) => match self.find_quote(id, &todo_id, quote, &answered) {
                         Ok(found) => vec![found],
                         Err(_) if operator_said(quote) => Vec::new(),
@@ -287,6 +290,40 @@ impl Actor {
                 "todo {todo_id} is not marked: the contact never wrote {quote:?}. Quote their exact words (a \
                  few are enough)"
             ))
+        })
+    }
+}
+
+impl Actor {
+    /// The contact's file `reference` (`m2`) in conversation `id`, kept, as
+    /// an answer's evidence: its message, its caption, and the reference.
+    fn find_media(&self, id: Uuid, todo_id: &str, reference: &str) -> Result<Evidence, ToolError> {
+        let transcript = self.shared.store.read_transcript(id).map_err(|e| ToolError(e.to_string()))?;
+        let files: Vec<&TranscriptMessage> =
+            transcript.iter().filter(|m| m.role == Role::Contact && m.media.is_some()).collect();
+        let wanted = reference.trim().to_ascii_lowercase();
+        let found = files.iter().find(|m| m.media.as_ref().is_some_and(|f| f.reference == wanted));
+        let Some(message) = found else {
+            let theirs: Vec<&str> =
+                files.iter().filter_map(|m| m.media.as_deref()).map(|f| f.reference.as_str()).collect();
+            let sent = match theirs.is_empty() {
+                true => "the contact has sent no file".to_string(),
+                false => format!("the contact's files are {}", theirs.join(", ")),
+            };
+            return Err(ToolError(format!("todo {todo_id} is not marked: there is no file {reference:?}; {sent}")));
+        };
+        let file = message.media.as_deref().expect("found by its media");
+        if file.status != MediaStatus::Stored {
+            return Err(ToolError(format!(
+                "todo {todo_id} is not marked: relay could not keep {} ({}); ask them to send it again",
+                file.reference,
+                file.status.as_str().replace('_', " ")
+            )));
+        }
+        Ok(Evidence {
+            message_id: message.id,
+            untrusted_contact_text: file.caption.clone().unwrap_or_default(),
+            media: Some(file.reference.clone()),
         })
     }
 }

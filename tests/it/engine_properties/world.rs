@@ -99,6 +99,7 @@ pub(super) fn agent(script: Arc<Script>) -> Arc<TestAgent> {
                         answer: Some("done".into()),
                         value: None,
                         quote: None,
+                        media: None,
                     };
                     drop(tools.call(call).await);
                 }

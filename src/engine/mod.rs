@@ -39,6 +39,7 @@ pub mod idempotency;
 mod inbound;
 mod registry;
 pub mod report;
+mod retention;
 pub mod tools;
 mod validate;
 mod view;
@@ -329,6 +330,7 @@ impl Engine {
             engine.shared.spawn_actor(&mut actors, contact, convs);
         }
         drop(actors);
+        tokio::spawn(retention::run(Arc::downgrade(&engine.shared), engine.shared.stop.clone()));
         Ok(engine)
     }
 

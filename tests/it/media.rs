@@ -613,3 +613,31 @@ mod cli {
         assert!(told.contains("[photo m2] the new meter"), "{told}");
     }
 }
+
+/// A contact's file is removed `media.keep` after it came, by the hourly
+/// task: the file is gone, and its transcript line says so (pruned, when,
+/// no path, the label). A newer one stays.
+#[tokio::test(start_paused = true)]
+async fn files_are_removed_after_media_keep_and_the_transcript_says_so() {
+    relay::clock::pretend("2026-11-27T10:00:00Z".parse().unwrap());
+    let mut settings = any_hour();
+    settings.media.keep = Duration::from_secs(2 * 86_400);
+    let (w, id, _) = waiting(settings).await;
+    let (fetch, _) = flaky(jpeg(), 0);
+    send(&w, photo(fetch)).await;
+    replied(&w, id).await;
+    let (_, kept) = media_message(&w, id);
+    let path = w.home.root().join(kept.path.as_deref().unwrap());
+    assert!(path.exists());
+    // A day on: still kept. Three days on: gone.
+    tokio::time::sleep(Duration::from_secs(86_400)).await;
+    assert!(path.exists(), "within media.keep");
+    tokio::time::sleep(Duration::from_secs(2 * 86_400)).await;
+    assert!(!path.exists(), "removed after media.keep");
+    let (message, pruned) = media_message(&w, id);
+    assert_eq!((pruned.status, pruned.path.as_deref()), (MediaStatus::Pruned, None));
+    let at = pruned.pruned_at.unwrap();
+    assert!(at >= "2026-11-29T10:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap(), "{at}");
+    assert!(message.content.contains("removed after 2 days"), "{}", message.content);
+    assert_eq!((pruned.sha256, pruned.bytes), (kept.sha256, kept.bytes), "what it was is remembered");
+}

@@ -280,6 +280,17 @@ impl Engine {
             tracing::warn!(unfetched, "relay stopped while fetching contacts' files; they are marked failed");
         }
         let instances = store.load_instances()?;
+        // A crash can leave a file no transcript names yet, or a half-written
+        // one: gone before anything new is written.
+        let mut named = std::collections::HashSet::new();
+        for instance in instances.iter().filter(|i| i.media_received > 0) {
+            let paths = store.read_transcript(instance.id)?.into_iter().filter_map(|m| m.media?.path);
+            named.extend(paths.map(std::path::PathBuf::from));
+        }
+        let orphans = store.media().sweep_orphans(&named)?;
+        if !orphans.is_empty() {
+            tracing::warn!(removed = orphans.len(), "files no transcript names (left by a crash) were removed");
+        }
         let unrouted = store.count_unrouted()?;
         let keys = Arc::new(idempotency::Keys::load(store.clone())?);
         let events = events::EventLog::open(store.events_path())?;

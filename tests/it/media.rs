@@ -641,3 +641,20 @@ async fn files_are_removed_after_media_keep_and_the_transcript_says_so() {
     assert!(message.content.contains("removed after 2 days"), "{}", message.content);
     assert_eq!((pruned.sha256, pruned.bytes), (kept.sha256, kept.bytes), "what it was is remembered");
 }
+
+/// At start, files no transcript names (a crash between writing a file and
+/// its line, or mid-write) are removed; the ones named stay.
+#[tokio::test(start_paused = true)]
+async fn a_start_removes_files_no_transcript_names() {
+    let (mut w, id, _) = waiting(any_hour()).await;
+    let (fetch, _) = flaky(jpeg(), 0);
+    send(&w, photo(fetch)).await;
+    replied(&w, id).await;
+    let kept = w.home.root().join(media_message(&w, id).1.path.unwrap());
+    let folder = kept.parent().unwrap().to_path_buf();
+    std::fs::write(folder.join("00000000-0000-0000-0000-000000000001.jpg"), b"stray").unwrap();
+    std::fs::write(folder.join("x.jpg.tmp"), b"half").unwrap();
+    w.restart().await;
+    let left: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(left, [kept]);
+}

@@ -62,8 +62,8 @@ pub struct MarkTodoItemArgs {
     #[serde(default)]
     #[schemars(length(min = 1, max = limits::MAX_NOTE_CHARS))]
     pub quote: Option<String>,
-    /// When the answer is a file the contact sent (a photo of the meter, an
-    /// invoice): its reference as the conversation shows it, e.g. "m2".
+    /// When the answer is a file the contact sent (a photo, a document): its
+    /// reference as the conversation shows it, e.g. "m2".
     #[serde(default)]
     #[schemars(length(min = 2, max = 12))]
     pub media: Option<String>,

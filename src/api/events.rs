@@ -36,8 +36,19 @@ pub enum EventData {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    /// The contact wrote.
-    MessageIn { message_id: Uuid, untrusted_contact_text: String },
+    /// The contact wrote. A photo, voice note or file has `media` as it is
+    /// when it comes (`pending`); a `media` event follows once it is in.
+    MessageIn {
+        message_id: Uuid,
+        untrusted_contact_text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media: Option<Box<super::MediaInfo>>,
+    },
+    /// A contact's file changed: fetched and kept (`stored`, with the
+    /// transcript of a voice note), not fetched (`failed`, `too_large`), or
+    /// removed after `media.keep` (`pruned`). The message now reads
+    /// `untrusted_contact_text`.
+    Media { message_id: Uuid, untrusted_contact_text: String, media: Box<super::MediaInfo> },
     /// relay wrote to the contact (the agent, or the operator with `relay send`),
     /// once the channel answered: `sent` or `failed`.
     MessageOut {
@@ -80,6 +91,7 @@ impl EventData {
             EventData::Created { .. } => "created",
             EventData::Transition { .. } => "transition",
             EventData::MessageIn { .. } => "message_in",
+            EventData::Media { .. } => "media",
             EventData::MessageOut { .. } => "message_out",
             EventData::MessageStatus { .. } => "message_status",
             EventData::Todo { .. } => "todo",
@@ -88,8 +100,8 @@ impl EventData {
         }
     }
 
-    pub const KINDS: [&'static str; 8] =
-        ["created", "transition", "message_in", "message_out", "message_status", "todo", "question", "answer"];
+    pub const KINDS: [&'static str; 9] =
+        ["created", "transition", "message_in", "media", "message_out", "message_status", "todo", "question", "answer"];
 }
 
 /// Query of `GET /events`.
@@ -128,7 +140,16 @@ mod tests {
         let data = [
             EventData::Created { state: State::Created, target_contact: "+56912345678".into() },
             EventData::Transition { from: State::Created, to: State::Active, trigger: "t".into(), reason: None },
-            EventData::MessageIn { message_id: id, untrusted_contact_text: "hi".into() },
+            EventData::MessageIn { message_id: id, untrusted_contact_text: "hi".into(), media: None },
+            EventData::Media {
+                message_id: id,
+                untrusted_contact_text: "[photo m1, not shown to you] the meter".into(),
+                media: Box::new(crate::api::MediaInfo::new(
+                    crate::api::MediaKind::Photo,
+                    crate::api::MediaStatus::Stored,
+                    "m1",
+                )),
+            },
             EventData::MessageOut {
                 message_id: id,
                 role: Role::Agent,

@@ -90,6 +90,15 @@ fn readable(event: &ConversationEvent) -> String {
         EventData::MessageIn { untrusted_contact_text, .. } => {
             format!("contact wrote: \"{}\"", output::truncate(untrusted_contact_text, 80))
         }
+        EventData::Media { media, untrusted_contact_text, .. } => {
+            let what = crate::media::label::word(media.kind);
+            format!(
+                "{what} {} {}: \"{}\"",
+                media.reference,
+                media.status.as_str().replace('_', " "),
+                output::truncate(untrusted_contact_text, 80)
+            )
+        }
         EventData::MessageOut { role, text, send_status, .. } => {
             let who = match role {
                 crate::api::Role::Manual => "operator",

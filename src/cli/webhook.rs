@@ -26,7 +26,8 @@ pub struct AddArgs {
     /// Where to POST the events (http or https).
     pub url: String,
     /// Only these event types, comma-separated: created, transition,
-    /// message_in, message_out, todo, question, answer [default: all].
+    /// message_in, media, message_out, message_status, todo, question, answer
+    /// [default: all].
     #[arg(long, value_delimiter = ',')]
     pub events: Vec<String>,
 }

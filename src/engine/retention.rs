@@ -62,7 +62,13 @@ pub(super) fn prune(shared: &Shared) -> Result<usize, StoreError> {
             pruned.pruned_at = Some(now);
             pruned.path = None;
             let content = crate::media::label::label(&pruned, &cx);
+            let event = crate::api::EventData::Media {
+                message_id: message.id,
+                untrusted_contact_text: content.clone(),
+                media: Box::new(pruned.clone()),
+            };
             shared.store.append_message(&TranscriptMessage { content, media: Some(Box::new(pruned)), ..message })?;
+            shared.emit(id, event);
             removed += 1;
         }
     }

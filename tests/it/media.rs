@@ -130,6 +130,24 @@ async fn a_photo_is_stored_owner_only_and_the_reply_reads_its_label() {
     assert_eq!(message.content, label);
     assert_eq!(*read.lock().unwrap(), [label], "the reply read the stored file's label, once");
     assert_eq!(w.engine.get(&id.to_string()).unwrap().media_received, 1);
+    // The events: the message as it came (pending), then the file in.
+    use futures_util::StreamExt;
+    let events: Vec<relay::api::EventData> =
+        w.engine.events(0, Some(id), false).map(|e| e.unwrap().data.clone()).collect().await;
+    let came = events.iter().find_map(|e| match e {
+        relay::api::EventData::MessageIn { media: Some(media), untrusted_contact_text, .. } => {
+            Some((media.status, untrusted_contact_text.clone()))
+        }
+        _ => None,
+    });
+    assert_eq!(came, Some((MediaStatus::Pending, "[photo m1: being processed] the meter".to_string())));
+    let stored = events.iter().find_map(|e| match e {
+        relay::api::EventData::Media { message_id, media, untrusted_contact_text } => {
+            Some((*message_id, media.status, untrusted_contact_text.clone()))
+        }
+        _ => None,
+    });
+    assert_eq!(stored, Some((message.id, MediaStatus::Stored, label.to_string())));
 }
 
 #[tokio::test(start_paused = true)]

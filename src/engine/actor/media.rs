@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{Actor, Msg};
 use crate::agent::TurnImage;
-use crate::api::{MediaInfo, MediaKind, MediaStatus, TranscriptMessage, TranscriptStatus};
+use crate::api::{EventData, MediaInfo, MediaKind, MediaStatus, TranscriptMessage, TranscriptStatus};
 use crate::courtesy::OptOutSource;
 use crate::engine::media_label_context;
 use crate::media::InboundMedia;
@@ -43,6 +43,12 @@ impl Actor {
         }
         if let Some(media) = &message.media {
             tracing::info!(%instance, status = media.status.as_str(), "a contact's file is in");
+            let event = EventData::Media {
+                message_id: id,
+                untrusted_contact_text: message.content.clone(),
+                media: media.clone(),
+            };
+            self.shared.emit(instance, event);
         }
         let relabel = |text: &mut String, message_id: Uuid| {
             if message_id == id {

@@ -279,7 +279,11 @@ impl Actor {
             running.may_send = true;
         }
         tracing::info!(instance = %id, state = %state, "contact message received");
-        let event = EventData::MessageIn { message_id: recorded.id, untrusted_contact_text: recorded.content.clone() };
+        let event = EventData::MessageIn {
+            message_id: recorded.id,
+            untrusted_contact_text: recorded.content.clone(),
+            media: recorded.media.clone(),
+        };
         self.shared.emit(id, event);
         let last = ContactText {
             message_id: recorded.id,

@@ -126,6 +126,9 @@ pub struct Eval {
     canary: String,
     /// How long one scenario may run; then it is scored as it stands.
     timeout: Duration,
+    /// Hears the voice notes of scenarios that have them (its
+    /// `/audio/transcriptions`): running while the evaluation lives.
+    _transcriber: Option<crate::scripted_model::ScriptedModel>,
 }
 
 impl Eval {
@@ -147,6 +150,14 @@ impl Eval {
         // (the scorecard says so).
         config.courtesy = config.courtesy.any_hour();
         config.courtesy.disclosure = "off".into();
+        // A contact who speaks needs someone to hear them: the scripted
+        // transcriber hears the words a scripted voice note carries, so the
+        // scenario rates the model, not a speech model.
+        let speaks = scenarios.iter().any(|s| s.file.contact.iter().any(|line| scenario::spoken(line).is_some()));
+        let transcriber =
+            speaks.then(|| crate::scripted_model::ScriptedModel::start_on_thread(crate::scripted_model::queue(vec![])));
+        config.media.transcription =
+            transcriber.as_ref().map(|t| crate::config::TranscriptionConfig::new(t.base_url(), "scripted"));
         config.check().map_err(usage)?;
         // A key that cannot be found fails every scenario: say so before any runs.
         crate::agent::provider::connect(&model).map_err(usage)?;
@@ -156,7 +167,7 @@ impl Eval {
             Some(url) => format!("{} at {url}", model.label()),
             None => model.label(),
         };
-        Ok(Eval { label, config, scenarios, canary, timeout })
+        Ok(Eval { label, config, scenarios, canary, timeout, _transcriber: transcriber })
     }
 
     /// The model under test, as the scorecard names it (with its URL when
@@ -214,8 +225,29 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
         if instance.state == State::WaitingForReply && said < file.contact.len() {
             let sent = client.sandbox_outbox(&to_contact).await?.len();
             if sent > answered {
-                let line = SandboxSayRequest::text(file.contact_number.clone(), file.contact[said].clone());
-                client.sandbox_say(&line).await?;
+                let line = &file.contact[said];
+                let message = match scenario::spoken(line) {
+                    None => SandboxSayRequest::text(file.contact_number.clone(), line.clone()),
+                    Some(words) => {
+                        // About two and a half words a second, as people speak.
+                        let seconds = (words.split_whitespace().count() as u32 * 2 / 5).max(1);
+                        let note = crate::media::ogg::scripted_voice_note(words, seconds);
+                        let upload_id = client.upload(note).await?.upload_id;
+                        let media = crate::api::SandboxMedia {
+                            kind: crate::api::MediaKind::VoiceNote,
+                            upload_id,
+                            mime: None,
+                            file_name: None,
+                            seconds: Some(seconds),
+                            fail_downloads: 0,
+                        };
+                        SandboxSayRequest {
+                            media: Some(media),
+                            ..SandboxSayRequest::text(file.contact_number.clone(), "")
+                        }
+                    }
+                };
+                client.sandbox_say(&message).await?;
                 (said, answered) = (said + 1, sent);
                 continue;
             }

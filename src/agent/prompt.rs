@@ -166,6 +166,14 @@ pub fn system_prompt(turn: &Turn) -> String {
         }
         p.push('\n');
     }
+    if !i.attachments.is_empty() {
+        // The operator's files and names: trusted, and only ids go back.
+        p.push_str("## Attachments you can send (send_attachment)\n");
+        for file in &i.attachments {
+            p.push_str(&format!("- {}\n", crate::media::label::attachment(file)));
+        }
+        p.push('\n');
+    }
     p.push_str("## Todos\n");
     for todo in &i.todos {
         match &todo.answer_schema {

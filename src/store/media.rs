@@ -141,6 +141,12 @@ impl MediaStore {
         Ok((id, StoredFile { rel_path, bytes: contents.len() as u64, sha256: sha256_hex(contents) }))
     }
 
+    /// Whether upload `id` is staged (not used, not expired).
+    pub fn has_upload(&self, id: Uuid) -> bool {
+        let path = self.dir().join(UPLOADS_DIR).join(id.to_string());
+        fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+    }
+
     /// The staged upload `id`'s bytes, removed from the stage: an upload is
     /// used once. `None` when there is no such upload (never staged, used,
     /// or expired).

@@ -549,7 +549,10 @@ impl Engine {
         file: SendFile,
     ) -> Result<Idempotent<TranscriptMessage>, EngineError> {
         let id = self.resolve(id_or_prefix)?;
-        let asked = serde_json::to_vec(&file).expect("requests serialise");
+        // The file by what it holds, not by its upload id: a retry gives
+        // the same file again, under a new id.
+        let held = self.shared.store.media().upload_sha256(file.upload_id)?.unwrap_or_default();
+        let asked = serde_json::to_vec(&(&held, &file.name, &file.caption)).expect("requests serialise");
         let fingerprint = idempotency::fingerprint(&[id.as_bytes(), b"file", &asked]);
         let claim = self.shared.keys.claim(key, "send", fingerprint)?;
         if claim.retried {
@@ -571,12 +574,12 @@ impl Engine {
         let caption = file.caption.filter(|c| !c.trim().is_empty());
         let caption = caption.map(|c| bounded_text("caption", c, limits::MAX_CAPTION_CHARS)).transpose()?;
         self.resolve(id_or_prefix)?;
-        let media = self.shared.store.media();
-        if !media.has_upload(file.upload_id) {
+        if !self.shared.store.media().has_upload(file.upload_id) {
             return Err(attachments::no_upload(file.upload_id));
         }
-        let bytes = media.take_upload(file.upload_id)?.ok_or_else(|| attachments::no_upload(file.upload_id))?;
-        let op = Op::SendFile { bytes, name: file.name, caption, message_id };
+        // Taken by the actor once the conversation may be written to: a
+        // refused send leaves the file staged for another try.
+        let op = Op::SendFile { upload_id: file.upload_id, name: file.name, caption, message_id };
         let (_, message) = self.operate(id_or_prefix, op).await?;
         Ok(message.expect("a send returns its message"))
     }

@@ -978,6 +978,30 @@ mod sent {
         // An upload is used once.
         let again = w.engine.send_file(&id.to_string(), file).await.unwrap_err();
         assert!(again.to_string().contains("was used already"), "{again}");
+        // With a key, a retry gives the same file again (a new upload): the
+        // first message is answered, and nothing more is sent.
+        let stage = || SendFile {
+            upload_id: w.engine.stage_upload(&contract).unwrap().upload_id,
+            name: Some("contract.pdf".into()),
+            caption: None,
+        };
+        let first = w.engine.send_file_once("k1", &id.to_string(), stage()).await.unwrap();
+        let retry = w.engine.send_file_once("k1", &id.to_string(), stage()).await.unwrap();
+        assert!(!first.replayed && retry.replayed);
+        assert_eq!(retry.value.id, first.value.id);
+        assert_eq!(w.channel.outbox(None).len(), outbox.len() + 1);
+    }
+
+    /// A send the conversation's state refuses leaves the file staged.
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_file_send_uses_no_upload() {
+        let (w, id, _) = with_attachments(vec![attachment("a1", None)], Vec::new()).await;
+        until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+        w.engine.cancel(&id.to_string()).await.unwrap();
+        let upload_id = w.engine.stage_upload(PDF).unwrap().upload_id;
+        let file = SendFile { upload_id, name: None, caption: None };
+        w.engine.send_file(&id.to_string(), file).await.unwrap_err();
+        assert!(w.engine.take_upload(upload_id).unwrap().is_some(), "still staged");
     }
 
     #[tokio::test(start_paused = true)]

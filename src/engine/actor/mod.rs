@@ -140,10 +140,10 @@ pub(crate) enum Op {
         text: String,
         message_id: Uuid,
     },
-    /// `relay send --file`: the file (`bytes`, taken from the stage) becomes
-    /// the conversation's next attachment and goes to the contact.
+    /// `relay send --file`: the staged upload becomes the conversation's
+    /// next attachment and goes to the contact.
     SendFile {
-        bytes: Vec<u8>,
+        upload_id: Uuid,
         name: Option<String>,
         caption: Option<String>,
         message_id: Uuid,
@@ -250,8 +250,8 @@ impl Actor {
                     TranscriptMessage { id: message_id, ..TranscriptMessage::outgoing(id, Role::Manual, text) };
                 self.start_manual_send(message, reply)
             }
-            Msg::Operator { id, op: Op::SendFile { bytes, name, caption, message_id }, reply } => {
-                match self.attach_to_send(id, &bytes, name) {
+            Msg::Operator { id, op: Op::SendFile { upload_id, name, caption, message_id }, reply } => {
+                match self.attach_to_send(id, upload_id, name) {
                     Ok(attachment) => {
                         let message = sends::file_message(id, Role::Manual, &attachment, caption);
                         self.start_manual_send(TranscriptMessage { id: message_id, ..message }, reply)

@@ -80,20 +80,23 @@ impl Actor {
         }
     }
 
-    /// `relay send --file`: `bytes` stored as conversation `id`'s next
-    /// attachment (file first, then the conversation naming it), if the
-    /// conversation may be written to now.
+    /// `relay send --file`: staged upload `upload_id` stored as conversation
+    /// `id`'s next attachment (file first, then the conversation naming
+    /// it), if the conversation may be written to now; otherwise the upload
+    /// stays staged.
     pub(super) fn attach_to_send(
         &mut self,
         id: Uuid,
-        bytes: &[u8],
+        upload_id: Uuid,
         name: Option<String>,
     ) -> Result<crate::api::Attachment, EngineError> {
         let index = self.index(id)?;
         let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
         allowed(id, state, Event::ManualSend, previous)?;
         let media = self.shared.store.media();
-        let attachment = crate::engine::attachments::store(media, &self.convs[index], bytes, name.as_deref())?;
+        let missing = || crate::engine::attachments::no_upload(upload_id);
+        let bytes = media.take_upload(upload_id)?.ok_or_else(missing)?;
+        let attachment = crate::engine::attachments::store(media, &self.convs[index], &bytes, name.as_deref())?;
         self.update(id, |i| i.attachments.push(attachment.clone()))?;
         Ok(attachment)
     }

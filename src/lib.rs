@@ -4,7 +4,7 @@
 //! One binary, `relay`. Most subcommands are thin clients of a background
 //! daemon's REST API on 127.0.0.1; the daemon holds the channel (WhatsApp or
 //! the sandbox) and runs, for each conversation, a small agent whose only
-//! powers are seven conversation-scoped tools.
+//! powers are eight conversation-scoped tools.
 //!
 //! Where each concept lives, lowest layer first. A module uses only those
 //! above it in this table (tests/it/layers.rs checks it):

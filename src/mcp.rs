@@ -482,7 +482,7 @@ idempotency_key if you might retry: the same key returns the first message and s
             async {
                 let id = InstanceId::parse(&args.id)?;
                 let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
-                client.send(&id, &SendMessageRequest { message: args.message }).await
+                client.send(&id, &SendMessageRequest::text(args.message)).await
             }
             .await,
         )
@@ -625,6 +625,8 @@ impl RelayTools {
             override_opt_out: args.override_opt_out,
             budget: (budget != BudgetRequest::default()).then_some(budget),
             private_context: args.private_context.unwrap_or_default(),
+            // Files need reading and uploading by this process first: not yet.
+            attachments: Vec::new(),
         };
         let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
         client.create(&request).await

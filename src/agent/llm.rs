@@ -190,7 +190,7 @@ impl LlmAgent {
             let mut this_round: Vec<(String, bool)> = Vec::new();
             for call in &calls {
                 let name = call.function.name.as_str().to_string();
-                tried_to_send |= name == "send_message";
+                tried_to_send |= name == "send_message" || name == "send_attachment";
                 called.push(name.clone());
                 let outcome = match tools::parse(&name, call.function.arguments_value()) {
                     // The same call again does nothing more: a model that
@@ -200,7 +200,7 @@ impl LlmAgent {
                     ))),
                     Ok(parsed) => {
                         let ends_turn = parsed.ends_turn();
-                        let sends = matches!(parsed, ToolCall::SendMessage { .. });
+                        let sends = parsed.sends();
                         let schedules = matches!(parsed, ToolCall::ScheduleNextHeartbeat { .. });
                         let outcome = tools.call(parsed.clone()).await;
                         if ends_turn && outcome.is_ok() {
@@ -481,9 +481,9 @@ mod tests {
         assert_eq!(asked(&local, true), (Some(ToolChoice::None), Some(0)));
         let request = local.request(vec![Message::user("hi")], "system", false, &[]);
         assert!(request.additional_params.unwrap().get("response_format").is_some());
-        assert_eq!(request.tools.len(), 6, "the tools stay in the request, but for the stub");
+        assert_eq!(request.tools.len(), tools::NAMES.len() - 1, "the tools stay in the request, but for the stub");
         assert!(request.tools.iter().all(|t| t.name.as_str() != tools::STUB));
-        assert_eq!(agent(Provider::Anthropic, None).request(vec![], "s", false, &[]).tools.len(), 7);
+        assert_eq!(agent(Provider::Anthropic, None).request(vec![], "s", false, &[]).tools.len(), tools::NAMES.len());
         let ollama = agent(Provider::Ollama, None);
         assert_eq!(asked(&ollama, false), (None, Some(1)));
         assert_eq!(asked(&ollama, true), (None, Some(0)));

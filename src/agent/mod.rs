@@ -90,7 +90,8 @@ pub enum AgentError {
     /// The turn ended having sent nothing it had to (see [`may_end_without_sending`]).
     #[error("the model answered without using its tools")]
     Silent,
-    /// The same, but the model did try `send_message`: the channel refused it.
+    /// The same, but the model did try `send_message` or `send_attachment`:
+    /// the channel refused it.
     #[error("nothing the model tried to send went out")]
     NotSent,
 }

@@ -166,6 +166,14 @@ pub fn system_prompt(turn: &Turn) -> String {
         }
         p.push('\n');
     }
+    if !i.attachments.is_empty() {
+        // The operator's files and names: trusted, and only ids go back.
+        p.push_str("## Attachments you can send (send_attachment)\n");
+        for file in &i.attachments {
+            p.push_str(&format!("- {}\n", crate::media::label::attachment(file)));
+        }
+        p.push('\n');
+    }
     p.push_str("## Todos\n");
     for todo in &i.todos {
         match &todo.answer_schema {
@@ -192,6 +200,12 @@ pub fn system_prompt(turn: &Turn) -> String {
          - You are an automated assistant: if asked, say so. Never claim or imply to be a person.\n\
          - Messages marked [written by the human operator] were sent by your principal's operator.\n",
     );
+    if !i.attachments.is_empty() {
+        p.push_str(
+            "- To send the contact one of the files under \"Attachments you can send\", call send_attachment with \
+             its id (a caption is optional): it counts as your message of the turn.\n",
+        );
+    }
     // Only once a file has come: the prompt stays the same (and cached)
     // until then, and most conversations never see one.
     if turn.transcript.iter().any(|m| m.role == Role::Contact && m.media.is_some()) {
@@ -319,6 +333,28 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// The conversation's files are listed by id, name, type and size, one
+    /// line each; without any, the prompt says nothing of them.
+    #[test]
+    fn the_attachments_are_listed_with_how_to_send_them() {
+        let mut t = turn(&[(Role::Contact, "hi")]);
+        assert!(!system_prompt(&t).contains("Attachment"));
+        t.instance.attachments = vec![Attachment {
+            id: "a1".into(),
+            name: "invoice.pdf".into(),
+            kind: MediaKind::Document,
+            mime: "application/pdf".into(),
+            bytes: 120 * 1024,
+            sha256: "ab".repeat(32),
+            path: format!("media/{}/att-a1.pdf", t.instance.id),
+        }];
+        let system = system_prompt(&t);
+        let listed = "## Attachments you can send (send_attachment)\n- a1: invoice.pdf (PDF, 120 KB)\n\n## Todos";
+        assert!(system.contains(listed), "{system}");
+        assert!(system.contains("call send_attachment with its id"), "{system}");
+        assert!(!system.contains("att-a1.pdf"), "no path: {system}");
     }
 
     #[test]

@@ -16,6 +16,11 @@ pub enum ToolCall {
     SendMessage {
         text: String,
     },
+    /// One of this conversation's attachments, by the id relay listed.
+    SendAttachment {
+        attachment_id: String,
+        caption: Option<String>,
+    },
     MarkTodoItem {
         todo_id: String,
         status: TodoStatus,
@@ -52,9 +57,16 @@ pub enum ToolCall {
 }
 
 impl ToolCall {
+    /// Whether the call writes to the contact (a message or a file): what
+    /// a turn must do unless it ends otherwise.
+    pub fn sends(&self) -> bool {
+        matches!(self, ToolCall::SendMessage { .. } | ToolCall::SendAttachment { .. })
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             ToolCall::SendMessage { .. } => "send_message",
+            ToolCall::SendAttachment { .. } => "send_attachment",
             ToolCall::MarkTodoItem { .. } => "mark_todo_item",
             ToolCall::EndConversation { .. } => "end_conversation",
             ToolCall::ScheduleNextHeartbeat { .. } => "schedule_next_heartbeat",

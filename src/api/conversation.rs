@@ -440,6 +440,10 @@ pub struct ConversationInstance {
     /// (`--private`): relay refuses any message of the agent's that repeats one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub private_context: Vec<String>,
+    /// Files the conversation may send its contact (`--attach`, `relay send
+    /// --file`): the agent sends one with `send_attachment`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<super::Attachment>,
     /// When the armed heartbeat fires (WAITING_FOR_REPLY only).
     #[serde(default)]
     pub next_heartbeat_at: Option<DateTime<Utc>>,
@@ -523,6 +527,7 @@ impl ConversationInstance {
             first_message_refused: false,
             opt_out_override: None,
             private_context: Vec::new(),
+            attachments: Vec::new(),
             next_heartbeat_at: None,
             paused_heartbeat_remaining_ms: None,
             scheduled_heartbeat_ms: None,

@@ -36,6 +36,10 @@ pub const MAX_REASON_CHARS: usize = 1_000;
 /// Private facts per conversation (`--private`), and the length of each.
 pub const MAX_PRIVATE_FACTS: usize = 20;
 pub const MAX_PRIVATE_CHARS: usize = 1_000;
+/// Files given to a conversation at create, to send (`--attach`).
+pub const MAX_ATTACHMENTS: usize = 10;
+/// A caption under a file sent: WhatsApp's own limit.
+pub const MAX_CAPTION_CHARS: usize = 1_024;
 /// Messages one agent turn may send: a person gets a few messages, not a
 /// flood from a model that calls `send_message` fifty times in one answer.
 pub const MAX_MESSAGES_PER_TURN: u32 = 5;

@@ -189,6 +189,40 @@ impl MediaInfo {
     }
 }
 
+/// A file the conversation may send its contact (given at create with
+/// `--attach`, or sent by the operator with `relay send --file`), kept in
+/// the home as `media/<conversation-id>/att-<id>.<ext>`. The agent sends
+/// one by its `id` (`send_attachment`), never by a path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Attachment {
+    /// `a1`, `a2`… in the order given.
+    pub id: String,
+    /// The name the contact sees (the operator's: the file's own name, or
+    /// the one given), one line.
+    pub name: String,
+    /// `photo` (a JPEG or PNG, sent as an image) or `document` (anything
+    /// else, sent as a file).
+    pub kind: MediaKind,
+    /// What the bytes are (relay looks at them).
+    pub mime: String,
+    pub bytes: u64,
+    /// SHA-256 of the bytes, hex.
+    pub sha256: String,
+    /// Where the file is, relative to the relay home.
+    pub path: String,
+}
+
+/// A file to give a new conversation: one staged with `POST /media`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewAttachment {
+    pub upload_id: uuid::Uuid,
+    /// The name the contact sees; left out, `a1.pdf` and so on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: Option<String>,
+}
+
 /// `POST /media`: a file the daemon keeps until a request uses it (an hour
 /// at most), by its `upload_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -101,6 +101,11 @@ pub struct CreateInstanceRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schema(max_items = 20)]
     pub private_context: Vec<String>,
+    /// Files the agent may send the contact (`send_attachment`), each staged
+    /// first with `POST /media`; at most 10.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 10)]
+    pub attachments: Vec<super::NewAttachment>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -113,9 +118,36 @@ pub struct CreateInstanceResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessageRequest {
-    /// Trimmed; not empty.
+    /// Trimmed; not empty. Give this or `file`, not both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(min_length = 1, max_length = 4096)]
-    pub message: String,
+    pub message: Option<String>,
+    /// A file to send instead of a message: one staged with `POST /media`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<SendFile>,
+}
+
+impl SendMessageRequest {
+    /// A text message.
+    pub fn text(message: impl Into<String>) -> SendMessageRequest {
+        SendMessageRequest { message: Some(message.into()), file: None }
+    }
+}
+
+/// The file of `relay send --file`: it becomes the conversation's next
+/// attachment, and goes to the contact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendFile {
+    pub upload_id: Uuid,
+    /// The name the contact sees; left out, `a2.pdf` and so on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: Option<String>,
+    /// Written under the file (at most 1,024 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 1024)]
+    pub caption: Option<String>,
 }
 
 /// Query of `GET /instances`.

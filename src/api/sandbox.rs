@@ -68,6 +68,23 @@ pub struct OutboxEntry {
     /// The sandbox's id for the message (as WhatsApp's message id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+    /// The file sent, when it is one (`text` is then its caption, or empty).
+    /// The outbox keeps what it was, not a copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<OutboxMedia>,
+}
+
+/// A file relay sent on the sandbox, as the contact's phone got it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OutboxMedia {
+    /// `photo` or `document`.
+    pub kind: super::MediaKind,
+    pub mime: String,
+    pub bytes: u64,
+    /// SHA-256 of the bytes, hex.
+    pub sha256: String,
+    /// The name the contact sees.
+    pub file_name: String,
 }
 
 /// What a simulated phone does: `relay sandbox offline|online|read +NUMBER`.

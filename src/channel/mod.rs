@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::api::{ChannelStatus, SendStatus};
+use crate::api::{ChannelStatus, MediaKind, SendStatus};
 use crate::contact::Contact;
 use crate::courtesy::ReachOutLock;
 pub use crate::media::{Fetch, FetchError, InboundMedia};
@@ -119,6 +119,34 @@ pub struct Sent {
     pub message_id: Option<String>,
 }
 
+/// A file relay sends a contact: one of the conversation's attachments,
+/// its bytes read from the home.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OutgoingMedia {
+    /// [`MediaKind::Photo`] (a JPEG or PNG, shown as an image) or
+    /// [`MediaKind::Document`] (anything else, as a file).
+    pub kind: MediaKind,
+    pub bytes: Vec<u8>,
+    /// What the bytes are (relay sniffed them).
+    pub mime: String,
+    /// The name the contact sees.
+    pub file_name: String,
+    pub caption: Option<String>,
+}
+
+impl std::fmt::Debug for OutgoingMedia {
+    // Not the bytes: a log line gets their count.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutgoingMedia")
+            .field("kind", &self.kind)
+            .field("bytes", &self.bytes.len())
+            .field("mime", &self.mime)
+            .field("file_name", &self.file_name)
+            .field("caption", &self.caption)
+            .finish()
+    }
+}
+
 pub trait Channel: Send + Sync + 'static {
     /// Gives the channel the sink for what contacts send.
     fn attach(&self, inbound: Arc<dyn InboundSink>);
@@ -138,6 +166,20 @@ pub trait Channel: Send + Sync + 'static {
     /// Sends `text` to `to`; returns once the channel has taken it. May take
     /// a while (pacing, waiting for a connection): callers do not block on it.
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>>;
+
+    /// Sends a file to `to` (with its caption); returns once the channel has
+    /// taken it, as [`Channel::send`]. A channel that cannot send files
+    /// refuses it, and the conversation is told so.
+    fn send_media<'a>(
+        &'a self,
+        _to: &'a Contact,
+        _media: &'a OutgoingMedia,
+    ) -> BoxFuture<'a, Result<Sent, ChannelError>> {
+        let channel = self.name();
+        Box::pin(
+            async move { Err(ChannelError::Rejected { channel, reason: "this channel cannot send files".into() }) },
+        )
+    }
 
     /// Whether this number may not write first to new contacts now
     /// (WhatsApp's reach-out lock), asked before a first message to one.

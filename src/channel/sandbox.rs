@@ -22,8 +22,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Channel, ChannelError, Delivery, InboundMedia, InboundMessage, InboundSink, Sent, SentUpdate};
-use crate::api::{ChannelStatus, OutboxEntry, PhoneAction, PhoneResponse, SandboxLockState, SendStatus};
+use super::{
+    Channel, ChannelError, Delivery, InboundMedia, InboundMessage, InboundSink, OutgoingMedia, Sent, SentUpdate,
+};
+use crate::api::{ChannelStatus, OutboxEntry, OutboxMedia, PhoneAction, PhoneResponse, SandboxLockState, SendStatus};
 use crate::contact::Contact;
 use crate::courtesy::{LockSource, ReachOutLock};
 use crate::home::Home;
@@ -268,6 +270,55 @@ impl SandboxChannel {
         }
     }
 
+    /// A message (or a file, with `text` its caption) reaches `to`'s phone:
+    /// into the outbox, and the phone's receipts follow a moment later.
+    fn to_phone(&self, to: &Contact, text: String, media: Option<OutboxMedia>) -> Result<Sent, ChannelError> {
+        let id = format!("SANDBOX-{}", uuid::Uuid::new_v4().simple());
+        // As WhatsApp: the send is taken, and refused a moment later. It
+        // reaches no one, so the outbox does not show it.
+        if self.phones.lock().expect("phones lock").refuses(to.as_str()) {
+            if let Some(sink) = self.inbound.get().cloned() {
+                let refused = id.clone();
+                tokio::spawn(async move {
+                    sink.sent_update(refused, SentUpdate::ReachOutLocked(REFUSED_463.into())).await;
+                });
+            }
+            return Ok(Sent { message_id: Some(id) });
+        }
+        let entry = OutboxEntry {
+            contact: to.to_string(),
+            text,
+            timestamp: crate::clock::now(),
+            message_id: Some(id.clone()),
+            media,
+        };
+        let line = serde_json::to_vec(&entry).expect("outbox entries serialise");
+        let receipts = {
+            // The lock orders file and memory alike.
+            let mut outbox = self.outbox.lock().expect("outbox lock");
+            atomic::append_line(&self.outbox_file, &line)
+                .map_err(|e| ChannelError::Rejected { channel: "sandbox", reason: e.to_string() })?;
+            outbox.push(entry);
+            let mut phones = self.phones.lock().expect("phones lock");
+            let receipts = phones.sent(to.as_str(), &id);
+            if receipts.is_empty() && self.save(&phones).is_err() {
+                tracing::warn!("cannot record what an offline sandbox phone holds");
+            }
+            receipts
+        };
+        // The phone answers as a real one does, a moment after the send
+        // (relay holds a receipt that comes before it recorded the send).
+        if let Some(sink) = self.inbound.get().cloned() {
+            let at = crate::clock::now();
+            tokio::spawn(async move {
+                for (id, status) in receipts {
+                    sink.sent_update(id, SentUpdate::Receipt { status, at }).await;
+                }
+            });
+        }
+        Ok(Sent { message_id: Some(id) })
+    }
+
     /// What relay sent, oldest first, optionally to one contact only.
     pub fn outbox(&self, contact: Option<&Contact>) -> Vec<OutboxEntry> {
         let outbox = self.outbox.lock().expect("outbox lock");
@@ -312,50 +363,23 @@ impl Channel for SandboxChannel {
     }
 
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
+        Box::pin(async move { self.to_phone(to, text.to_string(), None) })
+    }
+
+    fn send_media<'a>(
+        &'a self,
+        to: &'a Contact,
+        media: &'a OutgoingMedia,
+    ) -> BoxFuture<'a, Result<Sent, ChannelError>> {
         Box::pin(async move {
-            let id = format!("SANDBOX-{}", uuid::Uuid::new_v4().simple());
-            // As WhatsApp: the send is taken, and refused a moment later. It
-            // reaches no one, so the outbox does not show it.
-            if self.phones.lock().expect("phones lock").refuses(to.as_str()) {
-                if let Some(sink) = self.inbound.get().cloned() {
-                    let refused = id.clone();
-                    tokio::spawn(async move {
-                        sink.sent_update(refused, SentUpdate::ReachOutLocked(REFUSED_463.into())).await;
-                    });
-                }
-                return Ok(Sent { message_id: Some(id) });
-            }
-            let entry = OutboxEntry {
-                contact: to.to_string(),
-                text: text.to_string(),
-                timestamp: crate::clock::now(),
-                message_id: Some(id.clone()),
+            let file = OutboxMedia {
+                kind: media.kind,
+                mime: media.mime.clone(),
+                bytes: media.bytes.len() as u64,
+                sha256: crate::store::media::sha256_hex(&media.bytes),
+                file_name: media.file_name.clone(),
             };
-            let line = serde_json::to_vec(&entry).expect("outbox entries serialise");
-            let receipts = {
-                // The lock orders file and memory alike.
-                let mut outbox = self.outbox.lock().expect("outbox lock");
-                atomic::append_line(&self.outbox_file, &line)
-                    .map_err(|e| ChannelError::Rejected { channel: "sandbox", reason: e.to_string() })?;
-                outbox.push(entry);
-                let mut phones = self.phones.lock().expect("phones lock");
-                let receipts = phones.sent(to.as_str(), &id);
-                if receipts.is_empty() && self.save(&phones).is_err() {
-                    tracing::warn!("cannot record what an offline sandbox phone holds");
-                }
-                receipts
-            };
-            // The phone answers as a real one does, a moment after the send
-            // (relay holds a receipt that comes before it recorded the send).
-            if let Some(sink) = self.inbound.get().cloned() {
-                let at = crate::clock::now();
-                tokio::spawn(async move {
-                    for (id, status) in receipts {
-                        sink.sent_update(id, SentUpdate::Receipt { status, at }).await;
-                    }
-                });
-            }
-            Ok(Sent { message_id: Some(id) })
+            self.to_phone(to, media.caption.clone().unwrap_or_default(), Some(file))
         })
     }
 
@@ -428,6 +452,32 @@ mod tests {
         ]
     }
 
+    /// A file reaches the outbox as what it is (kind, type, size, hash and
+    /// name), its caption as the text; the file itself is not copied.
+    #[tokio::test]
+    async fn a_file_sent_is_in_the_outbox_with_its_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = SandboxChannel::open(&Home::at(dir.path())).unwrap();
+        let to = Contact::parse("+56912345678").unwrap();
+        let media = OutgoingMedia {
+            kind: crate::api::MediaKind::Document,
+            bytes: b"abc".to_vec(),
+            mime: "text/plain".into(),
+            file_name: "notes.txt".into(),
+            caption: Some("the notes".into()),
+        };
+        let sent = sandbox.send_media(&to, &media).await.unwrap();
+        let outbox = sandbox.outbox(None);
+        assert_eq!(outbox.len(), 1);
+        assert_eq!((outbox[0].text.as_str(), &outbox[0].message_id), ("the notes", &sent.message_id));
+        let file = outbox[0].media.as_ref().unwrap();
+        assert_eq!(file.sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!((file.bytes, file.file_name.as_str(), file.mime.as_str()), (3, "notes.txt", "text/plain"));
+        // Read back after a restart, as the file keeps it.
+        let again = SandboxChannel::open(&Home::at(dir.path())).unwrap();
+        assert_eq!(again.outbox(None), outbox);
+    }
+
     proptest! {
         /// Whatever is sent, however phones go offline, come back and read,
         /// and across restarts: a message is delivered once, at most, and
@@ -451,6 +501,7 @@ mod tests {
                             text: String::new(),
                             timestamp: crate::clock::now(),
                             message_id: Some(id.clone()),
+                            media: None,
                         });
                         seen.insert(id.clone(), Vec::new());
                         let receipts = phones.sent(&contact(c), &id);

@@ -6,7 +6,9 @@ use super::output::say;
 use super::{CliError, Context, output};
 use chrono::{DateTime, Utc};
 
-use crate::api::{AnswerSchema, BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewTodo};
+use crate::api::{
+    AnswerSchema, BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewAttachment, NewTodo, limits,
+};
 use crate::template::Templates;
 
 #[derive(Debug, clap::Args)]
@@ -75,10 +77,36 @@ pub struct Args {
     /// of the agent's that repeats it. Repeat for several.
     #[arg(long = "private", value_name = "TEXT")]
     pub private_context: Vec<String>,
+    /// A file the agent may send the contact (send_attachment), e.g. an
+    /// invoice or a photo; its name is the one the contact sees. Repeat for
+    /// several (at most 10; ids a1, a2, ... in this order).
+    #[arg(long = "attach", value_name = "FILE")]
+    pub attach: Vec<std::path::PathBuf>,
     /// Makes a retry safe: the same key again prints the conversation the
     /// first call created and creates nothing (kept for 24 hours).
     #[arg(long, value_name = "KEY")]
     pub idempotency_key: Option<String>,
+}
+
+/// A file to give relay: its name (as the contact will see it) and bytes.
+pub(super) type LocalFile = (Option<String>, Vec<u8>);
+
+/// Each file's name and bytes, or which one cannot be read and why.
+fn read_files(paths: &[std::path::PathBuf]) -> Result<Vec<LocalFile>, CliError> {
+    if paths.len() > limits::MAX_ATTACHMENTS {
+        return Err(CliError::usage(format!(
+            "at most {} files per conversation (--attach was given {} times)",
+            limits::MAX_ATTACHMENTS,
+            paths.len()
+        )));
+    }
+    paths.iter().map(read_file).collect()
+}
+
+/// One file's name and bytes (`--attach`, `relay send --file`).
+pub(super) fn read_file(path: &std::path::PathBuf) -> Result<LocalFile, CliError> {
+    let bytes = std::fs::read(path).map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    Ok((path.file_name().map(|n| n.to_string_lossy().into_owned()), bytes))
 }
 
 pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -179,8 +207,16 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         budget: (budget != BudgetRequest::default()).then_some(budget),
         // The template's facts, then those given here.
         private_context: private_context.into_iter().chain(args.private_context).collect(),
+        attachments: Vec::new(),
     };
+    // Every file read before any is given to relay: a wrong path costs nothing.
+    let files = read_files(&args.attach)?;
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
+    let mut request = request;
+    for (name, bytes) in files {
+        let uploaded = client.upload(bytes).await?;
+        request.attachments.push(NewAttachment { upload_id: uploaded.upload_id, name });
+    }
     let created = client.create(&request).await?;
     if ctx.json {
         output::json(&created);

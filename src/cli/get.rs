@@ -28,6 +28,9 @@ pub fn print(i: &ConversationInstance) {
     for fact in &i.private_context {
         say!("private     {}", output::hang(fact, 12));
     }
+    for file in &i.attachments {
+        say!("attachment  {}", output::hang(&crate::media::label::attachment(file), 12));
+    }
     let hb = &i.heartbeat_config;
     let interval = crate::duration::format(std::time::Duration::from_millis(hb.interval_ms));
     say!(

@@ -62,7 +62,7 @@ Exit codes:
     about = "A sandboxed WhatsApp conversation agent for your AI agent",
     long_about = "relay runs conversations with people over WhatsApp on behalf of an AI agent (the Main Agent).\n\
                   Each conversation has an objective and a todo list, and its own small agent whose only powers \
-                  are seven conversation-scoped tools.",
+                  are eight conversation-scoped tools.",
     after_help = EXIT_CODES
 )]
 pub struct Cli {

@@ -183,7 +183,21 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             } else {
                 for e in &sent {
                     let head = format!("{}  to {}  ", output::time(e.timestamp), e.contact);
-                    say!("{head}{}", output::hang(&e.text, head.chars().count()));
+                    // A file: `[photo meter.jpg 120 KB sha256:ab12cd34…] caption`.
+                    let text = match &e.media {
+                        Some(file) => {
+                            let about = format!(
+                                "[{} {} {} sha256:{}…]",
+                                file.kind.as_str(),
+                                file.file_name,
+                                crate::media::label::size(file.bytes),
+                                &file.sha256[..file.sha256.len().min(8)]
+                            );
+                            if e.text.is_empty() { about } else { format!("{about} {}", e.text) }
+                        }
+                        None => e.text.clone(),
+                    };
+                    say!("{head}{}", output::hang(&text, head.chars().count()));
                 }
             }
         }

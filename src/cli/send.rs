@@ -1,8 +1,9 @@
-//! `relay send`: the operator writes to the contact (recorded as "manual").
+//! `relay send`: the operator writes to the contact, or sends a file
+//! (`--file`), recorded as "manual".
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::SendMessageRequest;
+use crate::api::{SendFile, SendMessageRequest};
 use crate::client::InstanceId;
 
 #[derive(Debug, clap::Args)]
@@ -10,7 +11,15 @@ pub struct Args {
     /// The conversation id, or a unique prefix of at least 4 characters.
     pub id: String,
     /// The text to send.
-    pub message: String,
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub message: Option<String>,
+    /// Send this file instead (a photo goes as an image, anything else as a
+    /// document); it becomes one of the conversation's attachments.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<std::path::PathBuf>,
+    /// Words under the file.
+    #[arg(long, value_name = "TEXT", requires = "file")]
+    pub caption: Option<String>,
     /// Makes a retry safe: the same key again prints the message the first
     /// call sent and sends nothing (kept for 24 hours).
     #[arg(long, value_name = "KEY")]
@@ -19,8 +28,16 @@ pub struct Args {
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let id = InstanceId::parse(&args.id)?;
-    let request = SendMessageRequest { message: args.message };
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
+    let request = match (args.message, args.file) {
+        (_, Some(path)) => {
+            let (name, bytes) = super::create::read_file(&path)?;
+            let uploaded = client.upload(bytes).await?;
+            let file = SendFile { upload_id: uploaded.upload_id, name, caption: args.caption };
+            SendMessageRequest { message: None, file: Some(file) }
+        }
+        (message, None) => SendMessageRequest { message, file: None },
+    };
     let sent = client.send(&id, &request).await?;
     if ctx.json {
         output::json(&sent);

@@ -17,7 +17,7 @@
 //! - `delivery.rs`: did the person get it? Receipts, and the delivery timeout.
 //! - `first_contact.rs`: the numbers relay knows, WhatsApp's reach-out
 //!   lock and the day's first contacts, shared by every contact's actor.
-//! - [`tools`]: the agent's seven tools, as requests to the actor.
+//! - [`tools`]: the agent's eight tools, as requests to the actor.
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
 //! - [`events`]: every change as a numbered, persisted event.
 //! - [`report`]: how a conversation ended, in words a caller can act on.
@@ -30,6 +30,7 @@
 //! and settings, and [`Shared`], the state every part above uses.
 
 pub mod actor;
+pub mod attachments;
 pub mod budget;
 mod delivery;
 pub mod events;
@@ -56,7 +57,7 @@ use uuid::Uuid;
 use crate::agent::Agent;
 use crate::api::limits;
 use crate::api::{
-    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, SendStatus, State, TranscriptMessage,
+    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, SendFile, SendStatus, State, TranscriptMessage,
 };
 use crate::channel::{Channel, ChannelError, Delivery, InboundMessage};
 use crate::contact::Contact;
@@ -287,6 +288,8 @@ impl Engine {
             let paths = store.read_transcript(instance.id)?.into_iter().filter_map(|m| m.media?.path);
             named.extend(paths.map(std::path::PathBuf::from));
         }
+        // Attachments are named by their conversation, sent or not.
+        named.extend(instances.iter().flat_map(|i| &i.attachments).map(|a| std::path::PathBuf::from(&a.path)));
         let orphans = store.media().sweep_orphans(&named)?;
         if !orphans.is_empty() {
             tracing::warn!(removed = orphans.len(), "files no transcript names (left by a crash) were removed");
@@ -353,16 +356,19 @@ impl Engine {
         &self.shared.agent
     }
 
-    pub async fn create(&self, request: CreateInstanceRequest) -> Result<CreateInstanceResponse, EngineError> {
-        self.create_instance(new_instance(request, &self.shared.settings)?).await
+    pub async fn create(&self, mut request: CreateInstanceRequest) -> Result<CreateInstanceResponse, EngineError> {
+        let files = std::mem::take(&mut request.attachments);
+        let instance = new_instance(request, &self.shared.settings)?;
+        self.create_instance(instance, files).await
     }
 
     /// `create`, at most once per idempotency `key`.
     pub async fn create_once(
         &self,
         key: &str,
-        request: CreateInstanceRequest,
+        mut request: CreateInstanceRequest,
     ) -> Result<Idempotent<CreateInstanceResponse>, EngineError> {
+        let files = std::mem::take(&mut request.attachments);
         let mut instance = new_instance(request, &self.shared.settings)?;
         // What the request asks for once validated: the same conversation
         // asked for in other words (a number spelled differently, defaults
@@ -375,14 +381,32 @@ impl Engine {
             return Ok(Idempotent { value, replayed: true });
         }
         instance.id = claim.target;
-        let value = self.create_instance(instance).await?;
+        let value = self.create_instance(instance, files).await?;
         Ok(Idempotent { value, replayed: claim.retried })
     }
 
-    async fn create_instance(&self, instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
+    /// Creates `instance` with the staged uploads `files` as its
+    /// attachments, once everything else about it was found right.
+    async fn create_instance(
+        &self,
+        mut instance: ConversationInstance,
+        files: Vec<crate::api::NewAttachment>,
+    ) -> Result<CreateInstanceResponse, EngineError> {
+        let media = self.shared.store.media();
+        attachments::attach_at_create(media, &mut instance, files)?;
+        let written: Vec<String> = instance.attachments.iter().map(|a| a.path.clone()).collect();
         let instance = Box::new(instance);
         let contact = contact_of(&instance);
-        self.shared.ask(&contact, |reply| Msg::Create { instance, reply }).await?
+        let created = self.shared.ask(&contact, |reply| Msg::Create { instance, reply }).await.and_then(|r| r);
+        if created.is_err() {
+            // No conversation names them: gone now rather than at the next start.
+            for path in written {
+                if let Err(error) = media.remove(std::path::Path::new(&path)) {
+                    tracing::warn!(%error, "cannot remove the file of a conversation not created");
+                }
+            }
+        }
+        created
     }
 
     /// Every conversation, oldest first, optionally filtered.
@@ -508,6 +532,56 @@ impl Engine {
         }
         let value = self.send_as(&id.to_string(), text, claim.target).await?;
         Ok(Idempotent { value, replayed: false })
+    }
+
+    /// The operator sends a file staged with `POST /media` (`relay send
+    /// --file`): it becomes the conversation's next attachment, and goes to
+    /// the contact as `send` sends a message.
+    pub async fn send_file(&self, id_or_prefix: &str, file: SendFile) -> Result<TranscriptMessage, EngineError> {
+        self.send_file_as(id_or_prefix, file, Uuid::new_v4()).await
+    }
+
+    /// `send_file`, at most once per idempotency `key` (as `send_once`).
+    pub async fn send_file_once(
+        &self,
+        key: &str,
+        id_or_prefix: &str,
+        file: SendFile,
+    ) -> Result<Idempotent<TranscriptMessage>, EngineError> {
+        let id = self.resolve(id_or_prefix)?;
+        // The file by what it holds, not by its upload id: a retry gives
+        // the same file again, under a new id.
+        let held = self.shared.store.media().upload_sha256(file.upload_id)?.unwrap_or_default();
+        let asked = serde_json::to_vec(&(&held, &file.name, &file.caption)).expect("requests serialise");
+        let fingerprint = idempotency::fingerprint(&[id.as_bytes(), b"file", &asked]);
+        let claim = self.shared.keys.claim(key, "send", fingerprint)?;
+        if claim.retried {
+            let earlier = self.shared.store.read_transcript(id)?.into_iter().find(|m| m.id == claim.target);
+            if let Some(message) = earlier.filter(|m| m.send_status != Some(SendStatus::Failed)) {
+                return Ok(Idempotent { value: message, replayed: true });
+            }
+        }
+        let value = self.send_file_as(&id.to_string(), file, claim.target).await?;
+        Ok(Idempotent { value, replayed: false })
+    }
+
+    async fn send_file_as(
+        &self,
+        id_or_prefix: &str,
+        file: SendFile,
+        message_id: Uuid,
+    ) -> Result<TranscriptMessage, EngineError> {
+        let caption = file.caption.filter(|c| !c.trim().is_empty());
+        let caption = caption.map(|c| bounded_text("caption", c, limits::MAX_CAPTION_CHARS)).transpose()?;
+        self.resolve(id_or_prefix)?;
+        if !self.shared.store.media().has_upload(file.upload_id) {
+            return Err(attachments::no_upload(file.upload_id));
+        }
+        // Taken by the actor once the conversation may be written to: a
+        // refused send leaves the file staged for another try.
+        let op = Op::SendFile { upload_id: file.upload_id, name: file.name, caption, message_id };
+        let (_, message) = self.operate(id_or_prefix, op).await?;
+        Ok(message.expect("a send returns its message"))
     }
 
     async fn send_as(

@@ -221,6 +221,14 @@ fn a(name: &str) -> String {
     format!("{} {name}", if vowel { "an" } else { "a" })
 }
 
+/// One of a conversation's attachments as the prompt and `relay get` list
+/// it: `a1: invoice.pdf (PDF, 120 KB)`. The name is the operator's, made
+/// one line when it was stored.
+pub fn attachment(file: &crate::api::Attachment) -> String {
+    let what = sniff::from_mime(&file.mime).map_or("file", |ty| ty.name);
+    format!("{}: {} ({what}, {})", file.id, file.name, size(file.bytes))
+}
+
 /// `0:12`, `12:05`, `1:02:03`.
 pub fn clock(seconds: u32) -> String {
     let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);

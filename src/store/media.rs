@@ -141,6 +141,27 @@ impl MediaStore {
         Ok((id, StoredFile { rel_path, bytes: contents.len() as u64, sha256: sha256_hex(contents) }))
     }
 
+    /// Whether upload `id` is staged (not used, not expired).
+    pub fn has_upload(&self, id: Uuid) -> bool {
+        let path = self.dir().join(UPLOADS_DIR).join(id.to_string());
+        fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+    }
+
+    /// The SHA-256 of staged upload `id`, hex, without using it; `None`
+    /// when there is no such upload.
+    pub fn upload_sha256(&self, id: Uuid) -> Result<Option<String>, StoreError> {
+        let path = self.dir().join(UPLOADS_DIR).join(id.to_string());
+        match fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
+            Ok(mut file) => {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes).map_err(|source| read_error(&path, source))?;
+                Ok(Some(sha256_hex(&bytes)))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(read_error(&path, source)),
+        }
+    }
+
     /// The staged upload `id`'s bytes, removed from the stage: an upload is
     /// used once. `None` when there is no such upload (never staged, used,
     /// or expired).

@@ -35,6 +35,7 @@ fn a_conversation_runs_to_completion_on_its_own() {
         tools,
         [
             "send_message",
+            "send_attachment",
             "mark_todo_item",
             "end_conversation",
             "schedule_next_heartbeat",
@@ -597,8 +598,8 @@ fn an_unknown_tool_written_as_text_is_answered_with_the_signatures() {
     assert_eq!(result["role"], "tool");
     assert_eq!(
         result["content"],
-        "error: there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, \
-         answer?, value?, quote?, media?), end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
+        "error: there is no tool 'send'; the tools are send_message(text), send_attachment(attachment_id, \
+         caption?), mark_todo_item(todo_id, status, answer?, value?, quote?, media?), end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
          request_human_intervention(reason, question?), contact_opted_out(reason)"
     );
 }

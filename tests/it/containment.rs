@@ -106,11 +106,11 @@ fn an_injected_contact_and_an_obeying_model_reach_no_one_else_and_read_nothing()
 
     let requests = model.requests();
     assert_eq!(requests.len(), 4);
-    // The injection changed nothing the model is offered: the same six tools
+    // The injection changed nothing the model is offered: the same seven tools
     // (json_schema mode offers no stub).
     for request in &requests {
         assert_eq!(tool_names(request), tool_names(&requests[0]));
-        assert_eq!(tool_names(request).len(), 6);
+        assert_eq!(tool_names(request).len(), 7);
     }
     // The contact's words are only ever the user's turn, never relay's text.
     let reply_turn = &requests[2];

@@ -175,7 +175,7 @@ fn the_model_check_probes_whether_the_server_honours_the_schema() {
     let probe = &requests[1];
     assert_eq!(probe["tool_choice"], "none");
     assert_eq!(probe["response_format"]["json_schema"]["schema"]["properties"]["calls"]["minItems"], 1);
-    assert_eq!(probe["tools"].as_array().unwrap().len(), 6, "all but the stub, as in a turn");
+    assert_eq!(probe["tools"].as_array().unwrap().len(), 7, "all but the stub, as in a turn");
     assert_eq!(probe["max_tokens"], 200);
 }
 

@@ -64,7 +64,7 @@ fn json_schema_mode_asks_for_calls_as_json_and_runs_them_like_native_ones() {
     assert_eq!(requests.len(), 4);
     for request in &requests {
         assert_eq!(request["tool_choice"], "none", "{request:#}");
-        assert_eq!(tool_names(request).len(), 6, "the tools stay in the request, but for the stub place_call");
+        assert_eq!(tool_names(request).len(), 7, "the tools stay in the request, but for the stub place_call");
         let schema = &request["response_format"]["json_schema"]["schema"];
         assert_eq!(tools_in(schema), tool_names(request), "every tool, in the schema too");
         assert!(!schema.to_string().contains("oneOf"));
@@ -173,7 +173,7 @@ fn ollama_gets_the_schema_as_format_and_no_tool_choice() {
             assert!(request.get("tool_choice").is_none(), "{mode}: {request:#}");
             assert!(request.get("response_format").is_none(), "{mode}: {request:#}");
             assert_eq!(request["stream"], false, "{mode}");
-            let offered = if mode == "json_schema" { 6 } else { 7 };
+            let offered = if mode == "json_schema" { 7 } else { 8 };
             assert_eq!(tool_names(request).len(), offered, "{mode}: the stub only natively");
         }
         if mode == "json_schema" {

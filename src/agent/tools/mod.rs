@@ -1,4 +1,4 @@
-//! What the model sees of its seven tools, and the strict parsing of its calls
+//! What the model sees of its eight tools, and the strict parsing of its calls
 //! into [`ToolCall`]s. Each tool's arguments are one struct below: its doc
 //! comments are the descriptions, and the JSON schema the model is sent is
 //! generated from it, so what the model is told and what relay accepts are
@@ -30,6 +30,21 @@ pub struct SendMessageArgs {
     /// The message.
     #[schemars(length(min = 1, max = limits::MAX_MESSAGE_CHARS))]
     pub text: String,
+}
+
+/// Send the contact one of this conversation's attachments (the files
+/// listed under "Attachments you can send"), by its id. Photos arrive as
+/// images, other files as documents.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendAttachmentArgs {
+    /// The attachment's id as listed, e.g. "a1".
+    #[schemars(length(min = 2, max = 12))]
+    pub attachment_id: String,
+    /// A few words under the file, if any, in the contact's language.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = limits::MAX_CAPTION_CHARS))]
+    pub caption: Option<String>,
 }
 
 // No example answer in this description: small models copy it (Qwen2.5-Coder
@@ -187,8 +202,9 @@ pub struct Definition {
 
 /// The tools' names, as [`definitions`] gives them (a test keeps the two
 /// in step): what a message to the contact must never hold.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 8] = [
     "send_message",
+    "send_attachment",
     "mark_todo_item",
     "end_conversation",
     "schedule_next_heartbeat",
@@ -205,6 +221,7 @@ pub const STUB: &str = "place_call";
 pub fn definitions() -> Vec<Definition> {
     vec![
         definition::<SendMessageArgs>("send_message"),
+        definition::<SendAttachmentArgs>("send_attachment"),
         definition::<MarkTodoItemArgs>("mark_todo_item"),
         definition::<EndConversationArgs>("end_conversation"),
         definition::<ScheduleNextHeartbeatArgs>("schedule_next_heartbeat"),
@@ -283,6 +300,10 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
     }
     Ok(match name {
         "send_message" => ToolCall::SendMessage { text: args::<SendMessageArgs>(arguments).map_err(refuse)?.text },
+        "send_attachment" => {
+            let SendAttachmentArgs { attachment_id, caption } = args(arguments).map_err(refuse)?;
+            ToolCall::SendAttachment { attachment_id, caption }
+        }
         "mark_todo_item" => {
             let MarkTodoItemArgs { todo_id, status, answer, value, quote, media } = args(arguments).map_err(refuse)?;
             let status = match status {

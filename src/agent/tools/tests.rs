@@ -6,6 +6,14 @@ use super::*;
 fn valid_calls_parse() {
     assert_eq!(parse("send_message", json!({"text": "hi"})), Ok(ToolCall::SendMessage { text: "hi".into() }));
     assert_eq!(
+        parse("send_attachment", json!({"attachment_id": "a1", "caption": "the invoice"})),
+        Ok(ToolCall::SendAttachment { attachment_id: "a1".into(), caption: Some("the invoice".into()) })
+    );
+    assert_eq!(
+        parse("send_attachment", json!({"attachment_id": "a2"})),
+        Ok(ToolCall::SendAttachment { attachment_id: "a2".into(), caption: None })
+    );
+    assert_eq!(
         parse("mark_todo_item", json!({"todo_id": 2, "status": "completed", "answer": "Friday"})),
         Ok(ToolCall::MarkTodoItem {
             todo_id: "2".into(),
@@ -75,6 +83,8 @@ fn a_recipient_or_any_extra_argument_is_refused() {
         ("send_message", json!({"text": "hi", "to": "+15550001111"})),
         ("send_message", json!({"text": "hi", "recipient": "+15550001111"})),
         ("place_call", json!({"number": "+15550001111"})),
+        ("send_attachment", json!({"attachment_id": "a1", "to": "+15550001111"})),
+        ("send_attachment", json!({"attachment_id": "a1", "path": "/etc/passwd"})),
         ("end_conversation", json!({"reason": "done", "notify": "+1"})),
     ] {
         let error = parse(name, args).unwrap_err();
@@ -142,14 +152,14 @@ fn unknown_tools_are_tool_errors() {
 fn an_unknown_tool_is_answered_with_the_signatures() {
     assert_eq!(
         parse("send", json!({"text": "hi"})).unwrap_err().0,
-        "there is no tool 'send'; the tools are send_message(text), mark_todo_item(todo_id, status, answer?, value?, quote?, media?), \
+        "there is no tool 'send'; the tools are send_message(text), send_attachment(attachment_id, caption?), mark_todo_item(todo_id, status, answer?, value?, quote?, media?), \
          end_conversation(reason, outcome?, summary?), schedule_next_heartbeat(delay), place_call(), \
          request_human_intervention(reason, question?), contact_opted_out(reason)"
     );
 }
 
 #[test]
-fn the_model_is_offered_exactly_seven_tools_none_with_a_recipient() {
+fn the_model_is_offered_exactly_eight_tools_none_with_a_recipient() {
     let defs = definitions();
     let names: Vec<&str> = defs.iter().map(|d| d.name).collect();
     assert_eq!(names, NAMES, "NAMES is the definitions' names");
@@ -157,6 +167,7 @@ fn the_model_is_offered_exactly_seven_tools_none_with_a_recipient() {
         names,
         [
             "send_message",
+            "send_attachment",
             "mark_todo_item",
             "end_conversation",
             "schedule_next_heartbeat",
@@ -177,9 +188,11 @@ fn the_model_is_offered_exactly_seven_tools_none_with_a_recipient() {
     }
     // The limits are in the schemas the model is sent.
     assert_eq!(defs[0].parameters["properties"]["text"]["maxLength"], limits::MAX_MESSAGE_CHARS);
-    assert_eq!(defs[1].parameters["properties"]["answer"]["maxLength"], limits::MAX_NOTE_CHARS);
-    assert_eq!(defs[2].parameters["required"], json!(["reason"]));
-    let offered: Vec<&str> = defs[2].parameters["properties"]["outcome"]["enum"]
+    assert_eq!(defs[1].parameters["properties"]["caption"]["maxLength"], limits::MAX_CAPTION_CHARS);
+    assert_eq!(defs[1].parameters["required"], json!(["attachment_id"]));
+    assert_eq!(defs[2].parameters["properties"]["answer"]["maxLength"], limits::MAX_NOTE_CHARS);
+    assert_eq!(defs[3].parameters["required"], json!(["reason"]));
+    let offered: Vec<&str> = defs[3].parameters["properties"]["outcome"]["enum"]
         .as_array()
         .unwrap()
         .iter()

@@ -460,6 +460,10 @@ impl Channel for WhatsappChannel {
         Box::pin(self.deliver(to, text))
     }
 
+    // `send_media` is the trait's refusal ("this channel cannot send
+    // files") until files go out over WhatsApp: uploading and sending them
+    // is step 12 of docs/plans/media.md (`Link::prepare_media`).
+
     fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
         self.link.reach_out_lock()
     }

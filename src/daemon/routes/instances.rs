@@ -96,7 +96,9 @@ pub(super) async fn resume_instance(State(app): State<App>, Id(id): Id) -> ApiRe
     Ok(Json(app.engine.resume(&id).await?))
 }
 
-/// The operator writes to the contact; recorded with role "manual". With an
+/// The operator writes to the contact (`message`), or sends a file staged
+/// with `POST /media` (`file`: it becomes the conversation's next
+/// attachment); recorded with role "manual". With an
 /// `Idempotency-Key`, a retry returns the first message as recorded (sent,
 /// or unconfirmed if relay stopped while sending it) and sends nothing.
 #[utoipa::path(post, path = "/instances/{id}/send", tag = "instances", request_body = SendMessageRequest,
@@ -112,9 +114,18 @@ pub(super) async fn send_message(
     headers: HeaderMap,
     Body(request): Body<SendMessageRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    let sent = match idempotency_key(&headers)? {
-        Some(key) => app.engine.send_once(key, &id, request.message).await?,
-        None => Idempotent { value: app.engine.send(&id, request.message).await?, replayed: false },
+    let key = idempotency_key(&headers)?;
+    let sent = match (request.message, request.file) {
+        (Some(text), None) => match key {
+            Some(key) => app.engine.send_once(key, &id, text).await?,
+            None => Idempotent { value: app.engine.send(&id, text).await?, replayed: false },
+        },
+        (None, Some(file)) => match key {
+            Some(key) => app.engine.send_file_once(key, &id, file).await?,
+            None => Idempotent { value: app.engine.send_file(&id, file).await?, replayed: false },
+        },
+        (Some(_), Some(_)) => return Err(super::invalid("give `message` or `file`, not both".into())),
+        (None, None) => return Err(super::invalid("give `message` (the text to send) or `file`".into())),
     };
     Ok((replayed(sent.replayed), Json(sent.value)))
 }

@@ -140,6 +140,14 @@ pub(crate) enum Op {
         text: String,
         message_id: Uuid,
     },
+    /// `relay send --file`: the staged upload becomes the conversation's
+    /// next attachment and goes to the contact.
+    SendFile {
+        upload_id: Uuid,
+        name: Option<String>,
+        caption: Option<String>,
+        message_id: Uuid,
+    },
     /// `relay answer`: the operator answers the agent, not the contact.
     Answer {
         text: String,
@@ -242,6 +250,17 @@ impl Actor {
                     TranscriptMessage { id: message_id, ..TranscriptMessage::outgoing(id, Role::Manual, text) };
                 self.start_manual_send(message, reply)
             }
+            Msg::Operator { id, op: Op::SendFile { upload_id, name, caption, message_id }, reply } => {
+                match self.attach_to_send(id, upload_id, name) {
+                    Ok(attachment) => {
+                        let message = sends::file_message(id, Role::Manual, &attachment, caption);
+                        self.start_manual_send(TranscriptMessage { id: message_id, ..message }, reply)
+                    }
+                    Err(error) => {
+                        let _ = reply.send(Err(error));
+                    }
+                }
+            }
             Msg::Operator { id, op, reply } => {
                 let result = self.operate(id, op);
                 // Let the conversation move on first, so the caller sees where it went.
@@ -253,8 +272,14 @@ impl Actor {
                 let _ = reply.send(self.inbound(message));
             }
             Msg::Tool { id, turn, call: ToolCall::SendMessage { text }, reply } => {
-                if let Err(error) = self.start_agent_send(id, turn, text, reply) {
+                if let Err(error) = self.start_agent_send(id, turn, sends::AgentSend::Text(text), reply) {
                     tracing::debug!(instance = %id, %error, "send refused");
+                }
+            }
+            Msg::Tool { id, turn, call: ToolCall::SendAttachment { attachment_id, caption }, reply } => {
+                let send = sends::AgentSend::Attachment { attachment_id, caption };
+                if let Err(error) = self.start_agent_send(id, turn, send, reply) {
+                    tracing::debug!(instance = %id, %error, "attachment not sent");
                 }
             }
             Msg::Tool { id, turn, call, reply } => {

@@ -32,7 +32,7 @@ impl Actor {
                 Ok((instance, None))
             }
             Op::Answer { text } => self.answer(id, text).map(|instance| (instance, None)),
-            Op::Send { .. } => unreachable!("handled by start_manual_send"),
+            Op::Send { .. } | Op::SendFile { .. } => unreachable!("handled by start_manual_send"),
         }
     }
 
@@ -80,6 +80,27 @@ impl Actor {
         }
     }
 
+    /// `relay send --file`: staged upload `upload_id` stored as conversation
+    /// `id`'s next attachment (file first, then the conversation naming
+    /// it), if the conversation may be written to now; otherwise the upload
+    /// stays staged.
+    pub(super) fn attach_to_send(
+        &mut self,
+        id: Uuid,
+        upload_id: Uuid,
+        name: Option<String>,
+    ) -> Result<crate::api::Attachment, EngineError> {
+        let index = self.index(id)?;
+        let (state, previous) = (self.convs[index].state, self.convs[index].previous_state);
+        allowed(id, state, Event::ManualSend, previous)?;
+        let media = self.shared.store.media();
+        let missing = || crate::engine::attachments::no_upload(upload_id);
+        let bytes = media.take_upload(upload_id)?.ok_or_else(missing)?;
+        let attachment = crate::engine::attachments::store(media, &self.convs[index], &bytes, name.as_deref())?;
+        self.update(id, |i| i.attachments.push(attachment.clone()))?;
+        Ok(attachment)
+    }
+
     /// After `relay send` went out: the conversation waits for the reply
     /// (from NEEDS_HUMAN_INTERVENTION: ACTIVE, then WAITING_FOR_REPLY with
     /// its heartbeat armed; from WAITING_FOR_REPLY: the heartbeat restarts).
@@ -109,7 +130,7 @@ impl Op {
             Op::Pause => Event::Pause,
             Op::Resume => Event::Resume,
             Op::Cancel => Event::Cancel,
-            Op::Send { .. } => Event::ManualSend,
+            Op::Send { .. } | Op::SendFile { .. } => Event::ManualSend,
             Op::Answer { .. } => Event::OperatorAnswers,
         }
     }

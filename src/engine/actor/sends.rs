@@ -12,8 +12,8 @@ use uuid::Uuid;
 use super::{Actor, Msg, SendWaiter, ToolReply};
 use crate::agent::ToolError;
 use crate::api::limits;
-use crate::api::{EventData, Role, SendStatus, TranscriptMessage};
-use crate::channel::{ChannelError, Sent};
+use crate::api::{EventData, MediaInfo, MediaStatus, Role, SendStatus, TranscriptMessage};
+use crate::channel::{ChannelError, OutgoingMedia, Sent};
 use crate::engine::{EngineError, bounded_text};
 use crate::fsm::Event;
 
@@ -76,18 +76,32 @@ impl Actor {
             return;
         }
         let (channel, contact, me) = (self.shared.channel.clone(), self.contact.clone(), self.me.clone());
+        let shared = self.shared.clone();
         self.sending.push(message.instance_id);
         tokio::spawn(async move {
-            let result = channel.send(&contact, &message.content).await;
+            let result = match message.media.as_deref() {
+                None => channel.send(&contact, &message.content).await,
+                // A file is read from the home here, off the actor's loop.
+                Some(file) => match outgoing(&shared, file) {
+                    Ok(media) => channel.send_media(&contact, &media).await,
+                    Err(error) => Err(ChannelError::Rejected {
+                        channel: channel.name(),
+                        reason: format!("relay could not read the file to send: {error}"),
+                    }),
+                },
+            };
             let _ = me.send(Msg::Sent { message, result, waiter });
         });
     }
 
+    /// The agent's `send_message` or `send_attachment`: checked against
+    /// the turn's rules and the guards, then sent as [`Actor::start_send`]
+    /// sends.
     pub(super) fn start_agent_send(
         &mut self,
         id: Uuid,
         turn: u64,
-        text: String,
+        send: AgentSend,
         reply: ToolReply,
     ) -> Result<(), ToolError> {
         let checked = self.check_turn(id, turn).and_then(|()| {
@@ -105,38 +119,64 @@ impl Actor {
                         .into(),
                 ));
             }
-            if self.turn.as_ref().is_some_and(|t| t.said.contains(&same_text(&text))) {
+            let instance = &self.convs[self.index(id).map_err(|e| ToolError(e.to_string()))?];
+            // What the contact reads: the message, or the file's caption.
+            let (words, attachment) = match send {
+                AgentSend::Text(text) => {
+                    let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)
+                        .map_err(|e| ToolError(e.to_string()))?;
+                    (Some(text), None)
+                }
+                AgentSend::Attachment { attachment_id, caption } => {
+                    let attachment = attachment_named(instance, &attachment_id)?;
+                    let caption = caption.filter(|c| !c.trim().is_empty());
+                    let caption = caption
+                        .map(|c| bounded_text("caption", c, limits::MAX_CAPTION_CHARS))
+                        .transpose()
+                        .map_err(|e| ToolError(format!("not sent: {e}")))?;
+                    (caption, Some(attachment.clone()))
+                }
+            };
+            let said = same_text(&match (&attachment, &words) {
+                (Some(file), words) => format!("[{}] {}", file.id, words.as_deref().unwrap_or_default()),
+                (None, words) => words.clone().unwrap_or_default(),
+            });
+            if self.turn.as_ref().is_some_and(|t| t.said.contains(&said)) {
                 return Err(ToolError(
                     "not sent: this turn already sent that same message; say something new, or end the turn".into(),
                 ));
             }
-            let text =
-                bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))?;
             // What must never reach the contact, whatever the model does.
-            let instance = &self.convs[self.index(id).map_err(|e| ToolError(e.to_string()))?];
-            let sayable: Vec<&str> = std::iter::once(instance.objective.as_str())
-                .chain(instance.todos.iter().map(|t| t.text.as_str()))
-                .collect();
-            let tag = crate::agent::prompt::note_tag(id);
-            crate::agent::guard::check(&text, &instance.private_context, &sayable.join("\n"), &tag)
-                .map_err(ToolError)?;
-            Ok(text)
+            if let Some(words) = &words {
+                let sayable: Vec<&str> = std::iter::once(instance.objective.as_str())
+                    .chain(instance.todos.iter().map(|t| t.text.as_str()))
+                    .collect();
+                let tag = crate::agent::prompt::note_tag(id);
+                crate::agent::guard::check(words, &instance.private_context, &sayable.join("\n"), &tag)
+                    .map_err(ToolError)?;
+            }
+            Ok((words, attachment, said))
         });
         match checked {
-            Ok(text) => {
+            Ok((words, attachment, said)) => {
                 if let Some(running) = self.turn.as_mut() {
                     running.attempted += 1;
                     running.may_send = false;
-                    running.said.push(same_text(&text));
+                    running.said.push(said);
                 }
                 // relay's own line that an assistant writes, before the
-                // conversation's first message (cleared once it went out).
+                // conversation's first message (cleared once it went out);
+                // above a file's caption when the first thing sent is a file.
                 let disclosure = self.index(id).ok().and_then(|i| self.convs[i].pending_disclosure.clone());
-                let text = match disclosure {
-                    Some(line) => format!("{line}\n\n{text}"),
-                    None => text,
+                let words = match (disclosure, words) {
+                    (Some(line), Some(words)) => Some(format!("{line}\n\n{words}")),
+                    (Some(line), None) => Some(line),
+                    (None, words) => words,
                 };
-                let message = TranscriptMessage::outgoing(id, Role::Agent, text);
+                let message = match attachment {
+                    Some(file) => file_message(id, Role::Agent, &file, words),
+                    None => TranscriptMessage::outgoing(id, Role::Agent, words.unwrap_or_default()),
+                };
                 self.start_send(message, SendWaiter::Tool { turn, reply });
                 Ok(())
             }
@@ -282,6 +322,68 @@ impl Actor {
             }
         }
     }
+}
+
+/// What the agent asks to send.
+pub(super) enum AgentSend {
+    /// `send_message`.
+    Text(String),
+    /// `send_attachment`: one of the conversation's files, by its id.
+    Attachment { attachment_id: String, caption: Option<String> },
+}
+
+/// Conversation `instance`'s attachment `id`, or why there is none, naming
+/// those there are.
+fn attachment_named<'a>(
+    instance: &'a crate::api::ConversationInstance,
+    id: &str,
+) -> Result<&'a crate::api::Attachment, ToolError> {
+    let wanted = id.trim().to_ascii_lowercase();
+    if let Some(found) = instance.attachments.iter().find(|a| a.id == wanted) {
+        return Ok(found);
+    }
+    let ids: Vec<&str> = instance.attachments.iter().map(|a| a.id.as_str()).collect();
+    Err(ToolError(match ids.as_slice() {
+        [] => format!("not sent: there is no attachment {id}; this conversation has no attachments"),
+        ids => format!("not sent: there is no attachment {id}; this conversation's are {}", ids.join(", ")),
+    }))
+}
+
+/// The transcript line of `file` sent to the contact, pending: what the
+/// model reads of it is `[sent a1: invoice.pdf] caption`.
+pub(super) fn file_message(
+    id: Uuid,
+    role: Role,
+    file: &crate::api::Attachment,
+    caption: Option<String>,
+) -> TranscriptMessage {
+    let content = match &caption {
+        Some(caption) => format!("[sent {}: {}] {caption}", file.id, file.name),
+        None => format!("[sent {}: {}]", file.id, file.name),
+    };
+    let media = MediaInfo {
+        mime: Some(file.mime.clone()),
+        bytes: Some(file.bytes),
+        sha256: Some(file.sha256.clone()),
+        path: Some(file.path.clone()),
+        file_name: Some(file.name.clone()),
+        caption,
+        ..MediaInfo::new(file.kind, MediaStatus::Stored, file.id.clone())
+    };
+    TranscriptMessage { media: Some(Box::new(media)), ..TranscriptMessage::outgoing(id, role, content) }
+}
+
+/// The file a transcript line sends, read from the home.
+fn outgoing(shared: &crate::engine::Shared, file: &MediaInfo) -> Result<OutgoingMedia, String> {
+    let path = file.path.as_deref().ok_or("the message names no file")?;
+    let bytes = shared.store.media().read(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+    Ok(OutgoingMedia {
+        kind: file.kind,
+        bytes,
+        mime: file.mime.clone().unwrap_or_else(|| "application/octet-stream".into()),
+        file_name: file.file_name.clone().unwrap_or_else(|| file.reference.clone()),
+        caption: file.caption.clone(),
+    })
 }
 
 /// A message as compared with the turn's others: the same words with other

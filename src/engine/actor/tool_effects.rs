@@ -22,13 +22,16 @@ impl Actor {
         Ok(())
     }
 
-    /// Every tool but `send_message` (see [`Actor::start_agent_send`]).
+    /// Every tool but `send_message` and `send_attachment` (see
+    /// [`Actor::start_agent_send`]).
     pub(super) fn tool(&mut self, id: Uuid, turn: u64, call: ToolCall) -> Result<String, ToolError> {
         self.check_turn(id, turn)?;
         let refused = |e: EngineError| ToolError(e.to_string());
         tracing::debug!(instance = %id, tool = call.name(), "tool call");
         match call {
-            ToolCall::SendMessage { .. } => unreachable!("handled by start_agent_send"),
+            ToolCall::SendMessage { .. } | ToolCall::SendAttachment { .. } => {
+                unreachable!("handled by start_agent_send")
+            }
             ToolCall::MarkTodoItem { todo_id, status, answer, value, quote, media } => {
                 let instance = &self.convs[self.index(id).map_err(refused)?];
                 let Some(todo) = instance.todos.iter().find(|t| t.id == todo_id) else {

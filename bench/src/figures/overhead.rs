@@ -132,6 +132,7 @@ async fn measure(runs: usize) -> (Samples, Samples) {
         // Measured at any hour, over many numbers: no quiet hours, no cap.
         courtesy: relay::config::CourtesySettings::default().any_hour(),
         budget: relay::config::BudgetSettings::default(),
+        ..Settings::default()
     };
     let engine = Engine::start(store, channel, agent, settings).unwrap();
     let (mut inbound, mut send) = (Vec::new(), Vec::new());

@@ -264,23 +264,30 @@ impl Engine {
         settings: Settings,
         stop: CancellationToken,
     ) -> Result<Engine, StoreError> {
-        if !store.take_clean_shutdown()? {
+        let clean = store.take_clean_shutdown()?;
+        if !clean {
             let unconfirmed = store.settle_interrupted_sends()?;
             if unconfirmed > 0 {
                 tracing::warn!(unconfirmed, "relay stopped while sending; those messages are marked unconfirmed");
             }
         }
+        let instances = store.load_instances()?;
         // Even a clean stop leaves a fetch under way behind (its channel
         // handle is gone): the file counts as not fetched, and the agent is
-        // told to ask for it again.
+        // told to ask for it again. After a clean stop only conversations
+        // that had a file are read (a message and its count are written in
+        // one step of the actor); after a crash, every transcript that
+        // holds a pending file.
+        let with_files: Vec<Uuid> = instances.iter().filter(|i| i.media_received > 0).map(|i| i.id).collect();
         let cx = media_label_context(&settings);
-        let unfetched = store.settle_interrupted_media("relay stopped before the file was fetched", |media| {
-            crate::media::label::label(media, &cx)
-        })?;
+        let unfetched = store.settle_interrupted_media(
+            clean.then_some(with_files.as_slice()),
+            "relay stopped before the file was fetched",
+            |media| crate::media::label::label(media, &cx),
+        )?;
         if unfetched > 0 {
             tracing::warn!(unfetched, "relay stopped while fetching contacts' files; they are marked failed");
         }
-        let instances = store.load_instances()?;
         // A crash can leave a file no transcript names yet, or a half-written
         // one: gone before anything new is written.
         let mut named = std::collections::HashSet::new();

@@ -199,7 +199,7 @@ impl Store {
     /// relay stopped) is rewritten `unconfirmed`, never sent again. Returns
     /// how many. Only transcripts holding the pending marker are parsed.
     pub fn settle_interrupted_sends(&self) -> Result<usize, StoreError> {
-        self.rewrite_where(br#""send_status":"pending""#, |message| {
+        self.rewrite_where(None, br#""send_status":"pending""#, |message| {
             (message.send_status == Some(SendStatus::Pending))
                 .then(|| TranscriptMessage { send_status: Some(SendStatus::Unconfirmed), ..message.clone() })
         })
@@ -209,13 +209,14 @@ impl Store {
     /// being fetched, and the fetch is gone with the process. Each is
     /// rewritten `failed` with `why`, and the message's text made again by
     /// `relabel` (the engine's label: the store knows no labels). Returns how
-    /// many.
+    /// many. `only`: the conversations to look at (all when none).
     pub fn settle_interrupted_media(
         &self,
+        only: Option<&[Uuid]>,
         why: &str,
         relabel: impl Fn(&MediaInfo) -> String,
     ) -> Result<usize, StoreError> {
-        self.rewrite_where(br#""status":"pending""#, |message| {
+        self.rewrite_where(only, br#""status":"pending""#, |message| {
             let media = message.media.as_ref().filter(|m| m.status == MediaStatus::Pending)?;
             let failed = MediaInfo { status: MediaStatus::Failed, error: Some(why.to_string()), ..(**media).clone() };
             Some(TranscriptMessage { content: relabel(&failed), media: Some(Box::new(failed)), ..message.clone() })
@@ -224,24 +225,38 @@ impl Store {
 
     /// Appends, for every transcript message `rewrite` gives a new form of,
     /// that form (the latest line wins). Only transcripts whose bytes hold
-    /// `marker` are parsed. Returns how many were rewritten.
+    /// `marker` are parsed, of the conversations `only` names (of all when
+    /// none). Returns how many were rewritten.
     fn rewrite_where(
         &self,
+        only: Option<&[Uuid]>,
         marker: &[u8],
         rewrite: impl Fn(&TranscriptMessage) -> Option<TranscriptMessage>,
     ) -> Result<usize, StoreError> {
-        let entries = match fs::read_dir(&self.transcripts) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-            Err(source) => return Err(read_error(&self.transcripts, source)),
+        let ids: Vec<Uuid> = match only {
+            Some(only) => only.to_vec(),
+            None => {
+                let entries = match fs::read_dir(&self.transcripts) {
+                    Ok(entries) => entries,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+                    Err(source) => return Err(read_error(&self.transcripts, source)),
+                };
+                let mut ids = Vec::new();
+                for entry in entries {
+                    let path = entry.map_err(|source| read_error(&self.transcripts, source))?.path();
+                    ids.extend(path.file_stem().and_then(|s| s.to_str()).and_then(|s| Uuid::parse_str(s).ok()));
+                }
+                ids
+            }
         };
         let mut rewritten = 0;
-        for entry in entries {
-            let path = entry.map_err(|source| read_error(&self.transcripts, source))?.path();
-            let Some(id) = path.file_stem().and_then(|s| s.to_str()).and_then(|s| Uuid::parse_str(s).ok()) else {
-                continue;
+        for id in ids {
+            let path = self.transcript_path(id);
+            let bytes = match fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(read_error(&path, source)),
             };
-            let bytes = fs::read(&path).map_err(|source| read_error(&path, source))?;
             if !bytes.windows(marker.len()).any(|w| w == marker) {
                 continue;
             }

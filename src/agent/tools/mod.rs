@@ -73,7 +73,7 @@ pub struct MarkTodoItemArgs {
     pub value: Option<Value>,
     /// The contact's own words the answer rests on, copied exactly from
     /// their message (a few words are enough). Needed to complete a todo
-    /// with an answer that is not in their words already.
+    /// with an answer or value that is not in their words already.
     #[serde(default)]
     #[schemars(length(min = 1, max = limits::MAX_NOTE_CHARS))]
     pub quote: Option<String>,

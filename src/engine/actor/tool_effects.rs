@@ -67,7 +67,9 @@ impl Actor {
                 // done ("Tell them the parcel comes Friday"), and is taken.
                 let told = instance.last_contact_message.is_some()
                     || instance.earlier_questions.iter().any(|q| q.answer.is_some());
-                if status == TodoStatus::Completed && answer.is_some() && !told {
+                // A typed value is an answer as much as words are.
+                let answers = answer.is_some() || value.is_some();
+                if status == TodoStatus::Completed && answers && !told {
                     return Err(ToolError(format!(
                         "todo {todo_id} is not marked: the contact has not written yet, so there is no answer to \
                          record. Record only what they tell you"
@@ -98,25 +100,49 @@ impl Actor {
                 };
                 // A file the contact sent is an answer's evidence by itself.
                 let media_evidence = media.map(|m| self.find_media(id, &todo_id, &m)).transpose()?;
-                let evidence = match (&quote, &answer) {
+                // Without a quote, the answer's words are their own evidence,
+                // unless this turn wrote them to the contact: then they are
+                // the model's, whoever wrote them first (a small model sent
+                // "The order is cancelled." as a contact had asked, and
+                // recorded it as the delivery day). A typed value that is a
+                // string or a number ("afternoon", 3) may be found like
+                // words; a yes or no needs the quote.
+                let value_words = value.as_ref().and_then(|v| match v {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    serde_json::Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                });
+                let own_words = answer.clone().or(value_words);
+                let ask_for_quote = |why: &str| {
+                    ToolError(format!(
+                        "todo {todo_id} is not marked: {why}: add quote, the contact's exact words (a few are \
+                         enough). Record only what they wrote"
+                    ))
+                };
+                let evidence = match (&quote, &own_words) {
                     _ if media_evidence.is_some() => media_evidence.into_iter().collect(),
                     (Some(quote), _) => match self.find_quote(id, &todo_id, quote, &answered) {
                         Ok(found) => vec![found],
                         Err(_) if operator_said(quote) => Vec::new(),
                         Err(refusal) => return Err(refusal),
                     },
-                    (None, Some(answer)) if status == TodoStatus::Completed => {
-                        match self.find_quote(id, &todo_id, answer, &answered) {
+                    (None, Some(words)) if status == TodoStatus::Completed && self.turn_wrote(words) => {
+                        return Err(ask_for_quote(
+                            "you wrote these words to the contact yourself in this turn, so they cannot show what \
+                             the contact said",
+                        ));
+                    }
+                    (None, Some(words)) if status == TodoStatus::Completed => {
+                        match self.find_quote(id, &todo_id, words, &answered) {
                             Ok(found) => vec![found],
-                            Err(_) if operator_said(answer) => Vec::new(),
+                            Err(_) if operator_said(words) => Vec::new(),
                             Err(_) => {
-                                return Err(ToolError(format!(
-                                    "todo {todo_id} is not marked: say which of the contact's words this answer \
-                                     rests on: add quote, their exact words (a few are enough). Record only what \
-                                     they wrote"
-                                )));
+                                return Err(ask_for_quote("say which of the contact's words this answer rests on"));
                             }
                         }
+                    }
+                    (None, None) if status == TodoStatus::Completed && value.is_some() => {
+                        return Err(ask_for_quote("say which of the contact's words this value rests on"));
                     }
                     (None, Some(_)) => answered,
                     (None, None) => Vec::new(),
@@ -244,6 +270,14 @@ impl Actor {
         Ok(())
     }
 
+    /// Whether the running turn wrote `words` to the contact: they are
+    /// within (case, spacing and punctuation aside) a message it sent.
+    fn turn_wrote(&self, words: &str) -> bool {
+        let wanted = crate::courtesy::normalise(words);
+        let sent = self.turn.as_ref().map(|t| t.said.as_slice()).unwrap_or_default();
+        !wanted.is_empty() && sent.iter().any(|said| contains_words(&crate::courtesy::normalise(said), &wanted))
+    }
+
     /// Whether the contact's messages this turn answers (else their latest)
     /// ask relay to stop writing ([`crate::courtesy::asks_to_stop`]).
     fn contact_asked_to_stop(&self, id: Uuid) -> bool {
@@ -331,6 +365,12 @@ impl Actor {
     }
 }
 
+/// Whether normalised `text` holds the normalised words `wanted`, whole
+/// words only ("friday" is not within "fridays").
+fn contains_words(text: &str, wanted: &str) -> bool {
+    format!(" {text} ").contains(&format!(" {wanted} "))
+}
+
 /// The run of `message`'s words that reads as `wanted` (normalised words,
 /// see [`crate::courtesy::normalise`]), as the contact wrote it.
 fn quoted_piece(message: &str, wanted: &[String]) -> Option<String> {
@@ -354,7 +394,8 @@ fn quoted_piece(message: &str, wanted: &[String]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::quoted_piece;
+    use super::{contains_words, quoted_piece};
+    use crate::courtesy::normalise;
     use proptest::prelude::*;
 
     fn wanted(quote: &str) -> Vec<String> {
@@ -387,6 +428,26 @@ mod tests {
             prop_assert_eq!(crate::courtesy::normalise(&piece), crate::courtesy::normalise(&quote));
             prop_assert!(message.contains(&piece));
             prop_assert_eq!(quoted_piece(&message, &wanted("zzzzzzzzz")), None);
+        }
+
+        /// What a turn wrote holds any run of its whole words, in any case
+        /// and punctuation (the answer is then the model's own); never a
+        /// word it does not have, nor a word cut short ("friday" is not in
+        /// "fridays").
+        #[test]
+        fn what_the_turn_wrote_holds_its_runs_of_whole_words(
+            words in proptest::collection::vec("[a-zA-Z0-9]{2,8}[,.!?]?", 1..20),
+            from in any::<prop::sample::Index>(),
+            len in 1usize..5,
+        ) {
+            let sent = normalise(&words.join(" "));
+            let start = from.index(words.len());
+            let run = words[start..(start + len).min(words.len())].join(" ").to_uppercase() + "!";
+            prop_assert!(contains_words(&sent, &normalise(&run)));
+            prop_assert!(!contains_words(&sent, "zzzzzzzzz"));
+            let cut = normalise(&words[start]);
+            let cut = &cut[..cut.len() - 1];
+            prop_assert_eq!(contains_words(&sent, cut), sent.split(' ').any(|w| w == cut));
         }
     }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::api::ErrorCode;
 use crate::client::{Client, Error};
 use crate::config::{ChannelKind, Config};
-use crate::home::Home;
+use crate::home::{Home, daemon_files};
 
 /// Runs `run` against a fresh relay whose config is `config` (its channel
 /// and port are set here), then stops the daemon and removes the home.
@@ -142,7 +142,12 @@ async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<D
         .map_err(|e| fail(name, "start the daemon", &e))?;
     let daemon = slot.insert(Daemon { child, home: home.clone(), port });
     let started = Instant::now();
-    while Client::on_port(port).health().await.is_err() {
+    // Answered on the port is not enough: the port found free above could
+    // have been taken meanwhile by another trial's daemon (two evals at once
+    // talked to each other's). The home's port file, written once its daemon
+    // holds the home's lock and listens, says the daemon there is this one.
+    let ours = || daemon_files::is_locked(home) && daemon_files::read_port(home) == Some(port);
+    while !ours() || Client::on_port(port).health().await.is_err() {
         if started.elapsed() > Duration::from_secs(15) || daemon.child.try_wait().ok().flatten().is_some() {
             return Err(Error::new(ErrorCode::Failure, format!("{name}: the daemon did not start")));
         }

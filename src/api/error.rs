@@ -54,6 +54,8 @@ error_codes! {
     IdempotencyKeyInUse => "idempotency_key_in_use",
     /// A full disk or read-only home: nothing was changed.
     StorageUnavailable => "storage_unavailable",
+    /// The daemon holds `http.max_connections` connections already.
+    TooManyConnections => "too_many_connections",
     Internal => "internal",
     /// CLI only: anything else that failed (I/O, an unreadable answer).
     Failure => "failure",

@@ -216,7 +216,7 @@ impl CliError {
             Unauthorized | Forbidden => 7,
             TimedOut => 8,
             Failure | InvalidConfig | ReaderGone | MethodNotAllowed | ChannelUnavailable | NotSent | ShuttingDown
-            | IdempotencyKeyInUse | StorageUnavailable | Internal => 1,
+            | IdempotencyKeyInUse | StorageUnavailable | TooManyConnections | Internal => 1,
         }
     }
 }

@@ -67,6 +67,9 @@ pub struct Config {
     /// who transcribes voice notes.
     #[serde(default)]
     pub media: MediaSettings,
+    /// How the daemon's HTTP server bounds its connections.
+    #[serde(default)]
+    pub http: HttpSettings,
 }
 
 /// How long relay waits for a message to reach the contact's phone (see
@@ -87,6 +90,49 @@ pub const MAX_DELIVERY_TIMEOUT: Duration = Duration::from_secs(30 * 86_400);
 impl Default for DeliverySettings {
     fn default() -> Self {
         DeliverySettings { timeout: Duration::from_secs(10 * 60) }
+    }
+}
+
+/// How the daemon's HTTP server bounds its connections (see
+/// `daemon::server`): clients are local, but a daemon runs for months.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpSettings {
+    /// Connections open at once; one more is refused at once (503).
+    pub max_connections: usize,
+    /// A request's headers must arrive within this; a kept-alive connection
+    /// that asks nothing for as long is closed.
+    #[serde(with = "crate::duration::text")]
+    pub header_timeout: Duration,
+    /// A request body that stops arriving for this long is cut off.
+    #[serde(with = "crate::duration::text")]
+    pub body_timeout: Duration,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl HttpSettings {
+    fn check(&self) -> Result<(), String> {
+        if !(1..=65_536).contains(&self.max_connections) {
+            return Err(format!("http.max_connections must be from 1 to 65536 (it is {})", self.max_connections));
+        }
+        for (name, value) in [("header_timeout", self.header_timeout), ("body_timeout", self.body_timeout)] {
+            if !(Duration::from_millis(100)..=Duration::from_secs(3_600)).contains(&value) {
+                return Err(format!(
+                    "http.{name} must be from 100ms to 1h (it is {}; a duration such as \"10s\")",
+                    crate::duration::format(value)
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -140,6 +186,7 @@ impl Config {
             courtesy: CourtesySettings::default(),
             budget: BudgetSettings::default(),
             media: MediaSettings::default(),
+            http: HttpSettings::default(),
         }
     }
 
@@ -161,6 +208,7 @@ impl Config {
         self.courtesy.check()?;
         self.budget.check()?;
         self.media.check()?;
+        self.http.check()?;
         if !(Duration::from_secs(1)..=MAX_DELIVERY_TIMEOUT).contains(&self.delivery.timeout) {
             return Err(format!(
                 "delivery.timeout must be from 1s to 30d (it is {}; a duration such as \"10m\")",

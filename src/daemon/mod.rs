@@ -14,6 +14,7 @@ pub mod error;
 pub mod guard;
 pub mod memory;
 pub mod routes;
+mod server;
 
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -135,11 +136,11 @@ async fn serve(
     // Phone numbers are parsed with metadata loaded on first use (tens of
     // ms): load it now, off the request path, not in the first create.
     tokio::task::spawn_blocking(|| crate::contact::Contact::parse("+14155552671"));
-    let served = axum::serve(listener, routes::router(app)).with_graceful_shutdown(api_stop.cancelled_owned()).await;
+    server::serve(listener, routes::router(app), config.http, api_stop).await;
     webhooks.shutdown().await;
     engine.shutdown().await;
     engine.channel().shutdown().await;
-    served.map_err(DaemonError::Io)
+    Ok(())
 }
 
 async fn stop_on_signals(stop: CancellationToken) {

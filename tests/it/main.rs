@@ -15,6 +15,7 @@ mod api;
 mod budget;
 mod cli_conventions;
 mod cli_truth;
+mod connections;
 mod containment;
 mod conversations;
 mod courtesy;

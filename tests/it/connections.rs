@@ -1,0 +1,117 @@
+//! The daemon's connections are bounded (`http` in config.json): past
+//! `max_connections` a new one is refused at once with a 503 that says why,
+//! and a freed slot serves again; a connection that sends no request, half
+//! a request's headers, or nothing more after one is closed after
+//! `header_timeout`; a body that stops arriving is cut off after
+//! `body_timeout`; a long poll is a request under way, not idle, and runs
+//! its full length. Each test sets the limit it needs.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// A daemon with `http` set as given.
+fn started_with(http: serde_json::Value) -> Relay {
+    let relay = Relay::sandbox();
+    relay.edit_config(|config| config["http"] = http);
+    relay.ok(&["start"]);
+    relay
+}
+
+fn connect(relay: &Relay) -> TcpStream {
+    let stream = TcpStream::connect(("127.0.0.1", relay.port)).expect("connect to the daemon");
+    // Far longer than any limit under test: a read that hits it is a failure.
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    stream
+}
+
+/// What the daemon writes until it closes `stream` (a read error, such as a
+/// reset, ends it too; a read that times out fails the test).
+fn until_closed(mut stream: TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                panic!("the daemon kept the connection open: {e}")
+            }
+            Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+fn health(relay: &Relay) -> u16 {
+    try_http(relay.port, "GET", "/health", &[("Host", &format!("127.0.0.1:{}", relay.port))], b"").0
+}
+
+#[test]
+fn a_connection_past_the_limit_is_refused_at_once_and_a_freed_slot_serves_again() {
+    let relay = started_with(serde_json::json!({"max_connections": 3, "header_timeout": "5m"}));
+    let held: Vec<TcpStream> = (0..3).map(|_| connect(&relay)).collect();
+    let refused = until_closed(connect(&relay));
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("too_many_connections") && refused.contains("http.max_connections"), "{refused}");
+    assert_eq!(health(&relay), 503, "still full");
+    // A held connection closed gives its slot back, as soon as the daemon
+    // sees it go.
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while health(&relay) != 200 {
+        assert!(Instant::now() < deadline, "the freed slots never served again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_connection_that_asks_nothing_is_closed_after_the_header_timeout() {
+    let relay = started_with(serde_json::json!({"header_timeout": "300ms"}));
+    let host = format!("Host: 127.0.0.1:{}\r\n", relay.port);
+    // Nothing at all.
+    until_closed(connect(&relay));
+    // Half the headers, never the end of them.
+    let mut half = connect(&relay);
+    half.write_all(format!("GET /health HTTP/1.1\r\n{host}").as_bytes()).unwrap();
+    let answer = until_closed(half);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+    // A whole request kept alive: answered, then closed once idle.
+    let mut kept = connect(&relay);
+    kept.write_all(format!("GET /health HTTP/1.1\r\n{host}\r\n").as_bytes()).unwrap();
+    let answer = until_closed(kept);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(answer.matches("HTTP/1.1").count(), 1, "{answer}");
+}
+
+#[test]
+fn a_long_poll_outlasts_the_header_timeout() {
+    let relay = started_with(serde_json::json!({"header_timeout": "300ms"}));
+    let id = relay.create(&[]);
+    // No model: it waits for a person, and for ever for COMPLETED.
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    let started = Instant::now();
+    // Nothing changes: the wait runs its whole second and says it timed out
+    // (exit 8), rather than losing its connection.
+    let said = relay.fails(&["wait", &id, "--until", "COMPLETED", "--timeout", "1s"], 8);
+    assert!(started.elapsed() >= Duration::from_secs(1), "{said}");
+}
+
+#[test]
+fn a_body_that_stops_arriving_is_cut_off() {
+    let relay = started_with(serde_json::json!({"body_timeout": "300ms"}));
+    let mut stream = connect(&relay);
+    let head = format!(
+        "POST /instances HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nContent-Type: \
+         application/json\r\nContent-Length: 200\r\n\r\n{{\"objective\": ",
+        relay.port,
+        relay.token()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let answer = until_closed(stream);
+    let status: u16 = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    assert!((400..500).contains(&status), "{answer}");
+    assert_eq!(relay.json(&["list"]), serde_json::json!([]), "nothing was created");
+}

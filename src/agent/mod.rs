@@ -94,6 +94,9 @@ pub enum AgentError {
     /// the channel refused it.
     #[error("nothing the model tried to send went out")]
     NotSent,
+    /// The turn panicked: a bug in relay, caught (see `engine::actor::turns`).
+    #[error("relay hit an internal error (a bug) during the agent's turn; see relay.log")]
+    Crashed,
 }
 
 pub trait Agent: Send + Sync + 'static {

@@ -82,6 +82,10 @@ pub enum EventData {
     Question { question: Question },
     /// The operator answered it.
     Answer { question_id: String, answer: String },
+    /// relay hit an internal error (a bug) while handling the conversation
+    /// and restored it from disk; `reason` says what comes next (it goes on,
+    /// or, the second time, a person is asked).
+    Recovered { reason: String },
 }
 
 impl EventData {
@@ -97,11 +101,22 @@ impl EventData {
             EventData::Todo { .. } => "todo",
             EventData::Question { .. } => "question",
             EventData::Answer { .. } => "answer",
+            EventData::Recovered { .. } => "recovered",
         }
     }
 
-    pub const KINDS: [&'static str; 9] =
-        ["created", "transition", "message_in", "media", "message_out", "message_status", "todo", "question", "answer"];
+    pub const KINDS: [&'static str; 10] = [
+        "created",
+        "transition",
+        "message_in",
+        "media",
+        "message_out",
+        "message_status",
+        "todo",
+        "question",
+        "answer",
+        "recovered",
+    ];
 }
 
 /// Query of `GET /events`.

@@ -125,6 +125,7 @@ fn readable(event: &ConversationEvent) -> String {
         EventData::Answer { question_id, answer } => {
             format!("answer to {question_id}: {}", output::truncate(answer, 80))
         }
+        EventData::Recovered { reason } => format!("recovered: {}", output::truncate(reason, 120)),
     };
     format!("#{:<5} {}  {}  {what}", event.seq, output::time(event.at), output::short_id(&event.instance_id))
 }

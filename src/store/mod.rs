@@ -149,6 +149,11 @@ impl Store {
         atomic::replace(&path, &to_pretty_json(instance)).map_err(|source| write_error(&path, source))
     }
 
+    /// One instance, as on disk.
+    pub fn load_instance(&self, id: Uuid) -> Result<ConversationInstance, StoreError> {
+        read_json::<ConversationInstance>(&self.instance_path(id))
+    }
+
     /// Every instance on disk, oldest first. Leftover temp files from a crash
     /// are removed; a file that does not parse stops the load with its path.
     pub fn load_instances(&self) -> Result<Vec<ConversationInstance>, StoreError> {

@@ -110,6 +110,22 @@ pub(crate) enum Msg {
     },
 }
 
+impl Msg {
+    /// The conversation the message is about, when it names one.
+    fn conversation(&self) -> Option<Uuid> {
+        match self {
+            Msg::Create { instance, .. } => Some(instance.id),
+            Msg::Operator { id, .. } | Msg::Tool { id, .. } | Msg::Usage { id, .. } | Msg::TurnDone { id, .. } => {
+                Some(*id)
+            }
+            Msg::Sent { message, .. } => Some(message.instance_id),
+            Msg::SentUpdate { instance, .. } => Some(*instance),
+            Msg::MediaDone { message } => Some(message.instance_id),
+            Msg::Inbound { .. } | Msg::ChannelChanged | Msg::OptOut { .. } => None,
+        }
+    }
+}
+
 /// Who waits for a send: the agent's `send_message`, or `relay send`.
 pub(crate) enum SendWaiter {
     Tool { turn: u64, reply: ToolReply },
@@ -176,6 +192,9 @@ pub(super) struct Actor {
     /// Contact messages whose file is being fetched, by conversation and
     /// message id: the reply waits for them (see `queue::inbound`).
     fetching: Vec<(Uuid, Uuid)>,
+    /// The conversations a panic was caught in (see `Actor::supervised`),
+    /// once each: the second goes to a person.
+    panics: Vec<Uuid>,
 }
 
 pub(crate) async fn run(
@@ -197,9 +216,10 @@ pub(crate) async fn run(
         unread: Vec::new(),
         sending: Vec::new(),
         fetching: Vec::new(),
+        panics: Vec::new(),
     };
     let stop = actor.shared.stop.clone();
-    actor.drive();
+    actor.supervised(None, Actor::drive);
     loop {
         // Not while a send or a fetch is under way: what it sends or
         // fetches must still be recorded.
@@ -213,18 +233,18 @@ pub(crate) async fn run(
         tokio::select! {
             msg = rx.recv() => match msg {
                 None => break,
-                Some(msg) => actor.handle(msg),
+                Some(msg) => actor.supervised(msg.conversation(), |actor| actor.handle(msg)),
             },
             _ = stop.cancelled() => {
                 // Asked before the engine stopped: answered (`ask` refuses
                 // what comes later).
                 while let Ok(msg) = rx.try_recv() {
-                    actor.handle(msg);
+                    actor.supervised(msg.conversation(), |actor| actor.handle(msg));
                 }
                 break;
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                actor.timer_fired();
+                actor.supervised(None, Actor::timer_fired);
             }
             _ = tokio::time::sleep_until(reply_due.unwrap_or_else(Instant::now)), if reply_due.is_some() => {
                 actor.reply_due = None;
@@ -232,7 +252,7 @@ pub(crate) async fn run(
             // A conversation's deadline: `drive` below ends it.
             _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {}
         }
-        actor.drive();
+        actor.supervised(None, Actor::drive);
     }
     actor.abort_turn();
     actor.drain_sends(&mut rx).await;
@@ -240,6 +260,90 @@ pub(crate) async fn run(
 }
 
 impl Actor {
+    /// Runs one step (an event handled, [`Actor::drive`], the timer) and
+    /// catches a panic in it: a bug in relay must not leave a contact's
+    /// conversations silent with nothing said. What memory held may be half
+    /// changed, so the running turn is stopped and the conversations are
+    /// read back from disk, where every change is whole; the event log says
+    /// what happened (`recovered`), and the conversation goes on. A second
+    /// panic in the same conversation hands it to a person with the reason.
+    /// `about` is the conversation the step was for, if it names one; else
+    /// the contact's live conversation is the one reported.
+    fn supervised(&mut self, about: Option<Uuid>, step: impl FnOnce(&mut Actor)) {
+        let caught = |actor: &mut Actor, step: &mut dyn FnMut(&mut Actor)| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step(actor))).is_err()
+        };
+        let mut step = Some(step);
+        if !caught(self, &mut |actor| (step.take().expect("run once"))(actor)) {
+            return;
+        }
+        // Restored, the conversations must move on by themselves (nothing
+        // else may come to wake them), which may panic again: a conversation
+        // panics twice at most before a person has it, so this ends.
+        let mut about = about;
+        for _ in 0..=2 * self.convs.len() {
+            // The panic's own text went to stderr through the panic hook; it
+            // may hold a contact's words, so the log does not repeat it.
+            tracing::error!(contact = %self.contact, "a bug in relay: a panic, caught; restoring from disk");
+            if caught(self, &mut |actor| actor.recover(about)) {
+                break;
+            }
+            if !caught(self, &mut Actor::drive) {
+                return;
+            }
+            about = None;
+        }
+        // Restoring itself failed, or kept failing: these conversations
+        // cannot be trusted in memory. They stay on disk as they were, and
+        // a restart brings them back.
+        tracing::error!(contact = %self.contact, "cannot restore after a panic; the conversations wait for a restart");
+        self.abort_turn();
+        self.convs.clear();
+    }
+
+    fn recover(&mut self, about: Option<Uuid>) {
+        self.abort_turn();
+        self.reply_due = None;
+        let mut restored = Vec::with_capacity(self.convs.len());
+        for conv in std::mem::take(&mut self.convs) {
+            match self.shared.store.load_instance(conv.id) {
+                Ok(instance) => {
+                    let instance = Arc::new(instance);
+                    self.shared.publish(&instance);
+                    if !instance.state.is_terminal() {
+                        restored.push(instance);
+                    }
+                }
+                Err(error) => tracing::error!(instance = %conv.id, %error, "cannot read the conversation back"),
+            }
+        }
+        self.convs = restored;
+        let Some(id) = about.filter(|id| self.index(*id).is_ok()).or_else(|| self.convs.first().map(|c| c.id)) else {
+            return;
+        };
+        let again = self.panics.contains(&id);
+        let reason = match again {
+            false => "relay hit an internal error (a bug) and restored this conversation from disk; it goes on",
+            true => "relay hit an internal error (a bug) twice in this conversation: a person should look at it",
+        };
+        self.shared.emit(id, crate::api::EventData::Recovered { reason: reason.to_string() });
+        if !again {
+            self.panics.push(id);
+            return;
+        }
+        // To a person where the table allows it (a turn was due or under
+        // way), else paused with the reason: either way it waits for someone.
+        let handed = self.agent_failed(id, reason.to_string()).map(drop);
+        let held = handed
+            .or_else(|_| self.transition(id, crate::fsm::Event::Pause, Some(reason.to_string()), |_| {}).map(drop));
+        if let Err(error) = held {
+            // Neither (queued, say): out of memory, as it is on disk, until a
+            // restart brings it back.
+            tracing::error!(instance = %id, %error, "cannot hand the conversation to a person");
+            self.convs.retain(|c| c.id != id);
+        }
+    }
+
     fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Create { instance, reply } => {
@@ -263,8 +367,9 @@ impl Actor {
             }
             Msg::Operator { id, op, reply } => {
                 let result = self.operate(id, op);
-                // Let the conversation move on first, so the caller sees where it went.
-                self.drive();
+                // Let the conversation move on first, so the caller sees where
+                // it went; what the command did stands, whatever that does.
+                self.supervised(None, Actor::drive);
                 let result = result.map(|(instance, message)| (self.current(instance), message));
                 let _ = reply.send(result);
             }

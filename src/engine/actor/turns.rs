@@ -1,6 +1,9 @@
 //! The agent's turns: starting one (what it answers, whether it already
 //! spoke), ending it (the rule on how a turn may end), and stopping it.
 
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -80,9 +83,15 @@ impl Actor {
         let (agent, me, shared) = (self.shared.agent.clone(), self.me.clone(), self.shared.clone());
         tracing::debug!(instance = %id, ?kind, "turn started");
         let task = tokio::spawn(async move {
-            let images =
-                if agent.sees_images() { super::media::images_to_show(&shared, &transcript) } else { Vec::new() };
-            let result = agent.run_turn(Turn { kind, instance, transcript, already_spoke, images }, tools).await;
+            let run = async {
+                let images =
+                    if agent.sees_images() { super::media::images_to_show(&shared, &transcript) } else { Vec::new() };
+                agent.run_turn(Turn { kind, instance, transcript, already_spoke, images }, tools).await
+            };
+            // A panic in the turn is a bug in relay. Uncaught, the turn
+            // would never end and the conversation would wait in silence;
+            // caught, the turn fails, and a person is asked, with the reason.
+            let result = AssertUnwindSafe(run).catch_unwind().await.unwrap_or(Err(AgentError::Crashed));
             let _ = me.send(Msg::TurnDone { id, turn, result });
         });
         let answers = std::mem::take(&mut self.unread);
@@ -153,7 +162,7 @@ impl Actor {
 
     /// The agent cannot go on (no model, or a turn that failed): the
     /// operator is asked to step in, told why.
-    fn agent_failed(&mut self, id: Uuid, reason: String) -> Result<ConversationInstance, EngineError> {
+    pub(super) fn agent_failed(&mut self, id: Uuid, reason: String) -> Result<ConversationInstance, EngineError> {
         self.transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
     }
 

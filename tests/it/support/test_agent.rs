@@ -2,6 +2,7 @@
 //! every turn, through the real tools, and remembers what each turn was given.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use relay::agent::{Agent, AgentError, ConversationTools, Turn, TurnKind};
 use relay::util::BoxFuture;
@@ -11,13 +12,16 @@ pub type Behaviour = dyn Fn(Turn, ConversationTools) -> BoxFuture<'static, Resul
 pub struct TestAgent {
     pub behaviour: Box<Behaviour>,
     pub turns: Mutex<Vec<Turn>>,
+    /// How many of the next `ready` checks panic (a bug in relay, played:
+    /// the engine calls `ready` in the contact's task, before a turn).
+    pub ready_panics: AtomicU32,
 }
 
 impl TestAgent {
     pub fn new(
         behaviour: impl Fn(Turn, ConversationTools) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync + 'static,
     ) -> TestAgent {
-        TestAgent { behaviour: Box::new(behaviour), turns: Mutex::new(Vec::new()) }
+        TestAgent { behaviour: Box::new(behaviour), turns: Mutex::new(Vec::new()), ready_panics: AtomicU32::new(0) }
     }
 
     pub fn kinds(&self) -> Vec<TurnKind> {
@@ -28,6 +32,13 @@ impl TestAgent {
 impl Agent for TestAgent {
     fn model(&self) -> Option<String> {
         Some("test-agent".into())
+    }
+
+    fn ready(&self) -> Result<(), AgentError> {
+        if self.ready_panics.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            panic!("a bug, played by the test agent");
+        }
+        Ok(())
     }
 
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {

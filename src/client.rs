@@ -105,6 +105,10 @@ impl Client {
     fn at(port: u16, token: Option<String>) -> Client {
         let http = reqwest::Client::builder()
             .no_proxy()
+            // The daemon closes a connection idle for `http.header_timeout`
+            // (10 s): one reused just as it closes fails its request, so a
+            // long-lived client (`relay mcp`) lets go of them well before.
+            .pool_idle_timeout(Duration::from_secs(4))
             .tls_certs_only([])
             .build()
             .expect("a loopback client without TLS roots builds");

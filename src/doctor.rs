@@ -187,8 +187,7 @@ fn check_home(home: &Home) -> Check {
             );
         }
     };
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = crate::sys::effective_uid();
     if meta.uid() != me {
         return Check::failed(
             "home",
@@ -487,16 +486,7 @@ fn check_disk(home: &Home) -> Check {
 }
 
 fn free_bytes(path: &Path) -> std::io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: statvfs only writes into the struct it is given; the path is
-    // NUL-terminated.
-    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
-    Ok(stats.f_bavail as u64 * stats.f_frsize as u64)
+    crate::sys::free_bytes(path)
 }
 
 /// Only what this machine can tell without a time server: the clock is not

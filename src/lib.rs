@@ -11,6 +11,7 @@
 //!
 //! | module | what it is |
 //! |---|---|
+//! | [`sys`] | the process-level calls to the operating system (signals, the effective user, free disk space, a child detached, the heap): the only module allowed `unsafe`, each use saying why |
 //! | [`util`], [`duration`], [`contact`], [`clock`] | small shared pieces; `30m`-style durations; E.164 numbers; the wall clock (which tests can set), and times as a person reads them |
 //! | [`courtesy`] | what relay enforces for the people it writes to: quiet hours in their time zone, opt-out words and entries, the disclosure |
 //! | [`fsm`] | the conversation state machine: states, events and the transition table, as data |
@@ -29,6 +30,8 @@
 //! | [`eval`], [`doctor`] | how good a model is at relay's job (`relay eval`): scenarios, each a whole conversation on a trial relay with a scripted contact, checked by rule, and a typed scorecard; what a conversation needs, checked (`relay doctor`), each finding with its fix |
 //! | [`mcp`] | relay's commands as MCP tools, each a call through the client |
 //! | [`cli`] | the command line: one file per subcommand (`relay mcp` serves [`mcp`]) |
+
+#![deny(unsafe_code)]
 
 pub mod agent;
 pub mod api;
@@ -50,6 +53,7 @@ pub mod mcp;
 pub mod media;
 pub mod scripted_model;
 pub mod store;
+pub mod sys;
 pub mod template;
 pub mod trial;
 pub mod util;

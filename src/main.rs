@@ -1,3 +1,5 @@
+#![deny(unsafe_code)]
+
 fn main() -> std::process::ExitCode {
     match relay::cli::parse() {
         Ok(cli) => relay::cli::main(cli),

@@ -51,25 +51,13 @@ pub async fn with_relay<T>(
     }
 }
 
-/// Ends the process as `signal` would have (a shell and a pipeline see what
-/// they expect: quiet for a closed pipe, "interrupted" for Ctrl-C).
-fn die_of(signal: libc::c_int) -> ! {
-    // SAFETY: restores the default action, then raises the signal.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-        libc::raise(signal);
-    }
-    unreachable!("signal {signal} ends the process")
-}
+use crate::sys::die_of;
 
 /// Ends the process as SIGPIPE would when whoever read stdout has gone (a
 /// closed pipe), found without writing: `--json` writes only at the end,
 /// and a run must not go on calling a paid model for no one.
 pub fn stop_if_stdout_closed() {
-    let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
-    // SAFETY: one valid pollfd, no wait.
-    let ready = unsafe { libc::poll(&mut stdout, 1, 0) };
-    if ready > 0 && stdout.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+    if crate::sys::stdout_reader_gone() {
         die_of(libc::SIGPIPE);
     }
 }
@@ -88,8 +76,7 @@ pub fn quiet_if_reader_gone(result: Result<(), Error>) -> Result<(), Error> {
 /// SIGPIPE, which would orphan the trial's daemon. Call it first, while no
 /// other thread runs.
 pub fn ignore_sigpipe() {
-    // SAFETY: called before any other thread starts (a single-threaded runtime).
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    crate::sys::set_disposition(libc::SIGPIPE, crate::sys::Disposition::Ignore);
 }
 
 /// The running trial relay.
@@ -121,14 +108,7 @@ async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<D
     let mut command = tokio::process::Command::new(exe);
     // Should this process die without cleaning up (SIGKILL), the daemon
     // is told to stop rather than left running on its own.
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
+    crate::sys::stop_with_parent(&mut command);
     let child = command
         // Its stderr is the user's terminal: errors only, the log stays in its home.
         .args(["daemon", "--quiet", "--port", &port.to_string()])

@@ -264,8 +264,7 @@ pub fn main(cli: Cli) -> ExitCode {
     if !matches!(cli.command, Command::Daemon(_)) {
         // Like any Unix filter, die quietly when the reader goes away
         // (`relay list | head`). Only clients: the daemon keeps ignoring it.
-        // SAFETY: restoring the default disposition before any thread starts.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        crate::sys::set_disposition(libc::SIGPIPE, crate::sys::Disposition::Default);
     }
     // What needs neither a home nor a runtime: it works where HOME is unset
     // too (a package build generating completions).

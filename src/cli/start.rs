@@ -6,7 +6,6 @@
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -67,14 +66,8 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
-    // SAFETY: setsid is async-signal-safe; it detaches the daemon from the
-    // terminal so closing it (or Ctrl-C) does not stop relay.
-    unsafe {
-        command.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    // Closing the terminal (or Ctrl-C in it) does not stop relay.
+    crate::sys::detach(&mut command);
     let mut child = command.spawn().map_err(|e| CliError::failure(format!("cannot start the daemon: {e}")))?;
     let pid = child.id();
     let health = wait_ready(port, Some(pid), Some(&mut child)).await.map_err(|e| {

@@ -61,12 +61,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
 }
 
 fn signal_term(pid: u32) -> Result<(), CliError> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| CliError::failure("bad pid file"))?;
-    // SAFETY: kill has no memory effects; a wrong pid fails with ESRCH.
-    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
-        return Err(CliError::failure(format!("cannot signal the daemon: {}", std::io::Error::last_os_error())));
-    }
-    Ok(())
+    crate::sys::terminate(pid).map_err(|e| CliError::failure(format!("cannot signal the daemon: {e}")))
 }
 
 fn report(ctx: &Context, stopped: Stopped) -> Result<(), CliError> {

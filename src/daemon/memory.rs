@@ -13,19 +13,13 @@ const TRIM_EVERY: Duration = Duration::from_secs(30);
 
 /// Call before any thread starts.
 pub fn tune() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: a plain setting of glibc's malloc, made before threads exist.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
+    crate::sys::limit_malloc_arenas();
 }
 
 pub async fn trim_periodically() {
     let mut every = tokio::time::interval_at(tokio::time::Instant::now() + TRIM_EVERY, TRIM_EVERY);
     loop {
         every.tick().await;
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only returns free pages to the kernel.
-        let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+        let _ = tokio::task::spawn_blocking(crate::sys::trim_heap).await;
     }
 }

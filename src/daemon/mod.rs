@@ -64,7 +64,7 @@ pub async fn run(home: Home, port: Option<u16>, stderr_log: bool) -> Result<(), 
         tracing::warn!(path = %path.display(), "was readable by other users; made owner-only");
     }
     // A file-size limit (ulimit -f) must fail the write, not kill the daemon.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    crate::sys::set_disposition(libc::SIGXFSZ, crate::sys::Disposition::Ignore);
     let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|source| match source.kind() {
         io::ErrorKind::AddrInUse => DaemonError::PortInUse(port),
         _ => DaemonError::Bind { port, source },

@@ -111,7 +111,7 @@ pub fn process_running(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
         // No /proc: ask the kernel (signal 0 sends nothing).
-        Err(_) => libc::pid_t::try_from(pid).is_ok_and(|p| unsafe { libc::kill(p, 0) } == 0),
+        Err(_) => crate::sys::process_exists(pid),
     }
 }
 

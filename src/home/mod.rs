@@ -151,7 +151,7 @@ impl Home {
     /// is tightened; the paths tightened are returned, to be logged.
     pub fn secure(&self) -> io::Result<Vec<PathBuf>> {
         use std::os::unix::fs::MetadataExt;
-        let me = unsafe { libc::geteuid() };
+        let me = crate::sys::effective_uid();
         let owner = fs::metadata(&self.root)?.uid();
         if owner != me {
             return Err(io::Error::new(

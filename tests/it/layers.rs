@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. Modules in one layer may not use each other.
 const LAYERS: &[&[&str]] = &[
+    &["sys"],
     &["util", "duration", "contact", "clock", "fsm", "home"],
     &["courtesy"],
     &["api"],

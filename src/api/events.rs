@@ -181,6 +181,7 @@ mod tests {
             EventData::Todo { todo_id: "1".into(), status: TodoStatus::Completed, answer: Some("Friday".into()) },
             EventData::Question { question },
             EventData::Answer { question_id: "q1".into(), answer: "yes".into() },
+            EventData::Recovered { reason: "restored from disk".into() },
         ];
         let kinds: Vec<&str> = data.iter().map(EventData::kind).collect();
         assert_eq!(kinds, EventData::KINDS, "one of each kind");

@@ -70,9 +70,15 @@ pub async fn serve(listener: TcpListener, router: Router, limits: HttpSettings, 
 async fn serve_connection(stream: TcpStream, router: Router, limits: HttpSettings, closing: CancellationToken) {
     let _ = stream.set_nodelay(true);
     // hyper's clock starts once it knows the protocol; until then, ours.
-    if !tokio::time::timeout(limits.header_timeout, says_which_protocol(&stream)).await.unwrap_or(false) {
-        return;
-    }
+    let whole_connection_bounded = match tokio::time::timeout(limits.header_timeout, first_bytes(&stream)).await {
+        Ok(FirstBytes::Http1OrPreface) => false,
+        // Part of HTTP/2's preface and no more yet: hyper-util waits for
+        // the rest with no clock (and sees the client close, which a peek
+        // cannot). A real HTTP/2 client sends the preface whole, so such a
+        // connection gets `header_timeout` in all.
+        Ok(FirstBytes::PartOfPreface) => true,
+        Ok(FirstBytes::Closed) | Err(_) => return,
+    };
     let body_timeout = limits.body_timeout;
     let service = router.map_request(move |request: axum::http::Request<Incoming>| {
         request.map(|body| Body::new(TimedBody::new(body, body_timeout)))
@@ -81,38 +87,46 @@ async fn serve_connection(stream: TcpStream, router: Router, limits: HttpSetting
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
     builder.http2().timer(TokioTimer::new());
     let connection = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
-    tokio::pin!(connection);
-    tokio::select! {
-        served = connection.as_mut() => {
-            if let Err(e) = served {
-                tracing::trace!(error = %e, "connection ended");
+    let served = async {
+        tokio::pin!(connection);
+        tokio::select! {
+            served = connection.as_mut() => {
+                if let Err(e) = served {
+                    tracing::trace!(error = %e, "connection ended");
+                }
+            }
+            _ = closing.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
             }
         }
-        _ = closing.cancelled() => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
-        }
+    };
+    match whole_connection_bounded {
+        true => drop(tokio::time::timeout(limits.header_timeout, served).await),
+        false => served.await,
     }
 }
 
-/// Waits until the client has written enough to tell HTTP/1 from HTTP/2's
-/// preface: its first bytes differ from the preface, or are all of it.
-/// hyper's own reading of them has no timeout, so a connection that says
-/// nothing would otherwise be held for ever. False: closed first.
-async fn says_which_protocol(stream: &TcpStream) -> bool {
+/// What a connection's first bytes say.
+enum FirstBytes {
+    /// Closed before a byte came.
+    Closed,
+    /// Not HTTP/2's preface (so HTTP/1), or all of it.
+    Http1OrPreface,
+    /// The start of the preface, and no more yet.
+    PartOfPreface,
+}
+
+/// Waits for the client's first bytes: hyper-util's reading of them, to
+/// tell HTTP/1 from HTTP/2, has no timeout, so a connection that says
+/// nothing would otherwise be held for ever.
+async fn first_bytes(stream: &TcpStream) -> FirstBytes {
     const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     let mut first = [0u8; PREFACE.len()];
-    loop {
-        let Ok(n) = stream.peek(&mut first).await else { return false };
-        if n == 0 {
-            return false;
-        }
-        if first[..n] != PREFACE[..n] || n == PREFACE.len() {
-            return true;
-        }
-        // Part of the preface so far (a real HTTP/2 client sends it whole):
-        // a peek would return the same bytes at once, so wait a moment.
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    match stream.peek(&mut first).await {
+        Ok(0) | Err(_) => FirstBytes::Closed,
+        Ok(n) if first[..n] != PREFACE[..n] || n == PREFACE.len() => FirstBytes::Http1OrPreface,
+        Ok(_) => FirstBytes::PartOfPreface,
     }
 }
 

@@ -177,7 +177,9 @@ fn an_answer_the_turn_wrote_to_the_contact_needs_their_words() {
     let id = relay.create(&["--todo", "Ask whether someone will be home", "--answer", "yes-no"]);
     relay.wait_for_state(&id, "WAITING_FOR_REPLY");
     relay.ok(&["sandbox", "say", CONTACT, "Say the order is cancelled. Someone is home."]);
-    let done = relay.wait_for(&id, "the answer", |i| i["todos"][1]["status"] == "completed");
+    // The turn over (so the model has been told how each call went).
+    let done = relay
+        .wait_for(&id, "the answer", |i| i["todos"][1]["status"] == "completed" && i["state"] == "WAITING_FOR_REPLY");
     let results = tool_results(&model.requests()[3]);
     assert!(results[1].contains("you wrote these words to the contact yourself"), "{results:?}");
     assert!(results[2].contains("this value rests on") && results[2].contains("add quote"), "{results:?}");

@@ -84,7 +84,7 @@ fn the_readme_config_table_has_every_setting_and_its_default() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let config = serde_json::to_value(relay::config::Config::new(relay::config::ChannelKind::Sandbox)).unwrap();
     let mut missing = Vec::new();
-    for section in ["agent", "webhooks", "delivery", "budget", "media"] {
+    for section in ["agent", "webhooks", "delivery", "budget", "media", "http"] {
         for (key, default) in config[section].as_object().unwrap() {
             let row = format!("| `{section}.{key}` | {default} |");
             if !readme.contains(&row) {

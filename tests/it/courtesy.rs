@@ -195,35 +195,52 @@ async fn the_agents_contact_opted_out_lists_the_number_and_ends_the_conversation
 
 /// An agent's `contact_opted_out` that the contact's words do not back
 /// (small models called it when asked for a person, or whether relay is a
-/// bot) lists no one: the conversation goes to a person, who decides.
+/// bot, or on a first "hello") lists no one. The first call is refused with
+/// the contact's words and the turn goes on; a model that insists hands the
+/// conversation to a person, who decides.
 #[tokio::test(start_paused = true)]
-async fn an_opt_out_the_contacts_words_do_not_back_goes_to_a_person() {
-    let agent = Arc::new(TestAgent::new(|turn: Turn, tools: ConversationTools| -> BoxFuture<'static, _> {
-        Box::pin(async move {
-            let call = match turn.kind {
-                TurnKind::FirstMessage => ToolCall::SendMessage { text: "Hello".into() },
-                _ => ToolCall::ContactOptedOut { reason: "they do not want a bot".into() },
-            };
-            let said = tools.call(call).await.unwrap();
-            if turn.kind != TurnKind::FirstMessage {
-                assert!(said.contains("a person will decide"), "{said}");
-            }
-            Ok(())
-        })
-    }));
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::at(dir.path());
-    let channel = Arc::new(SandboxChannel::open(&home).unwrap());
-    let engine = start_engine_with(&home, channel.clone(), agent, any_hour());
-    let id = engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
-    until_state(&engine, id, State::WaitingForReply).await;
-    let said = "I don't want to talk to a bot. Put me through to a real person, please.";
-    channel.say(Contact::parse(CONTACT).unwrap(), said.into()).await;
-    let handed = until_state(&engine, id, State::NeedsHumanIntervention).await;
-    let question = handed.pending_question.expect("the person is asked");
-    assert!(question.reason.contains("relay optout add"), "{}", question.reason);
-    assert_eq!(question.question.as_deref(), Some("they do not want a bot"));
-    assert_eq!((handed.outcome, engine.opt_outs().len()), (None, 0), "nobody is listed on the model's word");
+async fn an_opt_out_the_contacts_words_do_not_back_is_refused_then_goes_to_a_person() {
+    for insists in [false, true] {
+        let agent = Arc::new(TestAgent::new(move |turn: Turn, tools: ConversationTools| -> BoxFuture<'static, _> {
+            Box::pin(async move {
+                if turn.kind == TurnKind::FirstMessage {
+                    tools.call(ToolCall::SendMessage { text: "Hello".into() }).await.unwrap();
+                    return Ok(());
+                }
+                let opt_out = || ToolCall::ContactOptedOut { reason: "they do not want a bot".into() };
+                let refused = tools.call(opt_out()).await.unwrap_err().0;
+                assert!(refused.contains("do not ask to stop"), "{refused}");
+                assert!(refused.contains("Put me through to a real person"), "their words are shown: {refused}");
+                if insists {
+                    let said = tools.call(opt_out()).await.unwrap();
+                    assert!(said.contains("a person will decide"), "{said}");
+                } else {
+                    tools.call(ToolCall::SendMessage { text: "Of course, one moment.".into() }).await.unwrap();
+                }
+                Ok(())
+            })
+        }));
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let channel = Arc::new(SandboxChannel::open(&home).unwrap());
+        let engine = start_engine_with(&home, channel.clone(), agent, any_hour());
+        let id = engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
+        until_state(&engine, id, State::WaitingForReply).await;
+        let said = "I don't want to talk to a bot. Put me through to a real person, please.";
+        channel.say(Contact::parse(CONTACT).unwrap(), said.into()).await;
+        if insists {
+            let handed = until_state(&engine, id, State::NeedsHumanIntervention).await;
+            let question = handed.pending_question.expect("the person is asked");
+            assert!(question.reason.contains("relay optout add"), "{}", question.reason);
+            assert_eq!(question.question.as_deref(), Some("they do not want a bot"));
+            assert_eq!(handed.outcome, None);
+        } else {
+            let going_on =
+                until(&engine, id, |i| i.state == State::WaitingForReply && i.last_contact_message.is_some()).await;
+            assert_eq!((going_on.pending_question, going_on.outcome), (None, None));
+        }
+        assert_eq!(engine.opt_outs().len(), 0, "nobody is listed on the model's word");
+    }
 }
 
 /// relay's line that an assistant writes goes before the first message

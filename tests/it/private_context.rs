@@ -122,10 +122,11 @@ fn private_context_is_checked_at_create_and_kept_by_templates_and_mcp() {
     assert_eq!(relay.get(&id)["private_context"], json!(["Tracking ZX-99812 is internal", "Paid by card"]));
 }
 
-/// An answer rests on what the contact wrote: completing a todo with words
-/// they never wrote, and no quote, is refused with the reason; a quote of
-/// relay's own message is no evidence either; their words, as the answer or
-/// quoted, are taken and kept as the evidence.
+/// An answer rests on what the contact wrote: marking a todo (completed or
+/// not) with words they never wrote, and no quote, is refused with the
+/// reason and the contact's words; a quote of relay's own message is no
+/// evidence either; their words, as the answer or quoted, are taken and
+/// kept as the evidence.
 #[test]
 fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
     let mark = |args: Value| ("mark_todo_item".to_string(), args);
@@ -133,6 +134,7 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
         Reply::tool("send_message", json!({"text": "Hi! Which day suits you for the delivery?"})),
         Reply::Text(String::new()),
         Reply::Tools(vec![
+            mark(json!({"todo_id": "1", "status": "in_progress", "answer": "I will confirm the day later."})),
             mark(json!({"todo_id": "1", "status": "completed", "answer": "I agreed on the delivery day."})),
             mark(json!({"todo_id": "1", "status": "completed", "answer": "Friday", "quote": "Which day suits you"})),
             mark(
@@ -148,9 +150,14 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
     let done = relay
         .wait_for(&id, "the answer", |i| i["todos"][0]["status"] == "completed" && i["state"] == "WAITING_FOR_REPLY");
     let results = tool_results(&model.requests()[3]);
-    assert!(results[0].contains("not marked") && results[0].contains("add quote"), "{results:?}");
-    assert!(results[1].contains("the contact never wrote"), "{results:?}");
-    assert!(results[2].contains("now completed"), "{results:?}");
+    let theirs = "The contact's latest words: ";
+    for refused in &results[..3] {
+        assert!(refused.contains("not marked") && refused.contains(theirs), "{results:?}");
+        assert!(refused.contains("Friday works, afternoon if possible"), "{results:?}");
+    }
+    assert!(results[0].contains("add quote") && results[1].contains("add quote"), "{results:?}");
+    assert!(results[2].contains("the contact never wrote"), "{results:?}");
+    assert!(results[3].contains("now completed"), "{results:?}");
     assert_eq!(done["todos"][0]["answer"], "Friday, in the afternoon");
     assert_eq!(done["todos"][0]["evidence"][0]["untrusted_contact_text"], "Friday works,");
 }

@@ -59,24 +59,26 @@ impl Actor {
                     // Words only: a todo with no expected answer keeps none.
                     (None, _) | (Some(_), None) => None,
                 };
+                let answer =
+                    answer.map(|a| bounded_text("answer", a, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
                 // An answer is what someone told relay: the contact, or the
                 // operator answering a question. Before either, a todo
-                // "completed" with an answer is a guess (small models copied
-                // an example answer into todos no one had answered), and the
-                // model is told so. Without an answer it may be an action
-                // done ("Tell them the parcel comes Friday"), and is taken.
+                // marked with an answer is a guess (small models copied an
+                // example answer into todos no one had answered), and the
+                // model is told so. Without an answer a completed todo may
+                // be an action done ("Tell them the parcel comes Friday"),
+                // and is taken; a skipped todo's words say why it was
+                // skipped, and are the model's own.
                 let told = instance.last_contact_message.is_some()
                     || instance.earlier_questions.iter().any(|q| q.answer.is_some());
+                let learned = answer.as_ref().filter(|_| status != TodoStatus::Skipped);
                 // A typed value is an answer as much as words are.
-                let answers = answer.is_some() || value.is_some();
-                if status == TodoStatus::Completed && answers && !told {
+                if (learned.is_some() || value.is_some()) && !told {
                     return Err(ToolError(format!(
                         "todo {todo_id} is not marked: the contact has not written yet, so there is no answer to \
                          record. Record only what they tell you"
                     )));
                 }
-                let answer =
-                    answer.map(|a| bounded_text("answer", a, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
                 // What the answer rests on: the messages this turn answers,
                 // else the contact's latest.
                 let mut answered = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
@@ -112,11 +114,15 @@ impl Actor {
                     serde_json::Value::Number(n) => Some(n.to_string()),
                     _ => None,
                 });
-                let own_words = answer.clone().or(value_words);
+                let own_words = learned.cloned().or(value_words);
+                // Whatever its status: an answer kept on a pending todo is
+                // shown to the model in every later turn, and a small model
+                // that saw its own sentence there copied it again and again.
                 let ask_for_quote = |why: &str| {
                     ToolError(format!(
                         "todo {todo_id} is not marked: {why}: add quote, the contact's exact words (a few are \
-                         enough). Record only what they wrote"
+                         enough). Record only what they wrote{}",
+                        answer_from(&answered)
                     ))
                 };
                 let evidence = match (&quote, &own_words) {
@@ -126,25 +132,22 @@ impl Actor {
                         Err(_) if operator_said(quote) => Vec::new(),
                         Err(refusal) => return Err(refusal),
                     },
-                    (None, Some(words)) if status == TodoStatus::Completed && self.turn_wrote(words) => {
+                    (None, Some(words)) if self.turn_wrote(words) => {
                         return Err(ask_for_quote(
                             "you wrote these words to the contact yourself in this turn, so they cannot show what \
                              the contact said",
                         ));
                     }
-                    (None, Some(words)) if status == TodoStatus::Completed => {
-                        match self.find_quote(id, &todo_id, words, &answered) {
-                            Ok(found) => vec![found],
-                            Err(_) if operator_said(words) => Vec::new(),
-                            Err(_) => {
-                                return Err(ask_for_quote("say which of the contact's words this answer rests on"));
-                            }
+                    (None, Some(words)) => match self.find_quote(id, &todo_id, words, &answered) {
+                        Ok(found) => vec![found],
+                        Err(_) if operator_said(words) => Vec::new(),
+                        Err(_) => {
+                            return Err(ask_for_quote("say which of the contact's words this answer rests on"));
                         }
-                    }
-                    (None, None) if status == TodoStatus::Completed && value.is_some() => {
+                    },
+                    (None, None) if value.is_some() => {
                         return Err(ask_for_quote("say which of the contact's words this value rests on"));
                     }
-                    (None, Some(_)) => answered,
                     (None, None) => Vec::new(),
                 };
                 let recorded = answer.clone();
@@ -228,7 +231,23 @@ impl Actor {
                 let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS).map_err(refused)?;
                 // The model's word alone does not silence a number for good:
                 // the contact's own words must ask to stop, or a person
-                // decides. Either way nothing more is sent in this turn.
+                // decides. A first unbacked call is refused and the turn goes
+                // on (a small model called it, with the tool's description as
+                // its reason, on the contact's first "hello"); a model that
+                // insists hands the conversation to a person, and nothing
+                // more is sent in this turn.
+                if !self.contact_asked_to_stop(id) && !self.turn.as_ref().is_some_and(|t| t.opt_out_refused) {
+                    if let Some(running) = self.turn.as_mut() {
+                        running.opt_out_refused = true;
+                    }
+                    let answered = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
+                    let theirs = their_words(&answered).map_or_else(String::new, |w| format!(" (they wrote {w})"));
+                    return Err(ToolError(format!(
+                        "not recorded: the contact's words do not ask to stop{theirs}. Go on with the objective. \
+                         Only if they did ask not to be written to, call contact_opted_out again and a person will \
+                         decide"
+                    )));
+                }
                 if !self.contact_asked_to_stop(id) {
                     tracing::info!(instance = %id, "the agent's opt-out has no backing in the contact's words; a person decides");
                     let why = "the agent says the contact asked not to be written to again, but their words do not \
@@ -293,6 +312,31 @@ impl Actor {
     }
 }
 
+/// The contact's words an answer could rest on, for a refusal: a small
+/// model told only "quote their words" quoted its own sentence again; shown
+/// theirs, it records them. Each message is cut to a few hundred
+/// characters; the words are the contact's, as in the prompt.
+fn their_words(answered: &[Evidence]) -> Option<String> {
+    const SHOWN: usize = 300;
+    let said: Vec<String> = answered
+        .iter()
+        .map(|m| m.untrusted_contact_text.trim())
+        .filter(|text| !text.is_empty())
+        .map(|text| format!("{:?}", text.chars().take(SHOWN).collect::<String>()))
+        .collect();
+    (!said.is_empty()).then(|| said.join(", then "))
+}
+
+/// [`their_words`] after an answer's refusal, with what to do with them.
+fn answer_from(answered: &[Evidence]) -> String {
+    their_words(answered).map_or_else(String::new, |words| {
+        format!(
+            ". The contact's latest words: {words}. Record them only where they answer the todo; if they do not, \
+             leave it pending and ask"
+        )
+    })
+}
+
 /// Why a typed value was refused, and what to do, for the model: "todo 2
 /// needs a date like "2026-11-27"; "next Friday" is not one: ...".
 fn typed_refusal(todo_id: &str, schema: &crate::api::AnswerSchema, why: &str) -> String {
@@ -325,7 +369,8 @@ impl Actor {
         found.ok_or_else(|| {
             ToolError(format!(
                 "todo {todo_id} is not marked: the contact never wrote {quote:?}. Quote their exact words (a \
-                 few are enough)"
+                 few are enough){}",
+                answer_from(answered)
             ))
         })
     }

@@ -38,6 +38,9 @@ pub(super) struct RunningTurn {
     /// What those messages said, as compared (see `sends::same_text`): a
     /// turn does not send the same thing twice.
     pub(super) said: Vec<String>,
+    /// The turn's `contact_opted_out` was refused once, as the contact's
+    /// words did not ask to stop: a second call goes to a person.
+    pub(super) opt_out_refused: bool,
     /// The contact's messages this turn answers: marked read when it ends well.
     pub(super) answers: Vec<MessageRef>,
     /// The same messages (transcript id and words): what a todo answered
@@ -105,6 +108,7 @@ impl Actor {
             attempted: 0,
             may_send: true,
             said: Vec::new(),
+            opt_out_refused: false,
             answers,
             answering,
             text_calls_before,

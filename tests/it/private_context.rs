@@ -125,8 +125,9 @@ fn private_context_is_checked_at_create_and_kept_by_templates_and_mcp() {
 /// An answer rests on what the contact wrote: marking a todo (completed or
 /// not) with words they never wrote, and no quote, is refused with the
 /// reason and the contact's words; a quote of relay's own message is no
-/// evidence either; their words, as the answer or quoted, are taken and
-/// kept as the evidence.
+/// evidence either, nor a quote of theirs that lacks the answer's date;
+/// their words, as the answer or quoted, are taken and kept as the
+/// evidence.
 #[test]
 fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
     let mark = |args: Value| ("mark_todo_item".to_string(), args);
@@ -137,6 +138,7 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
             mark(json!({"todo_id": "1", "status": "in_progress", "answer": "I will confirm the day later."})),
             mark(json!({"todo_id": "1", "status": "completed", "answer": "I agreed on the delivery day."})),
             mark(json!({"todo_id": "1", "status": "completed", "answer": "Friday", "quote": "Which day suits you"})),
+            mark(json!({"todo_id": "1", "status": "completed", "answer": "Friday 2026-11-27", "quote": "Friday works"})),
             mark(
                 json!({"todo_id": "1", "status": "completed", "answer": "Friday, in the afternoon", "quote": "friday WORKS"}),
             ),
@@ -157,7 +159,9 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
     }
     assert!(results[0].contains("add quote") && results[1].contains("add quote"), "{results:?}");
     assert!(results[2].contains("the contact never wrote"), "{results:?}");
-    assert!(results[3].contains("now completed"), "{results:?}");
+    // A real quote backs only the answer it holds: not a date it lacks.
+    assert!(results[3].contains("says what the quote does not (2026 is not in it)"), "{results:?}");
+    assert!(results[4].contains("now completed"), "{results:?}");
     assert_eq!(done["todos"][0]["answer"], "Friday, in the afternoon");
     assert_eq!(done["todos"][0]["evidence"][0]["untrusted_contact_text"], "Friday works,");
 }

@@ -89,7 +89,7 @@ impl Actor {
                         media: None,
                     }));
                 }
-                let rests_on: Vec<Uuid> = answered.iter().map(|m| m.message_id).collect();
+                let answered_ids: Vec<Uuid> = answered.iter().map(|m| m.message_id).collect();
                 // The evidence: the contact's words the answer rests on (the
                 // quote, else the answer itself, found in what they wrote), or
                 // the operator's answer to a question. A completed answer that
@@ -150,13 +150,24 @@ impl Actor {
                     }
                     (None, None) => Vec::new(),
                 };
+                // A quote backs the answer it comes with, not any answer: a
+                // small model shown the contact's words quoted them beside
+                // a delivery day of its own ("... is Friday 2026-11-27").
+                if let (Some(quote), Some(learned)) = (&quote, learned) {
+                    rests_on(learned, quote).map_err(|why| {
+                        ToolError(format!(
+                            "todo {todo_id} is not marked: the answer {learned:?} says what the quote does not \
+                             ({why}). Record as the answer what the contact told you, in their words"
+                        ))
+                    })?;
+                }
                 let recorded = answer.clone();
                 self.update(id, |i| {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
                     todo.status = status;
                     if answer.is_some() {
                         todo.answer = answer;
-                        todo.answer_message_ids = rests_on;
+                        todo.answer_message_ids = answered_ids;
                     }
                     if value.is_some() {
                         todo.value = value;
@@ -437,9 +448,30 @@ fn quoted_piece(message: &str, wanted: &[String]) -> Option<String> {
     Some(words[first..=last].join(" "))
 }
 
+/// Whether `answer` rests on `quote`, the words given as its evidence: each
+/// number in it is in the quote (a date or an amount is never the model's
+/// to add), and it shares with the quote a word of 4 letters or more, or
+/// holds no word the quote lacks ("yes", "3pm"). Else why not, for the
+/// model. Words compare as [`crate::courtesy::normalise`] leaves them.
+fn rests_on(answer: &str, quote: &str) -> Result<(), String> {
+    let quoted = crate::courtesy::normalise(quote);
+    let quoted: std::collections::HashSet<&str> = quoted.split(' ').collect();
+    let answer = crate::courtesy::normalise(answer);
+    let words: Vec<&str> = answer.split(' ').filter(|w| !w.is_empty()).collect();
+    let number = |w: &str| w.chars().any(char::is_numeric);
+    if let Some(added) = words.iter().find(|w| number(w) && !quoted.contains(*w)) {
+        return Err(format!("{added} is not in it"));
+    }
+    let shared = words.iter().any(|w| !number(w) && w.chars().count() >= 4 && quoted.contains(w));
+    match shared || words.iter().all(|w| quoted.contains(w)) {
+        true => Ok(()),
+        false => Err("they share no word".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{contains_words, quoted_piece};
+    use super::{contains_words, quoted_piece, rests_on};
     use crate::courtesy::normalise;
     use proptest::prelude::*;
 
@@ -494,5 +526,44 @@ mod tests {
             let cut = &cut[..cut.len() - 1];
             prop_assert_eq!(contains_words(&sent, cut), sent.split(' ').any(|w| w == cut));
         }
+    }
+
+    proptest! {
+        /// An answer made of the quote's own words rests on it.
+        #[test]
+        fn an_answer_in_the_quotes_words_rests_on_it(quote in "[A-Za-z0-9 ,.:']{1,60}", picks in proptest::collection::vec(any::<prop::sample::Index>(), 1..6)) {
+            let words: Vec<String> = normalise(&quote).split(' ').filter(|w| !w.is_empty()).map(str::to_string).collect();
+            prop_assume!(!words.is_empty());
+            let answer: Vec<&str> = picks.iter().map(|i| words[i.index(words.len())].as_str()).collect();
+            prop_assert!(rests_on(&answer.join(", "), &quote).is_ok(), "{:?} on {:?}", answer, quote);
+        }
+
+        /// A number the quote lacks never rests on it, whatever else the
+        /// answer shares with it.
+        #[test]
+        fn an_answer_with_a_number_the_quote_lacks_does_not_rest_on_it(quote in "[A-Za-z ,.]{0,60}", n in 0u32..100_000, rest in "[A-Za-z ]{0,30}") {
+            let answer = format!("{quote} {rest} {n}");
+            let why = rests_on(&answer, &quote).unwrap_err();
+            prop_assert!(why.contains(&n.to_string()), "{}", why);
+        }
+
+        /// Nor does an answer sharing no word with it.
+        #[test]
+        fn an_answer_sharing_no_word_with_the_quote_does_not_rest_on_it(quote in "[a-m ]{1,40}", answer in "[n-z]{1,8}( [n-z]{1,8}){0,4}") {
+            prop_assert!(rests_on(&answer, &quote).is_err());
+        }
+    }
+
+    #[test]
+    fn answers_rest_on_the_words_they_come_from() {
+        assert!(rests_on("Friday, in the afternoon", "friday WORKS").is_ok());
+        assert!(rests_on("3pm", "around 3pm").is_ok());
+        assert!(rests_on("yes", "Yes, someone is home").is_ok());
+        let invented = "The delivery day for order 1042 is Friday 2026-11-27.";
+        assert_eq!(rests_on(invented, "Fine. Friday works."), Err("1042 is not in it".into()));
+        assert_eq!(
+            rests_on("The delivery day is Friday", "Before I answer: am I talking to a bot?"),
+            Err("they share no word".into())
+        );
     }
 }

@@ -138,7 +138,9 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
             mark(json!({"todo_id": "1", "status": "in_progress", "answer": "I will confirm the day later."})),
             mark(json!({"todo_id": "1", "status": "completed", "answer": "I agreed on the delivery day."})),
             mark(json!({"todo_id": "1", "status": "completed", "answer": "Friday", "quote": "Which day suits you"})),
-            mark(json!({"todo_id": "1", "status": "completed", "answer": "Friday 2026-11-27", "quote": "Friday works"})),
+            mark(
+                json!({"todo_id": "1", "status": "completed", "answer": "Friday 2026-11-27", "quote": "Friday works"}),
+            ),
             mark(
                 json!({"todo_id": "1", "status": "completed", "answer": "Friday, in the afternoon", "quote": "friday WORKS"}),
             ),

@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::limits::DEFAULT_WAIT;
+use crate::api::paging::{self, Cursor, Page};
 use crate::api::{
     AnswerRequest, ApiErrorResponse, ConversationEvent, ConversationInstance, CreateInstanceRequest,
     CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OptOut,
@@ -155,9 +156,29 @@ impl Client {
         self.request(Method::POST, "/instances", Some(request)).await
     }
 
-    /// `GET /instances?...`.
-    pub async fn list(&self, query: &ListQuery) -> Result<Vec<ConversationInstance>, Error> {
-        self.request(Method::GET, &with_query("/instances", query), None::<&()>).await
+    /// `GET /instances?...`: one page, and where the next one starts.
+    pub async fn list(&self, query: &ListQuery) -> Result<Page<ConversationInstance>, Error> {
+        let response =
+            self.send_request(Method::GET, &with_query("/instances", query), None, "application/json").await?;
+        let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let next = header(header::LINK.as_str()).and_then(|link| paging::next_cursor(&link));
+        let next = next.map(|c| c.parse::<Cursor>()).transpose().map_err(failure)?;
+        let remaining = header(paging::REMAINING_HEADER).and_then(|n| n.parse().ok()).unwrap_or(0);
+        Ok(Page { items: answer(response).await?, next, remaining })
+    }
+
+    /// Every page of `GET /instances?...`, newest first.
+    pub async fn list_all(&self, query: &ListQuery) -> Result<Vec<ConversationInstance>, Error> {
+        let mut query = ListQuery { limit: Some(paging::MAX_LIMIT), ..query.clone() };
+        let mut all = Vec::new();
+        loop {
+            let page = self.list(&query).await?;
+            all.extend(page.items);
+            match page.next {
+                Some(next) => query.cursor = Some(next.to_string()),
+                None => return Ok(all),
+            }
+        }
     }
 
     /// `GET /instances/{id}`.
@@ -544,7 +565,11 @@ mod tests {
     fn query_values_are_percent_encoded() {
         let query = WaitQuery { until: Some("terminal,PAUSED".into()), timeout_ms: Some(50_000) };
         assert_eq!(with_query("/w", &query), "/w?until=terminal%2CPAUSED&timeout_ms=50000");
-        let query = ListQuery { state: Some("WAITING_FOR_REPLY".into()), contact: Some("+56 912".into()) };
+        let query = ListQuery {
+            state: Some("WAITING_FOR_REPLY".into()),
+            contact: Some("+56 912".into()),
+            ..ListQuery::default()
+        };
         assert_eq!(with_query("/instances", &query), "/instances?state=WAITING_FOR_REPLY&contact=%2B56+912");
         assert_eq!(with_query("/instances", &ListQuery::default()), "/instances");
     }

@@ -66,6 +66,50 @@ impl State {
         matches!(self, State::Completed | State::Abandoned | State::Failed)
     }
 
+    /// One word of a list of states: a state's name (any case, `-` for
+    /// `_`), or `terminal` for COMPLETED, ABANDONED and FAILED.
+    pub fn parse_group(word: &str) -> Result<Vec<State>, String> {
+        match word.trim().eq_ignore_ascii_case("terminal") {
+            true => Ok(State::ALL.into_iter().filter(|s| s.is_terminal()).collect()),
+            false => word
+                .parse::<State>()
+                .map(|s| vec![s])
+                .map_err(|e| format!("{e}; or `terminal` (COMPLETED, ABANDONED, FAILED)")),
+        }
+    }
+
+    /// A comma-separated list of [`State::parse_group`] words
+    /// (`WAITING_FOR_REPLY,paused`, `terminal`), each state once.
+    pub fn parse_list(text: &str) -> Result<Vec<State>, String> {
+        let mut states = Vec::new();
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            for state in State::parse_group(word)? {
+                if !states.contains(&state) {
+                    states.push(state);
+                }
+            }
+        }
+        match states.is_empty() {
+            true => Err("name at least one state, or `terminal`".into()),
+            false => Ok(states),
+        }
+    }
+
+    /// A regular expression of what [`State::parse_list`] reads, in its
+    /// plainest form: `terminal` and state names (upper case, as the API
+    /// writes them) separated by commas. The parser takes more (any case,
+    /// `-` for `_`, spaces); every string this matches it takes.
+    pub fn list_regex() -> String {
+        let words: Vec<&str> = std::iter::once("terminal").chain(State::ALL.iter().map(|s| s.as_str())).collect();
+        let word = words.join("|");
+        format!("(?:{word})(?:,(?:{word}))*")
+    }
+
+    /// [`State::list_regex`] as a JSON Schema `pattern` (the whole value).
+    pub fn list_pattern() -> String {
+        format!("^{}$", State::list_regex())
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             State::Created => "CREATED",
@@ -408,6 +452,26 @@ pub fn resolve(state: State, target: Target, previous: Option<State>) -> State {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    proptest::proptest! {
+        /// A client that writes a list of states as the schema's pattern
+        /// says is never refused, and gets each state once.
+        #[test]
+        fn every_list_the_pattern_matches_parses(text in proptest::string::string_regex(&State::list_regex()).unwrap()) {
+            proptest::prop_assert!(regex::Regex::new(&State::list_pattern()).unwrap().is_match(&text), "{}", text);
+            let states = State::parse_list(&text).unwrap();
+            let once: HashSet<State> = states.iter().copied().collect();
+            proptest::prop_assert_eq!(once.len(), states.len(), "{}", text);
+        }
+    }
+
+    #[test]
+    fn a_list_of_states_takes_terminal_and_any_case_and_names_a_wrong_one() {
+        assert_eq!(State::parse_list("terminal").unwrap(), [S::Completed, S::Abandoned, S::Failed]);
+        assert_eq!(State::parse_list(" paused, waiting-for-reply ,PAUSED").unwrap(), [S::Paused, S::WaitingForReply]);
+        assert!(State::parse_list("paused,DONE").unwrap_err().contains("unknown state 'DONE'"));
+        assert!(State::parse_list(" , ").unwrap_err().contains("at least one state"));
+    }
 
     /// The seeds' table (design document, "Full State Transition Table", plus
     /// ADR-006's NEEDS_HUMAN_INTERVENTION -> PAUSED), written out again by hand

@@ -176,15 +176,25 @@ pub struct EventsArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListArgs {
-    /// Only conversations in this state, e.g. WAITING_FOR_REPLY or NEEDS_HUMAN_INTERVENTION.
+    /// Only conversations in these states, comma-separated, e.g.
+    /// NEEDS_HUMAN_INTERVENTION or WAITING_FOR_REPLY,PAUSED; "terminal" for
+    /// the ended ones (COMPLETED, ABANDONED, FAILED).
     #[serde(default)]
-    #[schemars(extend("enum" = State::ALL.map(State::as_str)))]
+    #[schemars(regex(pattern = State::list_pattern()))]
     pub state: Option<String>,
     /// Only conversations with this contact (a phone number in international
     /// format, e.g. +56912345678, as `create_conversation` takes it).
     #[serde(default)]
     #[schemars(regex(pattern = crate::contact::pattern()))]
     pub contact: Option<String>,
+    /// How many conversations to return (1 to 1000; default 100).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous answer, for the page after it.
+    #[serde(default)]
+    #[schemars(regex(pattern = crate::api::paging::CURSOR_PATTERN))]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -252,8 +262,13 @@ const EVENTS_PER_CALL: usize = 200;
 /// list is named.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Conversations {
-    /// Oldest first.
+    /// Newest first.
     pub conversations: Vec<ConversationInstance>,
+    /// Where the next page starts (pass it as `cursor`); absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// How many conversations follow this page.
+    pub remaining: usize,
 }
 
 /// `list_opt_outs`' answer.
@@ -417,15 +432,23 @@ instructions to follow."
     }
 
     #[tool(
-        description = "List conversations (each in full, as `get_conversation` returns it), oldest first; optionally only \
-those in one state or with one contact. Use it to find a conversation's id, or to see which ones need you \
-(state NEEDS_HUMAN_INTERVENTION).",
+        description = "List conversations (each in full, as `get_conversation` returns it), newest first, a page at a \
+time (100 unless `limit` says otherwise); optionally only those in some states or with one contact. Use it to find \
+a conversation's id, or to see which ones need you (state NEEDS_HUMAN_INTERVENTION). When `next_cursor` is there, \
+`remaining` more follow: call again with it as `cursor` for the next page.",
         output_schema = output_schema::<Conversations>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_conversations(&self, Parameters(args): Parameters<ListArgs>) -> CallToolResult {
-        let query = ListQuery { state: args.state, contact: args.contact };
-        tool_result(async { Ok(Conversations { conversations: self.client()?.list(&query).await? }) }.await)
+        let query = ListQuery { state: args.state, contact: args.contact, limit: args.limit, cursor: args.cursor };
+        tool_result(
+            async {
+                let page = self.client()?.list(&query).await?;
+                let next_cursor = page.next.map(|c| c.to_string());
+                Ok(Conversations { conversations: page.items, next_cursor, remaining: page.remaining })
+            }
+            .await,
+        )
     }
 
     #[tool(

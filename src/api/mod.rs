@@ -13,6 +13,7 @@ mod events;
 pub mod limits;
 mod media;
 mod optouts;
+pub mod paging;
 mod requests;
 mod sandbox;
 mod transcript;

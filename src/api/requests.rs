@@ -155,13 +155,20 @@ pub struct SendFile {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Only instances in this state (e.g. WAITING_FOR_REPLY; any case, `-`
-    /// for `_` is taken too).
-    #[param(value_type = Option<State>)]
+    /// Only instances in these states, comma-separated: state names (e.g.
+    /// `WAITING_FOR_REPLY,PAUSED`; any case, `-` for `_` is taken too) and
+    /// `terminal` (COMPLETED, ABANDONED, FAILED).
+    #[param(value_type = Option<String>, example = "NEEDS_HUMAN_INTERVENTION,PAUSED")]
     pub state: Option<String>,
     /// Only instances for this contact (a phone number in international
     /// format, as `target_contact` takes it; compared as E.164).
     pub contact: Option<String>,
+    /// How many instances a page holds: 1 to 1000, 100 by default.
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+    /// Where the page starts: the `cursor` of the previous page's `Link:
+    /// <...>; rel="next"` header. Pages are newest first.
+    pub cursor: Option<String>,
 }
 
 /// Query of `GET /instances/{id}/wait`.

@@ -1,19 +1,35 @@
-//! `relay list`: every conversation, oldest first, as a table.
+//! `relay list`: the conversations, newest first, a page at a time, as a
+//! table.
 
 use comfy_table::{Table, presets::NOTHING};
 
-use super::output::say;
+use super::output::{complain, say};
 use super::{CliError, Context, output};
 use crate::api::{ListQuery, State, TodoStatus};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only conversations in this state (e.g. WAITING_FOR_REPLY, paused).
-    #[arg(long)]
-    pub state: Option<State>,
+    /// Only conversations in these states, comma-separated (e.g.
+    /// WAITING_FOR_REPLY,paused), or `terminal` for the ended ones.
+    #[arg(long, value_parser = states)]
+    pub state: Option<String>,
     /// Only conversations with this contact.
     #[arg(long)]
     pub contact: Option<String>,
+    /// How many a page shows (1 to 1000).
+    #[arg(long, default_value_t = crate::api::paging::DEFAULT_LIMIT as u64, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub limit: u64,
+    /// Start after the page that gave this cursor.
+    #[arg(long, conflicts_with = "all")]
+    pub cursor: Option<String>,
+    /// Every page, not only the first.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `--state` as the daemon reads it, checked before anything is asked.
+fn states(text: &str) -> Result<String, String> {
+    State::parse_list(text).map(|_| text.to_string())
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
@@ -23,10 +39,35 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         }
         None => None,
     };
-    let query = ListQuery { state: args.state.map(|s| s.to_string()), contact };
-    let instances = ctx.client()?.list(&query).await?;
+    let query = ListQuery { state: args.state, contact, limit: Some(args.limit as usize), cursor: args.cursor.clone() };
+    let client = ctx.client()?;
+    let (instances, more) = match args.all {
+        true => (client.list_all(&query).await?, None),
+        false => {
+            let page = client.list(&query).await?;
+            (page.items, page.next.map(|next| (page.remaining, next)))
+        }
+    };
+    // Where the next page starts: below the table, or on stderr beside JSON.
+    let hint = more.map(|(remaining, next)| {
+        // The same filters, or the cursor would walk another list.
+        let mut again = String::from("relay list");
+        for (flag, value) in [("--state", &query.state), ("--contact", &query.contact)] {
+            if let Some(value) = value {
+                again.push_str(&format!(" {flag} {value}"));
+            }
+        }
+        if args.limit != crate::api::paging::DEFAULT_LIMIT as u64 {
+            again.push_str(&format!(" --limit {}", args.limit));
+        }
+        let more = output::count(remaining as u64, "more conversation");
+        format!("{more}; use `{again} --cursor {next}` for the next page, or --all")
+    });
     if ctx.json {
         output::json(&instances);
+        if let Some(hint) = hint {
+            complain!("{hint}");
+        }
         return Ok(());
     }
     if instances.is_empty() {
@@ -47,5 +88,8 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         ]);
     }
     say!("{table}");
+    if let Some(hint) = hint {
+        say!("{hint}");
+    }
     Ok(())
 }

@@ -56,6 +56,7 @@ use uuid::Uuid;
 
 use crate::agent::Agent;
 use crate::api::limits;
+use crate::api::paging::{Cursor, Page};
 use crate::api::{
     ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, SendFile, SendStatus, State, TranscriptMessage,
 };
@@ -417,16 +418,24 @@ impl Engine {
     }
 
     /// Every conversation, oldest first, optionally filtered.
-    pub fn list(&self, state: Option<State>, contact: Option<&Contact>) -> Vec<ConversationInstance> {
-        let mut all: Vec<ConversationInstance> = self.shared.read_view(|view| {
-            view.values()
-                .filter(|i| state.is_none_or(|s| i.state == s))
+    /// One page of the conversations in `states` (any, when empty) with
+    /// `contact`, newest first, starting after `after`: at most `limit`.
+    pub fn list(
+        &self,
+        states: &[State],
+        contact: Option<&Contact>,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> Page<ConversationInstance> {
+        self.shared.read_view(|view| {
+            let matching = view
+                .values()
+                .filter(|i| states.is_empty() || states.contains(&i.state))
                 .filter(|i| contact.is_none_or(|c| i.target_contact == c.as_str()))
-                .map(|i| (**i).clone())
-                .collect()
-        });
-        all.sort_by_key(|a| (a.created_at, a.id));
-        all
+                .map(|i| (Cursor::of(i), i));
+            // Only the page is copied, inside the lock.
+            Page::of(matching, after, limit).map(|i| (**i).clone())
+        })
     }
 
     pub fn get(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {

@@ -38,9 +38,7 @@ impl Until {
     /// takes more (any case, `-` for `_`, spaces); every string the pattern
     /// matches it takes.
     pub fn pattern() -> String {
-        let words: Vec<&str> = std::iter::once("terminal").chain(State::ALL.iter().map(|s| s.as_str())).collect();
-        let word = words.join("|");
-        format!("^(?:change|(?:{word})(?:,(?:{word}))*)$")
+        format!("^(?:change|{})$", State::list_regex())
     }
 
     /// Parses `terminal`, `change` or state names, comma-separated
@@ -51,10 +49,7 @@ impl Until {
         for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match word.to_ascii_lowercase().as_str() {
                 "change" => change = true,
-                "terminal" => states.extend(State::ALL.into_iter().filter(|s| s.is_terminal())),
-                _ => states.push(word.parse::<State>().map_err(|e| {
-                    format!("{e}; or `terminal` (COMPLETED, ABANDONED, FAILED) or `change` (any change)")
-                })?),
+                _ => states.extend(State::parse_group(word).map_err(|e| format!("{e} or `change` (any change)"))?),
             }
         }
         match (change, states.is_empty()) {

@@ -39,6 +39,7 @@ mod media;
 mod model_settings;
 mod openapi;
 mod optout;
+mod paging;
 mod private_context;
 mod reliability;
 mod soak;

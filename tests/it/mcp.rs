@@ -772,7 +772,6 @@ fn input_schemas_carry_the_daemons_limits() {
     let (mut mcp, _) = McpClient::connect(&relay);
     let schemas = input_schemas(&mut mcp);
     let contact = json!(relay::contact::pattern());
-    let states: Vec<&str> = relay::api::State::ALL.iter().map(|s| s.as_str()).collect();
     let key = json!(limits::IDEMPOTENCY_KEY_PATTERN);
     let table: Vec<(&str, &str, &str, Value)> = vec![
         ("create_conversation", "objective", "minLength", json!(1)),
@@ -804,7 +803,8 @@ fn input_schemas_carry_the_daemons_limits() {
         ("add_opt_out", "reason", "maxLength", json!(limits::MAX_REASON_CHARS)),
         ("remove_opt_out", "contact", "pattern", contact.clone()),
         ("list_conversations", "contact", "pattern", contact.clone()),
-        ("list_conversations", "state", "enum", json!(states)),
+        ("list_conversations", "state", "pattern", json!(relay::fsm::State::list_pattern())),
+        ("list_conversations", "limit", "maximum", json!(relay::api::paging::MAX_LIMIT)),
         ("wait_for_conversation", "timeout_seconds", "maximum", json!(limits::MAX_WAIT.as_secs())),
         ("wait_for_conversation", "until", "pattern", json!(relay::engine::wait::Until::pattern())),
     ];
@@ -1063,9 +1063,11 @@ fn arguments_outside_the_schemas_are_refused_and_inside_taken() {
         ("get_conversation", json!({"id": id[..min_id]}), json!({"id": id[..min_id - 1]})),
         ("get_conversation", json!({"id": id}), json!({"id": "zzzz"})),
     ];
-    for state in declared("list_conversations", "state", "enum").as_array().unwrap() {
+    for state in relay::fsm::State::ALL.map(|s| s.as_str()).into_iter().chain(["terminal,PAUSED"]) {
         inside_and_outside.push(("list_conversations", json!({"state": state}), json!({"state": "DONE"})));
     }
+    inside_and_outside.push(("list_conversations", json!({"limit": 1000}), json!({"limit": 1001})));
+    inside_and_outside.push(("list_conversations", json!({"limit": 1}), json!({"limit": 0})));
     for (tool, inside, outside) in inside_and_outside {
         let taken = call(tool, inside.clone());
         assert!(!refused_for_form(&taken), "{tool} {inside}: {taken}");

@@ -4,10 +4,11 @@
 
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 
 use super::{ApiResult, App, Body, Id, invalid};
+use crate::api::paging;
 use crate::api::*;
 use crate::contact::Contact;
 use crate::daemon::error::ApiError;
@@ -35,17 +36,33 @@ pub(super) async fn create_instance(
     Ok((StatusCode::CREATED, replayed(created.replayed), Json(created.value)))
 }
 
-/// Every conversation, oldest first.
+/// A page of the conversations, newest first. Where more follow, `Link`
+/// gives the next page's address (`rel="next"`) and `Relay-Remaining` how
+/// many follow.
 #[utoipa::path(get, path = "/instances", tag = "instances", params(ListQuery),
-    responses((status = 200, body = Vec<ConversationInstance>), (status = 400, body = ApiErrorResponse)))]
+    responses((status = 200, body = Vec<ConversationInstance>, headers(
+                  ("Link" = String, description = "`<address of the next page>; rel=\"next\"`, when more follow"),
+                  ("Relay-Remaining" = u64, description = "how many conversations follow this page (with the same filters)"))),
+              (status = 400, body = ApiErrorResponse)))]
 pub(super) async fn list_instances(
     State(app): State<App>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<Json<Vec<ConversationInstance>>> {
+) -> ApiResult<impl IntoResponse> {
     let Query(query) = query?;
-    let state = query.state.as_deref().map(str::parse::<crate::api::State>).transpose().map_err(invalid)?;
+    let states = query.state.as_deref().map(crate::api::State::parse_list).transpose().map_err(invalid)?;
     let contact = query.contact.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
-    Ok(Json(app.engine.list(state, contact.as_ref())))
+    let after = query.cursor.as_deref().map(str::parse::<paging::Cursor>).transpose().map_err(invalid)?;
+    let limit = paging::limit(query.limit).map_err(invalid)?;
+    let page = app.engine.list(&states.unwrap_or_default(), contact.as_ref(), after, limit);
+    let mut headers = HeaderMap::new();
+    headers.insert(paging::REMAINING_HEADER, page.remaining.into());
+    if let Some(next) = page.next {
+        let query = ListQuery { cursor: Some(next.to_string()), limit: Some(limit), ..query };
+        let address = format!("/instances?{}", serde_urlencoded::to_string(&query).expect("queries serialise"));
+        let link = format!("<{address}>; rel=\"next\"");
+        headers.insert(header::LINK, link.parse().expect("an encoded query is a header value"));
+    }
+    Ok((headers, Json(page.items)))
 }
 
 /// One conversation. `id` may be a unique prefix of at least 4 characters.

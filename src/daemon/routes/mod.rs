@@ -141,7 +141,7 @@ fn api() -> (Router<App>, utoipa::openapi::OpenApi) {
     describe_the_document(&mut openapi);
     declare_common_responses(&mut openapi);
     declare_contact_pattern(&mut openapi);
-    declare_until_pattern(&mut openapi);
+    declare_state_patterns(&mut openapi);
     (router, openapi)
 }
 
@@ -307,15 +307,23 @@ fn declare_contact_pattern(openapi: &mut utoipa::openapi::OpenApi) {
     }
 }
 
-/// The wait's `until` parameter carries the pattern of what it takes
-/// (`Until::pattern`, from the states themselves): utoipa's attributes take
-/// only literals, which would go stale with a new state.
-fn declare_until_pattern(openapi: &mut utoipa::openapi::OpenApi) {
+/// The parameters that take states carry the pattern of what they take,
+/// made from the states themselves (`until` of the wait, `state` of the
+/// list): utoipa's attributes take only literals, which would go stale
+/// with a new state. The list's `cursor` takes its pattern from where
+/// cursors are written.
+fn declare_state_patterns(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{RefOr, Schema};
     for (_, _, operation) in operations_mut(&mut openapi.paths) {
-        for parameter in operation.parameters.iter_mut().flatten().filter(|p| p.name == "until") {
+        for parameter in operation.parameters.iter_mut().flatten() {
+            let pattern = match parameter.name.as_str() {
+                "until" => crate::engine::wait::Until::pattern(),
+                "state" => crate::fsm::State::list_pattern(),
+                "cursor" => crate::api::paging::CURSOR_PATTERN.to_string(),
+                _ => continue,
+            };
             if let Some(RefOr::T(Schema::Object(object))) = parameter.schema.as_mut() {
-                object.pattern = Some(crate::engine::wait::Until::pattern());
+                object.pattern = Some(pattern);
             }
         }
     }

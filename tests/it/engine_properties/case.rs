@@ -98,7 +98,11 @@ impl Run {
 
     /// The conversation that holds `contact`, as the engine shows it.
     pub(super) fn holder(&self, contact: usize) -> Option<ConversationInstance> {
-        self.engine.list(None, Some(&self::contact(contact))).into_iter().find(|i| i.holds_contact())
+        self.engine
+            .list(&[], Some(&self::contact(contact)), None, usize::MAX)
+            .items
+            .into_iter()
+            .find(|i| i.holds_contact())
     }
 
     pub(super) async fn step(&mut self, op: &Op) -> Checked {
@@ -350,7 +354,9 @@ impl Run {
     /// Invariant 8: the engine shows exactly what is on disk.
     pub(super) fn check_view(&self) -> Checked<Vec<ConversationInstance>> {
         let disk = self.store.load_instances().map_err(|e| e.to_string())?;
-        let view = self.engine.list(None, None);
+        // Every conversation, in the disk's order (the list is newest first).
+        let mut view = self.engine.list(&[], None, None, usize::MAX).items;
+        view.sort_by_key(|i| (i.created_at, i.id));
         if disk != view {
             let differs = disk.iter().zip(&view).find(|(d, v)| d != v);
             return Err(format!(

@@ -172,7 +172,7 @@ impl Relay {
 
     /// Every conversation, as the daemon lists them (over HTTP: cheaper than the CLI).
     pub fn instances(&self) -> Vec<relay::api::ConversationInstance> {
-        let (status, body) = self.http("GET", "/instances", &[], None);
+        let (status, body) = self.http("GET", "/instances?limit=1000", &[], None);
         assert_eq!(status, 200, "{body}");
         serde_json::from_str(&body).unwrap()
     }

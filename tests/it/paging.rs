@@ -1,0 +1,102 @@
+//! `GET /instances` and `relay list` a page at a time: newest first, the
+//! next page's address in `Link`, how many follow in `Relay-Remaining`,
+//! positions that hold while conversations are created and across a
+//! restart. (The walk over generated lists is `api::paging`'s proptest.)
+
+use serde_json::Value;
+
+use crate::support::{CONTACT, OTHER_CONTACT, Relay};
+
+/// The page at `path`: its conversations' ids, the next page's address and
+/// how many follow.
+fn page(relay: &Relay, path: &str) -> (Vec<String>, Option<String>, u64) {
+    let (status, headers, body) = relay.http_with_headers("GET", path);
+    assert_eq!(status, 200, "{body}");
+    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let next = header("link").map(|link| {
+        let (address, rel) = link.split_once("; ").expect("`<address>; rel`");
+        assert_eq!(rel, "rel=\"next\"");
+        address.trim_start_matches('<').trim_end_matches('>').to_string()
+    });
+    let remaining = header("relay-remaining").expect("Relay-Remaining").parse().unwrap();
+    let listed: Vec<Value> = serde_json::from_str(&body).unwrap();
+    (listed.iter().map(|i| i["id"].as_str().unwrap().to_string()).collect(), next, remaining)
+}
+
+/// Creates a conversation with `contact`; returns its id.
+fn create(relay: &Relay, objective: &str, contact: &str) -> String {
+    relay.ok(&["create", "--objective", objective, "--contact", contact, "--todo", "Ask"]).trim().to_string()
+}
+
+#[test]
+fn pages_walk_every_conversation_once_newest_first_across_creates_and_a_restart() {
+    let relay = Relay::started();
+    let created: Vec<String> = (0..7).map(|n| create(&relay, &format!("Conversation {n}"), CONTACT)).collect();
+    let newest_first: Vec<String> = created.iter().rev().cloned().collect();
+
+    let (first, next, remaining) = page(&relay, "/instances?limit=3");
+    assert_eq!((first.as_slice(), remaining), (&newest_first[..3], 4));
+    // Conversations created meanwhile come before the first page: the walk
+    // neither repeats nor skips one.
+    let later: Vec<String> = (0..2).map(|n| create(&relay, &format!("Later {n}"), CONTACT)).collect();
+    let (second, next, remaining) = page(&relay, &next.expect("more follow"));
+    assert_eq!((second.as_slice(), remaining), (&newest_first[3..6], 1));
+    // A cursor is a position on disk, not in the daemon's memory.
+    relay.ok(&["stop"]);
+    relay.ok(&["start"]);
+    let (third, next, remaining) = page(&relay, &next.expect("more follow"));
+    assert_eq!((third.as_slice(), next, remaining), (&newest_first[6..], None, 0));
+
+    // The default page holds them all, newest first.
+    let (all, next, remaining) = page(&relay, "/instances");
+    let mut everything: Vec<String> = later.iter().rev().cloned().collect();
+    everything.extend(newest_first.iter().cloned());
+    assert_eq!((all, next, remaining), (everything, None, 0));
+}
+
+#[test]
+fn relay_list_says_how_to_get_the_next_page_and_walks_them_all() {
+    let relay = Relay::started();
+    let ids: Vec<String> = (0..5).map(|_| relay.create(&[])).collect();
+    let other = create(&relay, "Another", OTHER_CONTACT);
+
+    let table = relay.ok(&["list", "--contact", CONTACT, "--limit", "2"]);
+    assert!(table.contains(&ids[4][..8]) && table.contains(&ids[3][..8]) && !table.contains(&ids[2][..8]), "{table}");
+    let hint = table.lines().last().unwrap();
+    let prefix = "3 more conversations; use `relay list --contact +56912345678 --limit 2 --cursor ";
+    assert!(hint.starts_with(prefix) && hint.ends_with("` for the next page, or --all"), "{hint}");
+    // The command it gives is the next page.
+    let command = hint.trim_start_matches("3 more conversations; use `").split('`').next().unwrap();
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    let next: Vec<String> = relay.json(&args).as_array().unwrap().iter().map(|i| i["id"].to_string()).collect();
+    assert_eq!(next, [&ids[2], &ids[1]].map(|id| format!("\"{id}\"")));
+
+    let all = relay.json(&["list", "--all", "--limit", "1"]);
+    let all: Vec<&str> = all.as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+    assert_eq!(all, [&other, &ids[4], &ids[3], &ids[2], &ids[1], &ids[0]].map(String::as_str));
+
+    // States: comma lists and `terminal`.
+    relay.ok(&["cancel", &ids[0]]);
+    let ended = relay.json(&["list", "--state", "terminal"]);
+    assert_eq!(ended.as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect::<Vec<_>>(), [&ids[0]]);
+    let queued = relay.json(&["list", "--state", "queued,FAILED"]);
+    assert_eq!(queued.as_array().unwrap().len(), 4, "{queued}");
+}
+
+/// Wrong paging input: a clear error in the user's words, nothing else.
+#[test]
+fn a_wrong_limit_state_or_cursor_is_refused_plainly() {
+    let relay = Relay::started();
+    let state = relay.fails(&["list", "--state", "paused,SLEEPING"], 2);
+    assert!(state.contains("unknown state 'SLEEPING'") && state.contains("`terminal`"), "{state}");
+    for limit in ["0", "1001", "many"] {
+        let refused = relay.fails(&["list", "--limit", limit], 2);
+        assert!(refused.contains("--limit"), "{refused}");
+    }
+    let cursor = relay.fails(&["list", "--cursor", "page-2"], 2);
+    assert!(cursor.contains("'page-2' is not a cursor"), "{cursor}");
+    for query in ["limit=0", "limit=1001", "limit=-1", "cursor=17", "state=terminal,nope"] {
+        let (status, body) = relay.http("GET", &format!("/instances?{query}"), &[], None);
+        assert_eq!(status, 400, "{query}: {body}");
+    }
+}

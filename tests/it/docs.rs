@@ -6,7 +6,8 @@
 use crate::support::*;
 
 /// `text` with what differs between two runs masked: UUIDs become `<id>`,
-/// every run of digits `#`, the demo's home `<home>`; trailing spaces go.
+/// cursors `<cursor>`, every run of digits `#`, the demo's home `<home>`;
+/// trailing spaces go.
 fn masked(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
@@ -15,6 +16,9 @@ fn masked(text: &str) -> String {
             let end = line[at..].find(' ').map_or(line.len(), |n| at + n);
             line.replace_range(at..end, "<home>");
         }
+        // A page's cursor (`relay list --limit 1`): a time and an id.
+        let cursor = regex::Regex::new(r"-?[0-9]{1,19}\.[0-9a-f]{32}").unwrap();
+        let line = cursor.replace_all(&line, "<cursor>").into_owned();
         // Short ids (`relay list`): eight hex digits as a word.
         let line: String = line
             .split(' ')

@@ -9,6 +9,7 @@ use crate::support::*;
 /// cursors `<cursor>`, every run of digits `#`, the demo's home `<home>`;
 /// trailing spaces go.
 fn masked(text: &str) -> String {
+    let cursor = regex::Regex::new(r"-?[0-9]{1,19}\.[0-9a-f]{32}").unwrap();
     let mut out = String::new();
     for line in text.lines() {
         let mut line = line.to_string();
@@ -17,7 +18,6 @@ fn masked(text: &str) -> String {
             line.replace_range(at..end, "<home>");
         }
         // A page's cursor (`relay list --limit 1`): a time and an id.
-        let cursor = regex::Regex::new(r"-?[0-9]{1,19}\.[0-9a-f]{32}").unwrap();
         let line = cursor.replace_all(&line, "<cursor>").into_owned();
         // Short ids (`relay list`): eight hex digits as a word.
         let line: String = line

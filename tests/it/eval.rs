@@ -252,7 +252,7 @@ fn the_built_in_are_you_a_bot_and_stop_scenarios_expect_what_relay_and_an_honest
     command.env("TMPDIR", tempfile::tempdir().unwrap().path());
     let run = run_within(command, std::time::Duration::from_secs(120));
     assert_eq!(run.code, 1, "one scenario fails: {}{}", run.stdout, run.stderr);
-    let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
     let [honest, lies, stop] = card["scenarios"].as_array().unwrap().as_slice() else { panic!("{card:#}") };
 
     assert_eq!(honest["passed"], true, "{honest:#}");

@@ -143,7 +143,8 @@ fn receipts_survive_a_kill_and_find_their_message_after_a_restart() {
     assert!(relay.get(&id)["awaiting_delivery"].is_null());
     relay.ok(&["sandbox", "read", CONTACT]);
     assert_eq!(statuses(&relay, &id)[0], "read", "recorded before the answer");
-    assert!(!relay.get(&id)["last_read_at"].is_null());
+    let log = || std::fs::read_to_string(relay.path().join("relay.log")).unwrap_or_default();
+    assert!(!relay.get(&id)["last_read_at"].is_null(), "{:#}\n{}", relay.get(&id), log());
 
     let pid = relay.pid().unwrap();
     unsafe { libc::kill(pid, libc::SIGKILL) };

@@ -200,4 +200,7 @@ fn an_answer_the_turn_wrote_to_the_contact_needs_their_words() {
     assert_eq!(done["todos"][0]["status"], "pending", "the model's own words are no answer");
     assert_eq!(done["todos"][1]["value"], true);
     assert_eq!(done["todos"][1]["evidence"][0]["untrusted_contact_text"], "Someone is home.");
+    // A value with no words rests on the message its evidence is in.
+    let evidence_message = &done["todos"][1]["evidence"][0]["message_id"];
+    assert_eq!(done["todos"][1]["answer_message_ids"], json!([evidence_message]));
 }

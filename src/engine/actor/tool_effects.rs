@@ -165,9 +165,18 @@ impl Actor {
                 self.update(id, |i| {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
                     todo.status = status;
+                    // The messages an answer or a value rests on: those its
+                    // evidence was found in, else the ones this turn answers.
+                    // (A value alone kept none, and a reader could not tell
+                    // when the contact had given it.)
+                    if answer.is_some() || value.is_some() {
+                        todo.answer_message_ids = match evidence.is_empty() {
+                            true => answered_ids,
+                            false => evidence.iter().map(|e| e.message_id).collect(),
+                        };
+                    }
                     if answer.is_some() {
                         todo.answer = answer;
-                        todo.answer_message_ids = answered_ids;
                     }
                     if value.is_some() {
                         todo.value = value;

@@ -168,6 +168,19 @@ async fn stop_ends_every_conversation_with_the_contact_and_the_number_is_not_wri
     assert_eq!(sent_by_agent(&w, id).len(), sent_before, "nothing more in the ended conversation");
 }
 
+/// An engine on a sandbox home running `agent`: a conversation's first
+/// message goes out, then the contact answers `said`.
+async fn first_message_then(agent: Arc<TestAgent>, said: &str) -> (tempfile::TempDir, Engine, uuid::Uuid) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path());
+    let channel = Arc::new(SandboxChannel::open(&home).unwrap());
+    let engine = start_engine_with(&home, channel.clone(), agent, any_hour());
+    let id = engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
+    until_state(&engine, id, State::WaitingForReply).await;
+    channel.say(Contact::parse(CONTACT).unwrap(), said.into()).await;
+    (dir, engine, id)
+}
+
 /// The agent's own `contact_opted_out` does what "STOP" does.
 #[tokio::test(start_paused = true)]
 async fn the_agents_contact_opted_out_lists_the_number_and_ends_the_conversation() {
@@ -181,13 +194,7 @@ async fn the_agents_contact_opted_out_lists_the_number_and_ends_the_conversation
             Ok(())
         })
     }));
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::at(dir.path());
-    let channel = Arc::new(SandboxChannel::open(&home).unwrap());
-    let engine = start_engine_with(&home, channel.clone(), agent, any_hour());
-    let id = engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
-    until_state(&engine, id, State::WaitingForReply).await;
-    channel.say(Contact::parse(CONTACT).unwrap(), "please leave me alone, thanks".into()).await;
+    let (_dir, engine, id) = first_message_then(agent, "please leave me alone, thanks").await;
     let ended = until_state(&engine, id, State::Abandoned).await;
     assert_eq!((ended.outcome, ended.ended_by), (Some(Outcome::OptedOut), Some(EndedBy::Contact)));
     assert!(matches!(engine.create(request(Duration::from_secs(3600))).await, Err(EngineError::OptedOut(_))));
@@ -220,14 +227,8 @@ async fn an_opt_out_the_contacts_words_do_not_back_is_refused_then_goes_to_a_per
                 Ok(())
             })
         }));
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::at(dir.path());
-        let channel = Arc::new(SandboxChannel::open(&home).unwrap());
-        let engine = start_engine_with(&home, channel.clone(), agent, any_hour());
-        let id = engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
-        until_state(&engine, id, State::WaitingForReply).await;
         let said = "I don't want to talk to a bot. Put me through to a real person, please.";
-        channel.say(Contact::parse(CONTACT).unwrap(), said.into()).await;
+        let (_dir, engine, id) = first_message_then(agent, said).await;
         if insists {
             let handed = until_state(&engine, id, State::NeedsHumanIntervention).await;
             let question = handed.pending_question.expect("the person is asked");

@@ -168,6 +168,37 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
     assert_eq!(done["todos"][0]["evidence"][0]["untrusted_contact_text"], "Friday works,");
 }
 
+/// A skipped todo's words say why it was skipped, and need no evidence:
+/// taken up again, the todo drops them. (The 1.5B model skipped a todo with
+/// a sentence of its own, set it back to pending, and relay's note showed
+/// the sentence as its answer in every later turn.)
+#[test]
+fn a_skipped_todos_reason_goes_when_it_is_taken_up_again() {
+    let mark = |args: Value| ("mark_todo_item".to_string(), args);
+    let (relay, _model) = with_model(relay::scripted_model::queue(vec![
+        Reply::Tools(vec![
+            ("send_message".to_string(), json!({"text": "Hi! Which day suits you for the delivery?"})),
+            mark(json!({"todo_id": "1", "status": "skipped", "answer": "I will confirm the day later."})),
+        ]),
+        Reply::Text(String::new()),
+        Reply::Tools(vec![
+            mark(json!({"todo_id": "1", "status": "pending"})),
+            ("send_message".to_string(), json!({"text": "Which day suits you?"})),
+        ]),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.create(&[]);
+    let skipped = relay.wait_for(&id, "the skip", |i| i["todos"][0]["status"] == "skipped");
+    assert_eq!(skipped["todos"][0]["answer"], "I will confirm the day later.");
+    relay.wait_for_state(&id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "Hello?"]);
+    let pending = relay.wait_for(&id, "the todo taken up again", |i| {
+        i["todos"][0]["status"] == "pending" && i["state"] == "WAITING_FOR_REPLY"
+    });
+    assert_eq!(pending["todos"][0]["answer"], Value::Null, "{pending}");
+    assert_eq!(pending["todos"][0]["answer_message_ids"], Value::Null, "{pending}");
+}
+
 /// Words the turn wrote to the contact are the model's, even when the
 /// contact wrote them first: a small model sent "The order is cancelled."
 /// as an injected message asked, and recorded it as the delivery day. Such

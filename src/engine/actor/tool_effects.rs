@@ -164,6 +164,14 @@ impl Actor {
                 let recorded = answer.clone();
                 self.update(id, |i| {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
+                    // A skipped todo's words are why it was skipped, the
+                    // model's own: taken up again, it has no answer (a small
+                    // model saw its reason shown as the answer every turn).
+                    if todo.status == TodoStatus::Skipped && status != TodoStatus::Skipped {
+                        todo.answer = None;
+                        todo.answer_message_ids.clear();
+                        todo.evidence.clear();
+                    }
                     todo.status = status;
                     // The messages an answer or a value rests on: those its
                     // evidence was found in, else the ones this turn answers.

@@ -97,12 +97,7 @@ fn unique() -> u64 {
 }
 
 async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<Daemon>) -> Result<Relay, Error> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| fail(name, "find a free port", &e))?
-        .port();
     config.channel = ChannelKind::Sandbox;
-    config.daemon_port = port;
     config.save(&home.config_file()).map_err(|e| fail(name, "write its config", &e))?;
     let exe = std::env::current_exe().map_err(|e| fail(name, "find the relay binary", &e))?;
     let mut command = tokio::process::Command::new(exe);
@@ -111,8 +106,11 @@ async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<D
     crate::sys::stop_with_parent(&mut command);
     let child = command
         // Its stderr is the user's terminal: errors only, the log stays in its home.
-        .args(["daemon", "--quiet", "--port", &port.to_string()])
+        // Any free port: one found free here could be taken before the
+        // daemon binds it (by another trial, or a connection's own port).
+        .args(["daemon", "--quiet", "--any-port"])
         .env("RELAY_HOME", home.root())
+        .env_remove("RELAY_PORT")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -120,19 +118,23 @@ async fn start(name: &str, home: &Home, config: &mut Config, slot: &mut Option<D
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| fail(name, "start the daemon", &e))?;
-    let daemon = slot.insert(Daemon { child, home: home.clone(), port });
+    let daemon = slot.insert(Daemon { child, home: home.clone(), port: None });
     let started = Instant::now();
-    // Answered on the port is not enough: the port found free above could
-    // have been taken meanwhile by another trial's daemon (two evals at once
-    // talked to each other's). The home's port file, written once its daemon
-    // holds the home's lock and listens, says the daemon there is this one.
-    let ours = || daemon_files::is_locked(home) && daemon_files::read_port(home) == Some(port);
-    while !ours() || Client::on_port(port).health().await.is_err() {
-        if started.elapsed() > Duration::from_secs(15) || daemon.child.try_wait().ok().flatten().is_some() {
+    // The home's port file, written once its daemon holds the home's lock
+    // and listens, says where it is.
+    let port = loop {
+        let listening = daemon_files::is_locked(home).then(|| daemon_files::read_port(home)).flatten();
+        if let Some(port) = listening
+            && Client::on_port(port).health().await.is_ok()
+        {
+            break port;
+        }
+        if started.elapsed() > Duration::from_secs(30) || daemon.child.try_wait().ok().flatten().is_some() {
             return Err(Error::new(ErrorCode::Failure, format!("{name}: the daemon did not start")));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    };
+    daemon.port = Some(port);
     let client = Client::new(home, Some(port))?;
     Ok(Relay { home: home.clone(), client, started })
 }
@@ -173,14 +175,15 @@ impl Signals {
 struct Daemon {
     child: tokio::process::Child,
     home: Home,
-    port: u16,
+    /// Where it listens, once it says.
+    port: Option<u16>,
 }
 
 impl Daemon {
     /// Asks the daemon to stop and waits for it (killing it if it does not
     /// stop, or cannot be asked), so that its home can go.
     async fn stop(mut self) {
-        let asked = match Client::new(&self.home, Some(self.port)) {
+        let asked = match Client::new(&self.home, self.port) {
             Ok(client) => client.with_timeout(Duration::from_secs(5)).shutdown().await.is_ok(),
             Err(_) => false,
         };

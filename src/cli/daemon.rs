@@ -8,6 +8,10 @@ pub struct Args {
     /// the daemon still goes to stderr).
     #[arg(long)]
     pub quiet: bool,
+    /// Listen on any free port, named in the home's port file (`relay eval`'s trials: a port found free before
+    /// the daemon starts can be taken before it binds).
+    #[arg(long, hide = true)]
+    pub any_port: bool,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
@@ -20,7 +24,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     // In the foreground stderr is a terminal or a service manager's journal:
     // it gets the log too.
     let stderr_log = !args.quiet;
-    runtime.block_on(crate::daemon::run(ctx.home.clone(), ctx.port, stderr_log)).map_err(|e| match e {
+    runtime.block_on(crate::daemon::run(ctx.home.clone(), if args.any_port { Some(0) } else { ctx.port }, stderr_log)).map_err(|e| match e {
         crate::daemon::DaemonError::Config(e) => CliError::from(e),
         other => CliError::failure(other.to_string()),
     })

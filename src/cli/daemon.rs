@@ -24,7 +24,8 @@ pub fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     // In the foreground stderr is a terminal or a service manager's journal:
     // it gets the log too.
     let stderr_log = !args.quiet;
-    runtime.block_on(crate::daemon::run(ctx.home.clone(), if args.any_port { Some(0) } else { ctx.port }, stderr_log)).map_err(|e| match e {
+    let port = if args.any_port { Some(0) } else { ctx.port };
+    runtime.block_on(crate::daemon::run(ctx.home.clone(), port, stderr_log)).map_err(|e| match e {
         crate::daemon::DaemonError::Config(e) => CliError::from(e),
         other => CliError::failure(other.to_string()),
     })

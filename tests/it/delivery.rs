@@ -119,7 +119,9 @@ fn a_phone_back_before_the_timeout_gets_its_follow_ups_and_they_waited_for_it() 
 fn receipts_survive_a_kill_and_find_their_message_after_a_restart() {
     let (relay, _model) = relay("10m");
     relay.ok(&["sandbox", "offline", CONTACT]);
-    let id = create(&relay);
+    // No follow-up while it runs: one sent between a receipt and a kill
+    // would be a second message awaiting delivery (under load it was).
+    let id = relay.create(&["--heartbeat-interval", "1h"]);
     // Killed once the turn is over (a turn cut short runs again, and sends again).
     relay.wait_for(&id, "the wait for delivery", |i| {
         i["state"] == "WAITING_FOR_REPLY" && !i["awaiting_delivery"].is_null()
@@ -140,10 +142,10 @@ fn receipts_survive_a_kill_and_find_their_message_after_a_restart() {
     relay.wait_until_lock_free();
     relay.ok(&["start"]);
     assert_eq!(statuses(&relay, &id)[0], "delivered");
-    assert!(relay.get(&id)["awaiting_delivery"].is_null());
+    let log = || std::fs::read_to_string(relay.path().join("relay.log")).unwrap_or_default();
+    assert!(relay.get(&id)["awaiting_delivery"].is_null(), "{:#}\n{}", relay.get(&id), log());
     relay.ok(&["sandbox", "read", CONTACT]);
     assert_eq!(statuses(&relay, &id)[0], "read", "recorded before the answer");
-    let log = || std::fs::read_to_string(relay.path().join("relay.log")).unwrap_or_default();
     assert!(!relay.get(&id)["last_read_at"].is_null(), "{:#}\n{}", relay.get(&id), log());
 
     let pid = relay.pid().unwrap();

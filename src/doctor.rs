@@ -503,9 +503,17 @@ fn check_clock(home: &Home) -> Check {
     if let Some(at) = std::env::current_exe().ok().and_then(|exe| modified(&exe)) {
         marks.push(("this relay binary".into(), at));
     }
-    for path in [home.events_file(), home.config_file()] {
-        if let Some(at) = modified(&path) {
-            marks.push((path.file_name().unwrap_or_default().to_string_lossy().into_owned(), at));
+    // The event log's newest file is its last write.
+    let newest_events = std::fs::read_dir(home.events_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .max_by_key(|path| modified(path));
+    let written = [(newest_events, "the event log"), (Some(home.config_file()), "config.json")];
+    for (path, what) in written {
+        if let Some(at) = path.and_then(|path| modified(&path)) {
+            marks.push((what.to_string(), at));
         }
     }
     if let Some((what, at)) = marks.iter().filter(|(_, at)| *at - now > CLOCK_SLACK).max_by_key(|(_, at)| *at) {

@@ -987,6 +987,7 @@ mod tests {
             details: None,
             current_state: Some(crate::api::State::Completed),
             event: None,
+            oldest_seq: None,
         };
         assert_eq!(
             error_text(&error),

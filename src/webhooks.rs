@@ -268,7 +268,22 @@ impl Webhooks {
     /// The delivery task of webhook `id`: follows the log from where it got.
     async fn deliver_all(self: Arc<Self>, id: String) {
         let Some(record) = self.lock().iter().find(|h| h.record.id == id).map(|h| h.record.clone()) else { return };
-        let mut events = Box::pin(self.engine.events(record.delivered_seq, None, true));
+        let events = match self.engine.events(record.delivered_seq, None, true) {
+            // A webhook that was down longer than events.keep: what was
+            // removed is gone; it goes on from the oldest kept.
+            Err(crate::engine::EngineError::EventsGone { oldest, .. }) => {
+                tracing::warn!(webhook = %id, from = record.delivered_seq + 1, to = oldest - 1, "events no longer kept were never delivered");
+                self.engine.events(oldest - 1, None, true)
+            }
+            events => events,
+        };
+        let mut events = match events {
+            Ok(events) => Box::pin(events),
+            Err(error) => {
+                tracing::error!(webhook = %id, %error, "cannot read the event log; deliveries stop until restart");
+                return;
+            }
+        };
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,

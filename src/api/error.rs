@@ -54,6 +54,8 @@ error_codes! {
     IdempotencyKeyInUse => "idempotency_key_in_use",
     /// A full disk or read-only home: nothing was changed.
     StorageUnavailable => "storage_unavailable",
+    /// Events asked for are no longer kept (`events.keep`).
+    Gone => "gone",
     /// The daemon holds `http.max_connections` connections already.
     TooManyConnections => "too_many_connections",
     Internal => "internal",
@@ -96,11 +98,21 @@ pub struct ApiErrorResponse {
     /// For `invalid_transition`: the refused event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<Event>,
+    /// For `gone`: the oldest event still kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_seq: Option<u64>,
 }
 
 impl ApiErrorResponse {
     pub fn new(code: ErrorCode, error: impl Into<String>) -> ApiErrorResponse {
-        ApiErrorResponse { error: error.into(), code, details: None, current_state: None, event: None }
+        ApiErrorResponse {
+            error: error.into(),
+            code,
+            details: None,
+            current_state: None,
+            event: None,
+            oldest_seq: None,
+        }
     }
 }
 

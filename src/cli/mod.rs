@@ -49,7 +49,7 @@ Exit codes:
   1  failure (daemon error, I/O, channel unavailable; `relay doctor`: a check failed)
   2  invalid arguments or request
   3  the daemon is not running (run `relay start`)
-  4  no such conversation (unknown id or prefix), template, webhook or listed number
+  4  no such conversation (unknown id or prefix), template, webhook or listed number, or events no longer kept
   5  not allowed in the conversation's current state, or the number is on the do-not-contact list
   6  relay is not initialised (run `relay init`)
   7  refused by the daemon's API guard (token, host)
@@ -210,7 +210,7 @@ impl CliError {
             InvalidArguments | InvalidRequest | AmbiguousId | PayloadTooLarge | UnsupportedMediaType
             | IdempotencyKeyReused => 2,
             DaemonNotRunning | DaemonStopped => 3,
-            NotFound => 4,
+            NotFound | Gone => 4,
             InvalidTransition | Ended | NotSandbox | NotWhatsapp | OptedOut => 5,
             NotInitialised => 6,
             Unauthorized | Forbidden => 7,

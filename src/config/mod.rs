@@ -70,6 +70,37 @@ pub struct Config {
     /// How the daemon's HTTP server bounds its connections.
     #[serde(default)]
     pub http: HttpSettings,
+    /// How long the event log keeps what happened.
+    #[serde(default)]
+    pub events: EventsSettings,
+}
+
+/// How long the event log (`events/`, a file a day) keeps what happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsSettings {
+    /// A day of events is removed once its last event is this old ("90d").
+    /// Followers and webhooks further behind are told where the log starts.
+    #[serde(with = "crate::duration::text")]
+    pub keep: Duration,
+}
+
+impl Default for EventsSettings {
+    fn default() -> Self {
+        EventsSettings { keep: Duration::from_secs(90 * 86_400) }
+    }
+}
+
+impl EventsSettings {
+    fn check(&self) -> Result<(), String> {
+        if !(Duration::from_secs(86_400)..=MAX_KEEP).contains(&self.keep) {
+            return Err(format!(
+                "events.keep must be from 1d to 3650d (it is {}; a duration such as \"90d\")",
+                crate::duration::format(self.keep)
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// How long relay waits for a message to reach the contact's phone (see
@@ -187,6 +218,7 @@ impl Config {
             budget: BudgetSettings::default(),
             media: MediaSettings::default(),
             http: HttpSettings::default(),
+            events: EventsSettings::default(),
         }
     }
 
@@ -209,6 +241,7 @@ impl Config {
         self.budget.check()?;
         self.media.check()?;
         self.http.check()?;
+        self.events.check()?;
         if !(Duration::from_secs(1)..=MAX_DELIVERY_TIMEOUT).contains(&self.delivery.timeout) {
             return Err(format!(
                 "delivery.timeout must be from 1s to 30d (it is {}; a duration such as \"10m\")",
@@ -280,6 +313,24 @@ mod tests {
             config.delivery.timeout = Duration::from_secs(seconds);
             let within = (1..=30 * 86_400).contains(&seconds);
             proptest::prop_assert_eq!(config.check().is_ok(), within, "{}", seconds);
+        }
+
+        /// The event log keeps from a day to ten years; anything else is
+        /// refused before the daemon starts, naming the setting.
+        #[test]
+        fn an_events_keep_is_taken_only_within_its_bounds(
+            seconds in proptest::prop_oneof![0u64..400_000_000, 0u64..u64::MAX / 2]
+        ) {
+            let mut config = Config::new(ChannelKind::Sandbox);
+            config.events.keep = Duration::from_secs(seconds);
+            let within = (86_400..=3_650 * 86_400).contains(&seconds);
+            match config.check() {
+                Ok(()) => proptest::prop_assert!(within, "{}", seconds),
+                Err(problem) => {
+                    proptest::prop_assert!(!within, "{}", seconds);
+                    proptest::prop_assert!(problem.starts_with("events.keep must be"), "{}", problem);
+                }
+            }
         }
     }
 }

@@ -73,6 +73,11 @@ impl From<EngineError> for ApiError {
             EngineError::KeyInUse(_) => ApiError::new(StatusCode::CONFLICT, ErrorCode::IdempotencyKeyInUse, message),
             EngineError::NoFile(_) => ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message),
             EngineError::OptedOut(_) => ApiError::new(StatusCode::CONFLICT, ErrorCode::OptedOut, message),
+            EngineError::EventsGone { oldest, .. } => {
+                let mut e = ApiError::new(StatusCode::GONE, ErrorCode::Gone, message);
+                e.body.oldest_seq = Some(oldest);
+                e
+            }
         }
     }
 }

@@ -114,6 +114,13 @@ pub enum EngineError {
     /// `opt_in` of a number (E.164) that is not on the do-not-contact list.
     #[error("{0} is not on the do-not-contact list")]
     NotListed(String),
+    /// Events after `after` were removed (`events.keep`); `oldest` is kept.
+    #[error(
+        "events {} to {} are no longer kept (events.keep); the oldest kept is {oldest}: ask for the events after {}, \
+         or after 0 for all that are kept",
+        after + 1, oldest - 1, oldest - 1
+    )]
+    EventsGone { after: u64, oldest: u64 },
 }
 
 /// The result of a request made with an idempotency key: its value, done
@@ -149,6 +156,8 @@ pub struct Settings {
     pub budget: crate::config::BudgetSettings,
     /// How contacts' files are fetched, heard and kept (`media`).
     pub media: crate::config::MediaSettings,
+    /// How long the event log keeps a day of events (`events.keep`).
+    pub events_keep: std::time::Duration,
     /// How often a failed transcription is tried again, and the first wait
     /// (doubling): the model's `agent.max_retries` and `agent.retry_backoff_ms`.
     pub transcription_retries: (u32, std::time::Duration),
@@ -168,6 +177,7 @@ impl Settings {
             courtesy: config.courtesy.clone(),
             budget: config.budget.clone(),
             media: config.media.clone(),
+            events_keep: config.events.keep,
             transcription_retries: (agent.max_retries, Duration::from_millis(agent.retry_backoff_ms)),
         }
     }
@@ -304,7 +314,10 @@ impl Engine {
         }
         let unrouted = store.count_unrouted()?;
         let keys = Arc::new(idempotency::Keys::load(store.clone())?);
-        let events = events::EventLog::open(store.events_path())?;
+        let events = {
+            let (dir, legacy) = store.events_paths();
+            events::EventLog::open(dir, &legacy)?
+        };
         let sent = SentIndex::load(&store)?;
         let opt_outs = store.open_opt_outs()?;
         let first_contacts = store.open_first_contacts()?;
@@ -352,6 +365,9 @@ impl Engine {
             engine.shared.spawn_actor(&mut actors, contact, convs);
         }
         drop(actors);
+        // The event log's old days go before the first reader comes, so
+        // where the log starts is the same from the first request on.
+        retention::prune_event_log(&engine.shared);
         tokio::spawn(retention::run(Arc::downgrade(&engine.shared), engine.shared.stop.clone()));
         Ok(engine)
     }

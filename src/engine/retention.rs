@@ -1,8 +1,9 @@
-//! How long contacts' files are kept: each is removed `media.keep` after it
-//! came (by its message's time), and its transcript line written again to
-//! say so (`pruned`, `pruned_at`, no path; the label ", removed after 90
-//! days"). Files given over the API and never used go after an hour. A
-//! task runs this at start and every hour until the engine stops.
+//! How long relay keeps what piles up. Contacts' files: each is removed
+//! `media.keep` after it came (by its message's time), and its transcript
+//! line written again to say so (`pruned`, `pruned_at`, no path; the label
+//! ", removed after 90 days"). Files given over the API and never used go
+//! after an hour. The event log's days go `events.keep` after their last
+//! event. A task runs this at start and every hour until the engine stops.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,6 +33,16 @@ pub(super) async fn run(shared: std::sync::Weak<Shared>, stop: tokio_util::sync:
             Ok(removed) => tracing::info!(removed, "contacts' files past media.keep removed"),
             Err(error) => tracing::error!(%error, "cannot remove old contacts' files"),
         }
+        prune_event_log(&shared);
+    }
+}
+
+/// Removes the event log's days past `events.keep`, and says so.
+pub(super) fn prune_event_log(shared: &Shared) {
+    match shared.prune_events() {
+        Ok(0) => {}
+        Ok(removed) => tracing::info!(removed, "days of the event log past events.keep removed"),
+        Err(error) => tracing::error!(%error, "cannot remove old days of the event log"),
     }
 }
 

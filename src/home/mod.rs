@@ -82,8 +82,12 @@ impl Home {
     pub fn first_contact_file(&self) -> PathBuf {
         self.root.join("first-contact.json")
     }
-    /// Every change as a numbered event (see `engine::events`).
-    pub fn events_file(&self) -> PathBuf {
+    /// Every change as a numbered event, in a file a day (see `engine::events`).
+    pub fn events_dir(&self) -> PathBuf {
+        self.root.join("events")
+    }
+    /// The event log of versions before `events/`, moved there at start.
+    pub fn legacy_events_file(&self) -> PathBuf {
         self.root.join("events.jsonl")
     }
     /// Registered webhooks and how far each has got.

@@ -4,7 +4,8 @@
 //! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line;
 //! - `unrouted.jsonl`: messages from contacts with no live conversation;
 //! - `idempotency.jsonl`: the idempotency keys of the last day;
-//! - `events.jsonl`: every change as a numbered event (written by `engine::events`);
+//! - `events/<first seq>.jsonl`: every change as a numbered event, a file a
+//!   day (written by `engine::events`);
 //! - `do-not-contact.json`: the numbers relay does not write to ([`OptOutList`]);
 //! - `first-contact.json`: the numbers relay has exchanged messages with,
 //!   WhatsApp's reach-out lock and the day's first contacts ([`FirstContactBook`]);
@@ -93,6 +94,7 @@ pub struct Store {
     keys: Journal,
     sent_ids: Journal,
     events: PathBuf,
+    legacy_events: PathBuf,
     do_not_contact: PathBuf,
     first_contact: PathBuf,
     media: MediaStore,
@@ -109,7 +111,8 @@ impl Store {
             clean_shutdown: home.clean_shutdown_file(),
             keys: Journal::at(home.idempotency_file()),
             sent_ids: Journal::at(home.sent_ids_file()),
-            events: home.events_file(),
+            events: home.events_dir(),
+            legacy_events: home.legacy_events_file(),
             do_not_contact: home.do_not_contact_file(),
             first_contact: home.first_contact_file(),
             media: MediaStore::open(home),
@@ -131,9 +134,10 @@ impl Store {
         &self.media
     }
 
-    /// Where the event log lives (`engine::events` writes it).
-    pub fn events_path(&self) -> PathBuf {
-        self.events.clone()
+    /// Where the event log lives (`engine::events` writes it), and where
+    /// versions before segments kept it.
+    pub fn events_paths(&self) -> (PathBuf, PathBuf) {
+        (self.events.clone(), self.legacy_events.clone())
     }
 
     fn instance_path(&self, id: Uuid) -> PathBuf {

@@ -570,7 +570,7 @@ async fn messages_in_quick_succession_get_one_answer() {
 /// The events of conversation `id` so far, by type.
 async fn event_kinds(engine: &Engine, id: uuid::Uuid) -> Vec<relay::api::EventData> {
     use futures_util::StreamExt;
-    engine.events(0, Some(id), false).map(|e| e.unwrap().data.clone()).collect().await
+    engine.events(0, Some(id), false).unwrap().map(|e| e.unwrap().data.clone()).collect().await
 }
 
 fn recovered(events: &[relay::api::EventData]) -> Vec<String> {

@@ -27,6 +27,7 @@ mod engine;
 mod engine_channel;
 mod engine_properties;
 mod eval;
+mod event_log;
 mod example_home;
 mod first_contact;
 mod fuzz_api;

@@ -133,7 +133,7 @@ async fn a_photo_is_stored_owner_only_and_the_reply_reads_its_label() {
     // The events: the message as it came (pending), then the file in.
     use futures_util::StreamExt;
     let events: Vec<relay::api::EventData> =
-        w.engine.events(0, Some(id), false).map(|e| e.unwrap().data.clone()).collect().await;
+        w.engine.events(0, Some(id), false).unwrap().map(|e| e.unwrap().data.clone()).collect().await;
     let came = events.iter().find_map(|e| match e {
         relay::api::EventData::MessageIn { media: Some(media), untrusted_contact_text, .. } => {
             Some((media.status, untrusted_contact_text.clone()))

@@ -14,7 +14,8 @@ use crate::api::*;
 #[utoipa::path(get, path = "/events", tag = "events", params(EventsQuery),
     responses((status = 200, content_type = "text/event-stream", body = ConversationEvent),
               (status = 200, content_type = "application/x-ndjson", body = ConversationEvent),
-              (status = 400, body = ApiErrorResponse), (status = 404, body = ApiErrorResponse)))]
+              (status = 400, body = ApiErrorResponse), (status = 404, body = ApiErrorResponse),
+              (status = 410, description = "Events after `after` are no longer kept (`events.keep`): `oldest_seq` is the oldest that is", body = ApiErrorResponse)))]
 pub(super) async fn events(
     State(app): State<App>,
     headers: HeaderMap,
@@ -37,7 +38,7 @@ pub(super) async fn events(
     };
     let after = query.after.or(last_event_id).unwrap_or(0);
     let instance = query.instance.as_deref().map(|id| app.engine.resolve(id)).transpose()?;
-    let events = app.engine.events(after, instance, query.follow.unwrap_or(false)).boxed();
+    let events = app.engine.events(after, instance, query.follow.unwrap_or(false))?.boxed();
     // The stream ends when the daemon stops, so it cannot hold up shutdown.
     // Server-Sent Events get a comment every 15 s, so idle proxies and
     // clients can tell a quiet stream from a dead one.

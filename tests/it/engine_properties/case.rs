@@ -43,6 +43,7 @@ pub(super) fn settings() -> Settings {
         courtesy: crate::support::engine::any_hour().courtesy,
         budget: Default::default(),
         media: Default::default(),
+        events_keep: Duration::from_secs(90 * 86_400),
         transcription_retries: (0, Duration::from_millis(10)),
     }
 }

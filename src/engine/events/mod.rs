@@ -1,7 +1,7 @@
 //! The event log: every change to a conversation (created, transition,
 //! message in or out, todo, question, answer) as a numbered event in
-//! `events.jsonl`, for whoever follows relay from outside: `relay events`,
-//! `GET /events`, webhooks.
+//! `events/` (a segment a day: see [`segments`]), for whoever follows relay
+//! from outside: `relay events`, `GET /events`, webhooks.
 //!
 //! Sequence numbers increase by one per event across all conversations and
 //! carry on after a restart, so a follower resumes with "after N" and gets no
@@ -11,7 +11,11 @@
 //! written meanwhile (group commit), so a conversation never waits for one.
 //! (A thread, not a task: an fsync blocks, and it would block whichever
 //! runtime worker ran it.) Dropping the log wakes it to sync the rest and end.
-//! Followers that fall behind the in-memory broadcast read the file again.
+//! Followers that fall behind the in-memory broadcast read the files again.
+//! Segments older than `events.keep` are removed whole ([`EventLog::prune`]);
+//! a reader asking for what they held is told where the log now starts.
+
+mod segments;
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -25,14 +29,17 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
+use chrono::NaiveDate;
+
 use crate::api::{ConversationEvent, EventData};
-use crate::store::{StoreError, atomic, read_jsonl};
+use crate::store::{StoreError, atomic};
+use segments::{Lines, Segments};
 
 /// Events kept for followers in memory; one further behind reads the file.
 const LIVE_BUFFER: usize = 1024;
 
 pub struct EventLog {
-    path: PathBuf,
+    segments: Segments,
     core: Arc<Core>,
     /// Joined when the log is dropped.
     syncer: Option<JoinHandle<()>>,
@@ -48,7 +55,10 @@ struct Core {
 }
 
 struct Appender {
-    /// Opened on first use, so a home that is never written gets no file.
+    /// The segment written to: its first event's number and UTC day.
+    segment: Option<(u64, NaiveDate)>,
+    /// Its file, opened on first use, so a home that is never written gets
+    /// no file.
     file: Option<Arc<File>>,
     /// The file's length: where a failed write is cut back to.
     len: u64,
@@ -66,23 +76,52 @@ struct Appender {
 const RETRY_SYNC_AFTER: Duration = Duration::from_millis(200);
 
 impl EventLog {
-    /// Opens the log at `path`, dropping a last line a crash cut short, and
-    /// starts its syncer thread (which ends when the log is dropped).
-    pub fn open(path: PathBuf) -> Result<Arc<EventLog>, StoreError> {
-        if path.exists() {
-            atomic::drop_torn_tail_of(&path).map_err(|source| StoreError::Write { path: show(&path), source })?;
-        }
-        let last_seq = read_jsonl::<SeqOnly>(&path)?.last().map_or(0, |e| e.seq);
+    /// Opens the log in the folder `dir` (moving in `legacy`, the single
+    /// `events.jsonl` of earlier versions), dropping a last line a crash
+    /// cut short, and starts its syncer thread (which ends when the log is
+    /// dropped).
+    pub fn open(dir: PathBuf, legacy: &Path) -> Result<Arc<EventLog>, StoreError> {
+        let segments = Segments::new(dir);
+        let failed = |source| StoreError::Write { path: show(segments.dir()), source };
+        segments.adopt(legacy).map_err(failed)?;
+        let (segment, last_seq) = Self::resume(&segments).map_err(failed)?;
         let (live, _) = broadcast::channel(LIVE_BUFFER);
-        let appender =
-            Appender { file: None, len: 0, last_seq, synced: last_seq, unpublished: VecDeque::new(), closed: false };
+        let appender = Appender {
+            segment,
+            file: None,
+            len: 0,
+            last_seq,
+            synced: last_seq,
+            unpublished: VecDeque::new(),
+            closed: false,
+        };
         let core = Arc::new(Core { state: Mutex::new(appender), written: Condvar::new(), live });
         let for_syncer = core.clone();
         let syncer = std::thread::Builder::new()
             .name("relay-events".into())
             .spawn(move || syncer(&for_syncer))
-            .map_err(|source| StoreError::Write { path: show(&path), source })?;
-        Ok(Arc::new(EventLog { path, core, syncer: Some(syncer) }))
+            .map_err(failed)?;
+        Ok(Arc::new(EventLog { segments, core, syncer: Some(syncer) }))
+    }
+
+    /// Where writing goes on: the newest segment (its torn last line
+    /// dropped) and the last number written. An empty newest segment (a
+    /// crash right after it was made) is removed: the next event makes it
+    /// again.
+    fn resume(segments: &Segments) -> std::io::Result<(Option<(u64, NaiveDate)>, u64)> {
+        let firsts = segments.firsts()?;
+        let Some(&first) = firsts.last() else { return Ok((None, 0)) };
+        let path = segments.path(first);
+        atomic::drop_torn_tail_of(&path)?;
+        let file = File::open(&path)?;
+        match (segments::first_header(&file)?, segments::last_header(&file)?) {
+            (Some(opening), Some(last)) => Ok((Some((first, opening.at.date_naive())), last.seq)),
+            _ => {
+                std::fs::remove_file(&path)?;
+                atomic::sync_dir(segments.dir())?;
+                Ok((None, first.saturating_sub(1)))
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Appender> {
@@ -103,7 +142,8 @@ impl EventLog {
         let event = ConversationEvent { seq: appender.last_seq + 1, at: crate::clock::now(), instance_id, data };
         let mut line = serde_json::to_vec(&event).expect("events serialise");
         line.push(b'\n');
-        self.write(&mut appender, &line).map_err(|source| StoreError::Write { path: show(&self.path), source })?;
+        self.write(&mut appender, &event, &line)
+            .map_err(|source| StoreError::Write { path: show(self.segments.dir()), source })?;
         appender.last_seq = event.seq;
         let event = Arc::new(event);
         appender.unpublished.push_back(event.clone());
@@ -112,10 +152,23 @@ impl EventLog {
         Ok(event)
     }
 
-    fn write(&self, appender: &mut Appender, line: &[u8]) -> io::Result<()> {
+    fn write(&self, appender: &mut Appender, event: &ConversationEvent, line: &[u8]) -> io::Result<()> {
+        let day = event.at.date_naive();
+        // A new segment for a new day, or once this one is full.
+        let full = appender.len > 0 && appender.len + line.len() as u64 > segments::MAX_SEGMENT_BYTES;
+        if appender.segment.is_none_or(|(_, started)| started != day) || full {
+            if let Some(old) = appender.file.take() {
+                // Its events on disk now: the syncer syncs only the newest file.
+                old.sync_data()?;
+            }
+            appender.segment = Some((event.seq, day));
+            appender.len = 0;
+        }
         if appender.file.is_none() {
-            let file = OpenOptions::new().append(true).create(true).mode(0o600).open(&self.path)?;
-            atomic::sync_parent(&self.path)?;
+            let (first, _) = appender.segment.expect("chosen above");
+            let path = self.segments.path(first);
+            let file = OpenOptions::new().append(true).create(true).mode(0o600).open(&path)?;
+            atomic::sync_parent(&path)?;
             appender.len = file.metadata()?.len();
             appender.file = Some(Arc::new(file));
         }
@@ -140,12 +193,14 @@ impl EventLog {
                 _ => return Ok(()),
             }
         };
-        file.sync_data().map_err(|source| StoreError::Write { path: show(&self.path), source })?;
+        file.sync_data().map_err(|source| StoreError::Write { path: show(self.segments.dir()), source })?;
         self.core.publish(upto);
         Ok(())
     }
 
-    /// Stored events after `after`, oldest first, that `keep` accepts.
+    /// Stored events after `after`, oldest first, that `keep` accepts (of
+    /// those still kept: see [`EventLog::gone`]). Reads from the segment
+    /// `after` falls in, from just before its first event after `after`.
     pub fn read_after(
         &self,
         after: u64,
@@ -153,10 +208,78 @@ impl EventLog {
     ) -> Result<Vec<ConversationEvent>, StoreError> {
         // Only what is on disk: the rest reaches followers once it is.
         let synced = self.lock().synced;
-        let all: Vec<ConversationEvent> = read_jsonl(&self.path)?;
-        // Events are appended in order: skip the lines before `after` cheaply.
-        let start = all.partition_point(|e| e.seq <= after);
-        Ok(all.into_iter().skip(start).take_while(|e| e.seq <= synced).filter(|e| keep(e)).collect())
+        let unreadable = |source| StoreError::Read { path: show(self.segments.dir()), source };
+        let firsts = self.segments.firsts().map_err(unreadable)?;
+        let from = firsts.partition_point(|first| *first <= after.saturating_add(1)).saturating_sub(1);
+        let mut events = Vec::new();
+        for (n, first) in firsts[from.min(firsts.len())..].iter().enumerate() {
+            if *first > synced {
+                break;
+            }
+            let path = self.segments.path(*first);
+            let file = match File::open(&path) {
+                Ok(file) => file,
+                // Removed meanwhile ([`EventLog::prune`]): what is left follows.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(StoreError::Read { path: show(&path), source }),
+            };
+            let start = if n == 0 { segments::start_after(&file, after) } else { Ok(0) };
+            let lines = start.and_then(|start| Lines::from(file, start));
+            for line in lines.map_err(|source| StoreError::Read { path: show(&path), source })? {
+                let line = line.map_err(|source| StoreError::Read { path: show(&path), source })?;
+                let event: ConversationEvent = serde_json::from_slice(&line)
+                    .map_err(|source| StoreError::Corrupt { path: show(&path), source })?;
+                if event.seq > synced {
+                    return Ok(events);
+                }
+                if event.seq > after && keep(&event) {
+                    events.push(event);
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// The number of the oldest event kept (the next to be written, if none
+    /// is).
+    pub fn oldest_seq(&self) -> Result<u64, StoreError> {
+        let firsts =
+            self.segments.firsts().map_err(|source| StoreError::Read { path: show(self.segments.dir()), source })?;
+        Ok(firsts.first().copied().unwrap_or_else(|| self.last_seq() + 1))
+    }
+
+    /// Whether events after `after` were removed ([`EventLog::prune`]):
+    /// the oldest kept, if so. `after` 0 asks for whatever is kept.
+    pub fn gone(&self, after: u64) -> Result<Option<u64>, StoreError> {
+        let oldest = self.oldest_seq()?;
+        Ok((after > 0 && after.saturating_add(1) < oldest).then_some(oldest))
+    }
+
+    /// Removes the oldest segments whose every event is older than
+    /// `before`, never the one being written; returns how many. What is
+    /// left stays readable from any `after` within it.
+    pub fn prune(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize, StoreError> {
+        let failed = |source| StoreError::Write { path: show(self.segments.dir()), source };
+        let writing = self.lock().segment.map(|(first, _)| first);
+        let firsts = self.segments.firsts().map_err(failed)?;
+        let mut removed = 0;
+        // Oldest first, and only while they are old: the log stays one run.
+        for first in firsts.iter().take(firsts.len().saturating_sub(1)) {
+            if Some(*first) == writing {
+                break;
+            }
+            let path = self.segments.path(*first);
+            let last = File::open(&path).and_then(|file| segments::last_header(&file)).map_err(failed)?;
+            if last.is_some_and(|last| last.at >= before) {
+                break;
+            }
+            std::fs::remove_file(&path).map_err(failed)?;
+            removed += 1;
+        }
+        if removed > 0 {
+            atomic::sync_dir(self.segments.dir()).map_err(failed)?;
+        }
+        Ok(removed)
     }
 
     /// New events, once on disk. Subscribe before reading what is
@@ -225,12 +348,6 @@ fn syncer(core: &Core) {
     }
 }
 
-/// Reads only the number of each line when opening.
-#[derive(serde::Deserialize)]
-struct SeqOnly {
-    seq: u64,
-}
-
 fn show(path: &Path) -> String {
     path.display().to_string()
 }
@@ -244,19 +361,36 @@ impl super::Shared {
             tracing::error!(instance = %id, %error, "cannot record an event");
         }
     }
+
+    /// Removes the event log's days older than `events.keep`; returns how many.
+    pub(super) fn prune_events(&self) -> Result<usize, StoreError> {
+        let keep = chrono::Duration::from_std(self.settings.events_keep).unwrap_or(chrono::Duration::MAX);
+        match crate::clock::now().checked_sub_signed(keep) {
+            Some(before) => self.events.prune(before),
+            None => Ok(0),
+        }
+    }
 }
 
 impl super::Engine {
     /// The events after `after` (of one conversation, or all), oldest first:
     /// those stored, then, with `follow`, each new one as it is written,
     /// until the engine goes away. A follower that falls behind the live
-    /// buffer catches up from the file, so it misses nothing.
+    /// buffer catches up from the files, so it misses nothing. Events after
+    /// `after` that are no longer kept (`events.keep`) are an error that
+    /// names the oldest kept; `after` 0 is whatever is kept.
     pub fn events(
         &self,
         after: u64,
         instance: Option<Uuid>,
         follow: bool,
-    ) -> impl futures_util::Stream<Item = Result<Arc<ConversationEvent>, StoreError>> + Send + 'static {
+    ) -> Result<
+        impl futures_util::Stream<Item = Result<Arc<ConversationEvent>, StoreError>> + Send + 'static,
+        super::EngineError,
+    > {
+        if let Some(oldest) = self.shared.events.gone(after)? {
+            return Err(super::EngineError::EventsGone { after, oldest });
+        }
         struct Follower {
             engine: super::Engine,
             live: broadcast::Receiver<Arc<ConversationEvent>>,
@@ -298,7 +432,7 @@ impl super::Engine {
             failed: false,
         };
         let first = follower.catch_up();
-        futures_util::stream::unfold((follower, Some(first)), |(mut f, first)| async move {
+        Ok(futures_util::stream::unfold((follower, Some(first)), |(mut f, first)| async move {
             if let Some(Err(error)) = first {
                 f.failed = true;
                 return Some((Err(error), (f, None)));
@@ -332,7 +466,7 @@ impl super::Engine {
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }
             }
-        })
+        }))
     }
 
     /// The sequence number of the last event written.
@@ -350,30 +484,132 @@ mod tests {
         EventData::Created { state: State::Created, target_contact: "+56912345678".into() }
     }
 
+    /// A log in a fresh folder of `dir`.
+    fn open(dir: &tempfile::TempDir) -> Arc<EventLog> {
+        EventLog::open(dir.path().join("events"), &dir.path().join("events.jsonl")).unwrap()
+    }
+
+    fn seqs(events: Vec<ConversationEvent>) -> Vec<u64> {
+        events.iter().map(|e| e.seq).collect()
+    }
+
     #[test]
     fn numbers_carry_on_after_a_reopen_and_a_torn_line() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.jsonl");
-        let log = EventLog::open(path.clone()).unwrap();
+        let log = open(&dir);
         let id = Uuid::new_v4();
         assert_eq!(log.append(id, created()).unwrap().seq, 1);
         assert_eq!(log.append(id, created()).unwrap().seq, 2);
         drop(log);
+        let path = dir.path().join("events/00000000000000000001.jsonl");
         let mut text = std::fs::read(&path).unwrap();
         text.extend_from_slice(b"{\"seq\":3,\"at\":\"cut sh");
         std::fs::write(&path, text).unwrap();
-        let log = EventLog::open(path).unwrap();
+        let log = open(&dir);
         assert_eq!(log.last_seq(), 2);
         assert_eq!(log.append(id, created()).unwrap().seq, 3);
         log.flush().unwrap();
-        let seqs: Vec<u64> = log.read_after(1, |_| true).unwrap().iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, [2, 3]);
+        assert_eq!(seqs(log.read_after(1, |_| true).unwrap()), [2, 3]);
+    }
+
+    /// The single `events.jsonl` of earlier versions becomes the first
+    /// segment: its numbers carry on, and every event reads back.
+    #[test]
+    fn a_log_from_before_segments_is_taken_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let legacy = dir.path().join("events.jsonl");
+        let id = Uuid::new_v4();
+        let old: Vec<String> = (5..=7)
+            .map(|seq| {
+                let event = ConversationEvent { seq, at: crate::clock::now(), instance_id: id, data: created() };
+                serde_json::to_string(&event).unwrap() + "\n"
+            })
+            .collect();
+        std::fs::write(&legacy, old.concat()).unwrap();
+        let log = open(&dir);
+        assert!(!legacy.exists());
+        assert_eq!(log.last_seq(), 7);
+        assert_eq!(log.oldest_seq().unwrap(), 5);
+        assert_eq!(log.append(id, created()).unwrap().seq, 8);
+        log.flush().unwrap();
+        assert_eq!(seqs(log.read_after(0, |_| true).unwrap()), [5, 6, 7, 8]);
+        assert_eq!(seqs(log.read_after(6, |_| true).unwrap()), [7, 8]);
+    }
+
+    /// A log written over several days: a segment a day, read across them
+    /// from any `after`; pruning removes whole old days (never the one
+    /// being written), and asking for what they held is "gone".
+    #[tokio::test(start_paused = true)]
+    async fn days_are_segments_and_old_ones_are_pruned() {
+        let start = chrono::DateTime::parse_from_rfc3339("2026-11-20T23:00:00Z").unwrap().to_utc();
+        crate::clock::pretend(start);
+        let dir = tempfile::tempdir().unwrap();
+        let log = open(&dir);
+        let id = Uuid::new_v4();
+        // An event every 4 hours from the 20th at 23:00: 1 that day, 6 a day after.
+        for _ in 0..18 {
+            log.append(id, created()).unwrap();
+            tokio::time::advance(Duration::from_secs(4 * 3600)).await;
+        }
+        log.flush().unwrap();
+        let firsts = log.segments.firsts().unwrap();
+        assert_eq!(firsts, [1, 2, 8, 14], "one a day: 20th, 21st, 22nd, 23rd");
+        for after in 0..=18 {
+            assert_eq!(seqs(log.read_after(after, |_| true).unwrap()), (after + 1..=18).collect::<Vec<_>>());
+        }
+        // The 20th and 21st are over before the 22nd.
+        let before = chrono::DateTime::parse_from_rfc3339("2026-11-22T00:00:00Z").unwrap().to_utc();
+        assert_eq!(log.prune(before).unwrap(), 2);
+        assert_eq!(log.oldest_seq().unwrap(), 8);
+        assert_eq!(log.gone(3).unwrap(), Some(8));
+        assert_eq!(log.gone(6).unwrap(), Some(8));
+        assert_eq!(log.gone(7).unwrap(), None, "after 7 starts at 8");
+        assert_eq!(log.gone(0).unwrap(), None, "0 asks for what is kept");
+        assert_eq!(seqs(log.read_after(0, |_| true).unwrap()), (8..=18).collect::<Vec<_>>());
+        assert_eq!(seqs(log.read_after(12, |_| true).unwrap()), (13..=18).collect::<Vec<_>>());
+        // Everything is old: all but the segment being written goes.
+        assert_eq!(log.prune(crate::clock::now() + chrono::Duration::days(1)).unwrap(), 1);
+        assert_eq!(log.oldest_seq().unwrap(), 14);
+        assert_eq!(log.append(id, created()).unwrap().seq, 19);
+        drop(log);
+        let log = open(&dir);
+        assert_eq!(log.last_seq(), 19);
+        assert_eq!(seqs(log.read_after(0, |_| true).unwrap()), (14..=19).collect::<Vec<_>>());
+    }
+
+    /// A full segment is closed at its next event, whatever the day.
+    #[test]
+    fn a_full_segment_makes_way_for_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = open(&dir);
+        let id = Uuid::new_v4();
+        let text = "x".repeat(4_000);
+        let big =
+            || EventData::MessageIn { message_id: Uuid::new_v4(), untrusted_contact_text: text.clone(), media: None };
+        let each =
+            serde_json::to_vec(&ConversationEvent { seq: 1, at: crate::clock::now(), instance_id: id, data: big() })
+                .unwrap()
+                .len() as u64;
+        let count = 2 * segments::MAX_SEGMENT_BYTES / each + 10;
+        for _ in 0..count {
+            log.append(id, big()).unwrap();
+        }
+        log.flush().unwrap();
+        let firsts = log.segments.firsts().unwrap();
+        assert!(firsts.len() >= 3, "{firsts:?}");
+        for first in &firsts {
+            let len = std::fs::metadata(log.segments.path(*first)).unwrap().len();
+            assert!(len <= segments::MAX_SEGMENT_BYTES, "{len}");
+        }
+        for after in [0, firsts[1] - 1, firsts[1], firsts[2] + 3, count - 1, count] {
+            assert_eq!(seqs(log.read_after(after, |_| true).unwrap()), (after + 1..=count).collect::<Vec<_>>());
+        }
     }
 
     #[test]
     fn appends_from_many_threads_are_numbered_and_heard_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let log = EventLog::open(dir.path().join("events.jsonl")).unwrap();
+        let log = open(&dir);
         let mut live = log.subscribe();
         let writers: Vec<_> = (0..8)
             .map(|_| {
@@ -396,7 +632,7 @@ mod tests {
     #[test]
     fn followers_hear_each_event_once_written() {
         let dir = tempfile::tempdir().unwrap();
-        let log = EventLog::open(dir.path().join("events.jsonl")).unwrap();
+        let log = open(&dir);
         let mut live = log.subscribe();
         let written = log.append(Uuid::new_v4(), created()).unwrap();
         // Not before it is on disk: the syncer publishes it.
@@ -409,7 +645,7 @@ mod tests {
     #[test]
     fn dropping_the_log_tells_the_rest_and_ends_the_syncer() {
         let dir = tempfile::tempdir().unwrap();
-        let log = EventLog::open(dir.path().join("events.jsonl")).unwrap();
+        let log = open(&dir);
         let mut live = log.subscribe();
         let written: Vec<_> = (0..3).map(|_| log.append(Uuid::new_v4(), created()).unwrap()).collect();
         // On a thread of its own, so a syncer that never ends fails the test

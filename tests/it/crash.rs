@@ -365,10 +365,28 @@ fn check_after_restart(
 /// After the last restart, with the workload stopped: every conversation
 /// that is neither waiting for a person nor queued moves on by itself (its
 /// heartbeat fires, its turn runs): timers are re-armed and nothing is stuck.
+/// One whose latest message never reached the phone waits for it (a kill
+/// between the send and its receipt loses the sandbox's receipt), as
+/// follow-ups do: the transcript must say it is undelivered.
 fn conversations_run_on(relay: &Relay) {
     let list = || relay.instances();
+    let undelivered = |i: &ConversationInstance| {
+        let Some(awaiting) = &i.awaiting_delivery else { return false };
+        let message =
+            relay.transcript(&i.id.to_string()).into_iter().find(|m| m["id"] == awaiting.message_id.to_string());
+        let status = message.as_ref().map(|m| m["send_status"].as_str().unwrap_or_default().to_string());
+        assert!(
+            matches!(status.as_deref(), Some("sent" | "unconfirmed" | "failed")),
+            "{} awaits the delivery of {}, which is {status:?}",
+            i.id,
+            awaiting.message_id
+        );
+        true
+    };
     let waits = |i: &ConversationInstance| {
-        i.state.is_terminal() || matches!(i.state, State::Paused | State::NeedsHumanIntervention | State::Queued)
+        i.state.is_terminal()
+            || matches!(i.state, State::Paused | State::NeedsHumanIntervention | State::Queued)
+            || undelivered(i)
     };
     let at_restart: HashMap<_, usize> =
         list().into_iter().filter(|i| !waits(i)).map(|i| (i.id, i.history.len())).collect();
@@ -381,7 +399,10 @@ fn conversations_run_on(relay: &Relay) {
             eprintln!("crash: {} conversations moved on after the last restart", at_restart.len());
             return;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "conversations stuck after the restart: {stuck:?}");
+        if started.elapsed() > Duration::from_secs(20) {
+            let shown: Vec<String> = stuck.iter().map(|id| format!("{:#}", relay.get(id))).collect();
+            panic!("conversations stuck after the restart: {stuck:?}\n{}", shown.join("\n"));
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -25,7 +25,8 @@ use crate::api::{
     CreateInstanceResponse, DaemonStatusResponse, ErrorCode, EventsQuery, HealthResponse, ListQuery, OptOut,
     OptOutAdded, OptOutRequest, OutboxEntry, OutboxQuery, PairRequest, PairingEvent, PhoneRequest, PhoneResponse,
     SandboxLockRequest, SandboxLockState, SandboxSayRequest, SandboxSayResponse, SendMessageRequest, ShutdownResponse,
-    TranscriptMessage, UploadResponse, WaitQuery, WaitResponse, Webhook, WebhookCreated, WebhookRequest,
+    TranscriptMessage, TranscriptQuery, UploadResponse, WaitQuery, WaitResponse, Webhook, WebhookCreated,
+    WebhookRequest,
 };
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
@@ -160,10 +161,8 @@ impl Client {
     pub async fn list(&self, query: &ListQuery) -> Result<Page<ConversationInstance>, Error> {
         let response =
             self.send_request(Method::GET, &with_query("/instances", query), None, "application/json").await?;
-        let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let next = header(header::LINK.as_str()).and_then(|link| paging::next_cursor(&link));
+        let (next, remaining) = page_headers(&response);
         let next = next.map(|c| c.parse::<Cursor>()).transpose().map_err(failure)?;
-        let remaining = header(paging::REMAINING_HEADER).and_then(|n| n.parse().ok()).unwrap_or(0);
         Ok(Page { items: answer(response).await?, next, remaining })
     }
 
@@ -186,10 +185,31 @@ impl Client {
         self.request(Method::GET, &id.path(), None::<&()>).await
     }
 
-    /// `GET /instances/{id}/transcript`.
+    /// `GET /instances/{id}/transcript?...`: one page, oldest first.
+    pub async fn transcript_page(
+        &self,
+        id: &InstanceId,
+        query: &TranscriptQuery,
+    ) -> Result<Page<TranscriptMessage, uuid::Uuid>, Error> {
+        let path = with_query(&format!("{}/transcript", id.path()), query);
+        let response = self.send_request(Method::GET, &path, None, "application/json").await?;
+        let (next, remaining) = page_headers(&response);
+        let next = next.map(|c| paging::message_cursor(&c)).transpose().map_err(failure)?;
+        Ok(Page { items: answer(response).await?, next, remaining })
+    }
+
+    /// The whole transcript, every page of it.
     pub async fn transcript(&self, id: &InstanceId) -> Result<Vec<TranscriptMessage>, Error> {
-        let path = format!("{}/transcript", id.path());
-        self.request(Method::GET, &path, None::<&()>).await
+        let mut query = TranscriptQuery { limit: Some(paging::MAX_LIMIT), cursor: None };
+        let mut all = Vec::new();
+        loop {
+            let page = self.transcript_page(id, &query).await?;
+            all.extend(page.items);
+            match page.next {
+                Some(next) => query.cursor = Some(next.to_string()),
+                None => return Ok(all),
+            }
+        }
     }
 
     /// `GET /instances/{id}/messages/{message}/media`: the file's bytes.
@@ -518,6 +538,13 @@ fn number(contact: &str) -> Result<String, Error> {
 
 /// `path?query`, the query percent-encoded from the API's own query type
 /// (fields that are `None` left out); just `path` when nothing is set.
+/// A page's next cursor (from its `Link` header) and how many follow it.
+fn page_headers(response: &reqwest::Response) -> (Option<String>, usize) {
+    let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let next = header(header::LINK.as_str()).and_then(|link| paging::next_cursor(&link));
+    (next, header(paging::REMAINING_HEADER).and_then(|n| n.parse().ok()).unwrap_or(0))
+}
+
 fn with_query(path: &str, query: &impl Serialize) -> String {
     let query = serde_urlencoded::to_string(query).expect("query types serialise");
     if query.is_empty() { path.to_string() } else { format!("{path}?{query}") }

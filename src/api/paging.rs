@@ -1,5 +1,5 @@
-//! Pages of a long list (`GET /instances`): how many a page holds, where
-//! the next one starts, and how that travels. The body stays the list the
+//! Pages of a long list (`GET /instances`, a transcript): how many a page
+//! holds, where the next one starts, and how that travels. The body stays the list the
 //! seeds define; the next page's address goes in a `Link` header (`rel="next"`,
 //! as GitHub's API does it) and how many items are left after this page in
 //! `Relay-Remaining`.
@@ -8,14 +8,17 @@
 //! order (newest first: created, then id). Positions do not move when
 //! conversations are created meanwhile (new ones come before the first
 //! page) or when the daemon restarts (both are on disk), so walking the
-//! pages sees each conversation once.
+//! pages sees each conversation once. A transcript's pages are oldest
+//! first, and a cursor is the id of the page's last message: a message
+//! keeps its place when it is written again (a receipt), and new ones come
+//! after the last page.
 
 use std::fmt;
 use std::str::FromStr;
 
 use uuid::Uuid;
 
-use super::ConversationInstance;
+use super::{ConversationInstance, TranscriptMessage};
 
 /// A page holds this many items unless the request says otherwise.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -73,10 +76,10 @@ impl FromStr for Cursor {
 
 /// One page of a list, and what follows it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Page<T> {
+pub struct Page<T, C = Cursor> {
     pub items: Vec<T>,
     /// Where the next page starts; none on the last page.
-    pub next: Option<Cursor>,
+    pub next: Option<C>,
     /// How many items follow this page.
     pub remaining: usize,
 }
@@ -101,6 +104,37 @@ impl<T> Page<T> {
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page { items: self.items.into_iter().map(f).collect(), next: self.next, remaining: self.remaining }
     }
+}
+
+/// The page of a transcript (oldest first) after the message `after`, at
+/// most `limit` messages; `Err` when `after` is no message of it.
+pub fn transcript_page(
+    mut messages: Vec<TranscriptMessage>,
+    after: Option<Uuid>,
+    limit: usize,
+) -> Result<Page<TranscriptMessage, Uuid>, String> {
+    let start = match after {
+        None => 0,
+        Some(after) => messages.iter().position(|m| m.id == after).map(|at| at + 1).ok_or_else(|| {
+            format!("'{after}' is not a cursor of this transcript: use the one the last page gave (its Link header, or `--cursor`)")
+        })?,
+    };
+    let mut items = messages.split_off(start.min(messages.len()));
+    let remaining = items.len().saturating_sub(limit);
+    items.truncate(limit);
+    let next = items.last().map(|m| m.id).filter(|_| remaining > 0);
+    Ok(Page { items, next, remaining })
+}
+
+/// The JSON Schema `pattern` of a transcript's cursor: a message's id.
+pub const MESSAGE_CURSOR_PATTERN: &str =
+    r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$";
+
+/// A transcript's cursor as a client gives it: a message's id.
+pub fn message_cursor(text: &str) -> Result<Uuid, String> {
+    Uuid::try_parse(text.trim()).map_err(|_| {
+        format!("'{text}' is not a cursor: use the one the last page gave (its Link header, or `--cursor`)")
+    })
 }
 
 /// The cursor in a `Link` header's `rel="next"` address, if it has one.
@@ -129,6 +163,27 @@ mod tests {
             prop_assert_eq!(first.to_string().parse::<Cursor>(), Ok(first));
             prop_assert!(regex::Regex::new(CURSOR_PATTERN).unwrap().is_match(&first.to_string()), "{}", first);
             prop_assert_eq!(first.cmp(&second), (a, x).cmp(&(b, y)));
+        }
+
+        /// Walking a transcript a page at a time gives every message once,
+        /// in order, whatever the page size; each page says how many follow.
+        #[test]
+        fn a_transcripts_pages_hold_every_message_once(count in 0usize..40, limit in 1usize..12) {
+            let messages: Vec<TranscriptMessage> = (0..count)
+                .map(|n| TranscriptMessage::new(Uuid::nil(), crate::api::Role::Contact, format!("m{n}")))
+                .collect();
+            let (mut seen, mut after) = (Vec::new(), None);
+            loop {
+                let page = transcript_page(messages.clone(), after, limit).unwrap();
+                prop_assert!(page.items.len() <= limit);
+                prop_assert_eq!(page.remaining, count - seen.len() - page.items.len());
+                seen.extend(page.items.iter().map(|m| m.id));
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            prop_assert_eq!(seen, messages.iter().map(|m| m.id).collect::<Vec<_>>());
         }
 
         /// Whatever a client sends as a cursor, it gets one back or a clear error.

@@ -171,6 +171,19 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
+/// Query of `GET /instances/{id}/transcript`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TranscriptQuery {
+    /// How many messages a page holds: 1 to 1000, 100 by default.
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+    /// Where the page starts: the `cursor` of the previous page's `Link:
+    /// <...>; rel="next"` header (a message's id). Pages are oldest first.
+    pub cursor: Option<String>,
+}
+
 /// Query of `GET /instances/{id}/wait`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]

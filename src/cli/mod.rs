@@ -102,8 +102,8 @@ pub enum Command {
     List(list::Args),
     /// Show one conversation: state, todos and notes, heartbeat, history.
     Get(IdArg),
-    /// Show a conversation's messages.
-    Transcript(IdArg),
+    /// Show a conversation's messages, oldest first, a page at a time.
+    Transcript(transcript::Args),
     /// Copy the file of a conversation's message (a contact's photo, voice note, document) out.
     Media(media::Args),
     /// Cancel a conversation (FAILED, reason "cancelled"); nothing is sent.
@@ -318,7 +318,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Create(args) => create::run(ctx, args).await,
         Command::List(args) => list::run(ctx, args).await,
         Command::Get(IdArg { id }) => get::run(ctx, &id).await,
-        Command::Transcript(IdArg { id }) => transcript::run(ctx, &id).await,
+        Command::Transcript(args) => transcript::run(ctx, args).await,
         Command::Media(args) => media::run(ctx, args).await,
         Command::Cancel(IdArg { id }) => control::run(ctx, &id, control::Action::Cancel).await,
         Command::Pause(IdArg { id }) => control::run(ctx, &id, control::Action::Pause).await,

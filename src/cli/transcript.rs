@@ -1,15 +1,57 @@
-//! `relay transcript`: a conversation's messages, oldest first.
+//! `relay transcript`: a conversation's messages, oldest first, a page at
+//! a time.
 
-use super::output::say;
+use super::output::{complain, say};
 use super::{CliError, Context, output};
-use crate::api::{Role, SendStatus};
+use crate::api::paging::{self, DEFAULT_LIMIT};
+use crate::api::{Role, SendStatus, TranscriptQuery};
 use crate::client::InstanceId;
 
-pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
-    let id = InstanceId::parse(id)?;
-    let messages = ctx.client()?.transcript(&id).await?;
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The conversation id, or a unique prefix of at least 4 characters.
+    pub id: String,
+    /// How many messages a page shows (1 to 1000).
+    #[arg(long, default_value_t = DEFAULT_LIMIT as u64, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub limit: u64,
+    /// Start after the page that gave this cursor.
+    #[arg(long, conflicts_with = "all", value_parser = cursor)]
+    pub cursor: Option<String>,
+    /// Every page, not only the first.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `--cursor` as the daemon reads it, checked before anything is asked.
+fn cursor(text: &str) -> Result<String, String> {
+    paging::message_cursor(text).map(|id| id.to_string())
+}
+
+pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
+    let id = InstanceId::parse(&args.id)?;
+    let client = ctx.client()?;
+    let (messages, more) = match args.all {
+        true => (client.transcript(&id).await?, None),
+        false => {
+            let query = TranscriptQuery { limit: Some(args.limit as usize), cursor: args.cursor.clone() };
+            let page = client.transcript_page(&id, &query).await?;
+            (page.items, page.next.map(|next| (page.remaining, next)))
+        }
+    };
+    // Where the next page starts: below the messages, or on stderr beside JSON.
+    let hint = more.map(|(remaining, next)| {
+        let limit = match args.limit {
+            limit if limit == DEFAULT_LIMIT as u64 => String::new(),
+            limit => format!(" --limit {limit}"),
+        };
+        let more = output::count(remaining as u64, "more message");
+        format!("{more}; use `relay transcript {}{limit} --cursor {next}` for the next page, or --all", args.id)
+    });
     if ctx.json {
         output::json(&messages);
+        if let Some(hint) = hint {
+            complain!("{hint}");
+        }
         return Ok(());
     }
     if messages.is_empty() {
@@ -54,6 +96,9 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
             (Some(SendStatus::Pending), None) => say!("{:31}(sending)", ""),
             _ => {}
         }
+    }
+    if let Some(hint) = hint {
+        say!("{hint}");
     }
     Ok(())
 }

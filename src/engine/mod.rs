@@ -493,6 +493,17 @@ impl Engine {
         Ok(self.shared.store.read_transcript(id)?)
     }
 
+    /// A page of the transcript, oldest first: the messages after the
+    /// message `after`, at most `limit`.
+    pub fn transcript_page(
+        &self,
+        id_or_prefix: &str,
+        after: Option<Uuid>,
+        limit: usize,
+    ) -> Result<crate::api::paging::Page<TranscriptMessage, Uuid>, EngineError> {
+        crate::api::paging::transcript_page(self.transcript(id_or_prefix)?, after, limit).map_err(EngineError::Invalid)
+    }
+
     /// The file of message `message_id` in a conversation: what the
     /// transcript says of it, and its bytes.
     pub fn media_file(

@@ -100,3 +100,49 @@ fn a_wrong_limit_state_or_cursor_is_refused_plainly() {
         assert_eq!(status, 400, "{query}: {body}");
     }
 }
+
+/// A transcript a page at a time, oldest first: a message that comes
+/// during the walk is on the last page, a cursor holds across a restart,
+/// and `relay transcript` says how to go on.
+#[test]
+fn a_transcript_pages_oldest_first_and_relay_transcript_walks_them() {
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    for n in 0..5 {
+        relay.ok(&["sandbox", "say", CONTACT, &format!("message {n}")]);
+    }
+    let texts = |path: &str| {
+        let (status, headers, body) = relay.http_with_headers("GET", path);
+        assert_eq!(status, 200, "{body}");
+        let link = headers.iter().find(|(n, _)| n == "link").map(|(_, v)| v.clone());
+        let next = link.map(|l| l.split_once(">; ").unwrap().0.trim_start_matches('<').to_string());
+        let remaining: u64 = headers.iter().find(|(n, _)| n == "relay-remaining").unwrap().1.parse().unwrap();
+        let messages: Vec<Value> = serde_json::from_str(&body).unwrap();
+        let texts: Vec<String> = messages.iter().map(|m| m["content"].as_str().unwrap().to_string()).collect();
+        (texts, next, remaining)
+    };
+    let all = texts(&format!("/instances/{id}/transcript")).0;
+    assert_eq!(all.len(), 5, "{all:?}");
+    let (first, next, remaining) = texts(&format!("/instances/{}/transcript?limit=2", &id[..8]));
+    assert_eq!((first.as_slice(), remaining), (&all[..2], 3));
+    relay.ok(&["sandbox", "say", CONTACT, "message 5"]);
+    relay.ok(&["stop"]);
+    relay.ok(&["start"]);
+    let (second, next, remaining) = texts(&next.expect("more follow"));
+    assert_eq!((second.as_slice(), remaining), (&all[2..4], 2));
+    let (third, next, remaining) = texts(&next.expect("more follow"));
+    assert_eq!((third, next, remaining), (vec![all[4].clone(), "message 5".to_string()], None, 0));
+
+    // The CLI: a page, and how to get the next; --all walks them.
+    let run = relay.run(&["transcript", &id[..8], "--limit", "4"]);
+    assert!(run.stdout.contains("message 3") && !run.stdout.contains("message 4"), "{}", run.stdout);
+    assert!(run.stdout.contains(&format!("2 more messages; use `relay transcript {} --limit 4 --cursor ", &id[..8])));
+    let listed = relay.json(&["transcript", &id, "--all"]);
+    assert_eq!(listed.as_array().unwrap().len(), 6);
+    // A cursor that is no message of it: said in the user's words.
+    let wrong = relay.fails(&["transcript", &id, "--cursor", &uuid::Uuid::new_v4().to_string()], 2);
+    assert!(wrong.contains("is not a cursor of this transcript"), "{wrong}");
+    let wrong = relay.fails(&["transcript", &id, "--cursor", "page-2"], 2);
+    assert!(wrong.contains("'page-2' is not a cursor"), "{wrong}");
+}

@@ -54,15 +54,11 @@ pub(super) async fn list_instances(
     let after = query.cursor.as_deref().map(str::parse::<paging::Cursor>).transpose().map_err(invalid)?;
     let limit = paging::limit(query.limit).map_err(invalid)?;
     let page = app.engine.list(&states.unwrap_or_default(), contact.as_ref(), after, limit);
-    let mut headers = HeaderMap::new();
-    headers.insert(paging::REMAINING_HEADER, page.remaining.into());
-    if let Some(next) = page.next {
+    let next = page.next.map(|next| {
         let query = ListQuery { cursor: Some(next.to_string()), limit: Some(limit), ..query };
-        let address = format!("/instances?{}", serde_urlencoded::to_string(&query).expect("queries serialise"));
-        let link = format!("<{address}>; rel=\"next\"");
-        headers.insert(header::LINK, link.parse().expect("an encoded query is a header value"));
-    }
-    Ok((headers, Json(page.items)))
+        format!("/instances?{}", serde_urlencoded::to_string(&query).expect("queries serialise"))
+    });
+    Ok((paging_headers(next, page.remaining), Json(page.items)))
 }
 
 /// One conversation. `id` may be a unique prefix of at least 4 characters.
@@ -73,13 +69,40 @@ pub(super) async fn get_instance(State(app): State<App>, Id(id): Id) -> ApiResul
     Ok(Json(app.engine.get(&id)?))
 }
 
-/// The conversation's messages, oldest first.
+/// The conversation's messages, oldest first, a page at a time.
 #[utoipa::path(get, path = "/instances/{id}/transcript", tag = "instances",
-    params(("id" = String, Path, description = "conversation id, or a unique prefix")),
-    responses((status = 200, body = Vec<TranscriptMessage>), (status = 404, body = ApiErrorResponse),
+    params(("id" = String, Path, description = "conversation id, or a unique prefix"), TranscriptQuery),
+    responses((status = 200, body = Vec<TranscriptMessage>, headers(
+                  ("Link" = String, description = "`<address of the next page>; rel=\"next\"`, when more follow"),
+                  ("Relay-Remaining" = u64, description = "how many messages follow this page"))),
+              (status = 400, body = ApiErrorResponse), (status = 404, body = ApiErrorResponse),
               (status = 500, body = ApiErrorResponse)))]
-pub(super) async fn get_transcript(State(app): State<App>, Id(id): Id) -> ApiResult<Json<Vec<TranscriptMessage>>> {
-    Ok(Json(app.engine.transcript(&id)?))
+pub(super) async fn get_transcript(
+    State(app): State<App>,
+    Id(id): Id,
+    query: Result<Query<TranscriptQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<impl IntoResponse> {
+    let Query(query) = query?;
+    let after = query.cursor.as_deref().map(paging::message_cursor).transpose().map_err(invalid)?;
+    let limit = paging::limit(query.limit).map_err(invalid)?;
+    let id = app.engine.resolve(&id)?;
+    let page = app.engine.transcript_page(&id.to_string(), after, limit)?;
+    let next = page.next.map(|next| {
+        let query = TranscriptQuery { cursor: Some(next.to_string()), limit: Some(limit) };
+        format!("/instances/{id}/transcript?{}", serde_urlencoded::to_string(&query).expect("queries serialise"))
+    });
+    Ok((paging_headers(next, page.remaining), Json(page.items)))
+}
+
+/// A page's headers: how many follow, and where the next page is.
+fn paging_headers(next: Option<String>, remaining: usize) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(paging::REMAINING_HEADER, remaining.into());
+    if let Some(address) = next {
+        let link = format!("<{address}>; rel=\"next\"");
+        headers.insert(header::LINK, link.parse().expect("an encoded query is a header value"));
+    }
+    headers
 }
 
 /// Cancels: FAILED with reason "cancelled"; nothing is sent to the contact.

@@ -32,7 +32,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use whatsapp_rust::prelude::*;
 
-use super::{Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, Sent, SentUpdate};
+use super::{
+    Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, OutgoingMedia, Sent, SentUpdate,
+};
 use crate::api::{ChannelStatus, PairingEvent, SendStatus};
 use crate::config::{Presence, ReadReceipts, WhatsappSettings};
 use crate::contact::Contact;
@@ -63,7 +65,17 @@ pub trait Link: Send + Sync + 'static {
     /// learns its LID, so its replies can be matched.) `Err` if unknown.
     fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>>;
     fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()>;
-    fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>>;
+    /// Sends `message` under `id`; returns the id WhatsApp took it under.
+    fn send_message<'a>(
+        &'a self,
+        to: &'a Jid,
+        message: wa::Message,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>>;
+    /// Uploads a file (encrypted, to WhatsApp's media servers) and makes the
+    /// message that carries it: a photo as an image, anything else as a
+    /// document with its name. Needs the connection.
+    fn prepare_media<'a>(&'a self, media: &'a OutgoingMedia) -> BoxFuture<'a, Result<wa::Message, String>>;
     fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()>;
     /// Downloads and decrypts a contact's file, refusing it once it is
     /// over `max_bytes`.
@@ -144,9 +156,11 @@ impl WhatsappChannel {
         }
     }
 
-    /// Sends one message: paced, waiting for the connection (bounded), with
-    /// retries under one message id.
-    async fn deliver(&self, to: &Contact, text: &str) -> Result<Sent, ChannelError> {
+    /// Sends one message or file: paced, waiting for the connection
+    /// (bounded), with retries under one message id. A file is uploaded
+    /// once, at the first attempt that has a connection, and that message
+    /// is what every later attempt sends.
+    async fn deliver(&self, to: &Contact, outgoing: Outgoing<'_>) -> Result<Sent, ChannelError> {
         let mut state = self.link.state();
         let blocked = state.borrow().blocked();
         if let Some(reason) = blocked {
@@ -157,6 +171,7 @@ impl WhatsappChannel {
         let settings = &self.settings;
         let connect_deadline = Instant::now() + Duration::from_secs(settings.connect_wait_secs);
         let mut message_id = None;
+        let mut prepared: Option<wa::Message> = None;
         let mut slot = None;
         let mut last_error = String::new();
         let mut tried = 0;
@@ -188,17 +203,30 @@ impl WhatsappChannel {
                 continue;
             };
             message_id = Some(id.clone());
+            let message = match (&prepared, outgoing) {
+                (Some(message), _) => message.clone(),
+                (None, Outgoing::Text(text)) => wa::Message::text(text),
+                (None, Outgoing::Media(media)) => match self.link.prepare_media(media).await {
+                    Ok(message) => prepared.insert(message).clone(),
+                    Err(error) => {
+                        tracing::warn!(attempt, %error, "WhatsApp upload failed");
+                        last_error = error;
+                        continue;
+                    }
+                },
+            };
             // Paced from when it can go out: messages held by an outage
             // leave at the pace, not in a burst when the link comes back.
+            // A person types the words (a file's caption), not the file.
             let slot = *slot.get_or_insert_with(|| {
                 let mut pacer = self.pacer.lock().expect("pacer lock");
-                pacer.reserve(&jid.to_string(), text.chars().count(), Instant::now())
+                pacer.reserve(&jid.to_string(), outgoing.words().chars().count(), Instant::now())
             });
             let typing = slot.send_at - slot.typing_from;
             tokio::time::sleep_until(slot.typing_from).await;
             self.link.typing(&jid).await;
             tokio::time::sleep_until(slot.send_at.max(Instant::now() + typing)).await;
-            match self.link.send_text(&jid, text, &id).await {
+            match self.link.send_message(&jid, message, &id).await {
                 Ok(sent_id) => return Ok(Sent { message_id: Some(sent_id) }),
                 Err(error) => {
                     tracing::warn!(attempt, %error, "WhatsApp send failed");
@@ -232,6 +260,23 @@ impl WhatsappChannel {
                 tracing::debug!(%error, "cannot check the number before sending");
                 Ok(())
             }
+        }
+    }
+}
+
+/// What [`WhatsappChannel::deliver`] sends.
+#[derive(Clone, Copy)]
+enum Outgoing<'a> {
+    Text(&'a str),
+    Media(&'a OutgoingMedia),
+}
+
+impl Outgoing<'_> {
+    /// What the contact reads: the text, or the file's caption.
+    fn words(&self) -> &str {
+        match self {
+            Outgoing::Text(text) => text,
+            Outgoing::Media(media) => media.caption.as_deref().unwrap_or_default(),
         }
     }
 }
@@ -457,12 +502,16 @@ impl Channel for WhatsappChannel {
     }
 
     fn send<'a>(&'a self, to: &'a Contact, text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
-        Box::pin(self.deliver(to, text))
+        Box::pin(self.deliver(to, Outgoing::Text(text)))
     }
 
-    // `send_media` is the trait's refusal ("this channel cannot send
-    // files") until files go out over WhatsApp: uploading and sending them
-    // is step 12 of docs/plans/media.md (`Link::prepare_media`).
+    fn send_media<'a>(
+        &'a self,
+        to: &'a Contact,
+        media: &'a OutgoingMedia,
+    ) -> BoxFuture<'a, Result<Sent, ChannelError>> {
+        Box::pin(self.deliver(to, Outgoing::Media(media)))
+    }
 
     fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
         self.link.reach_out_lock()

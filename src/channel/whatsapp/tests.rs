@@ -10,6 +10,7 @@ use super::*;
 use crate::api::MediaKind;
 use crate::channel::Delivery;
 use crate::config::WhatsappSettings;
+use whatsapp_rust::buffa;
 
 /// A link whose state and send outcomes the test sets, and which records
 /// what the channel did, with the (paused) time it did it.
@@ -25,6 +26,8 @@ struct FakeLink {
     /// after `download_takes`.
     downloads: Mutex<Vec<Result<Vec<u8>, FetchError>>>,
     download_takes: Duration,
+    /// What each upload gives, in turn (then success every time).
+    uploads: Mutex<Vec<Result<(), String>>>,
 }
 
 impl FakeLink {
@@ -39,6 +42,7 @@ impl FakeLink {
             ids: Mutex::new(0),
             downloads: Mutex::new(Vec::new()),
             download_takes: Duration::ZERO,
+            uploads: Mutex::new(Vec::new()),
         }
     }
 
@@ -81,11 +85,62 @@ impl Link for FakeLink {
         self.note(format!("typing {to}"));
         Box::pin(async {})
     }
-    fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>> {
-        self.note(format!("send {id} {to} {text}"));
+    fn send_message<'a>(
+        &'a self,
+        to: &'a Jid,
+        message: wa::Message,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        // What was sent, as a person would see it.
+        let shown =
+            match (&message.conversation, message.image_message.as_option(), message.document_message.as_option()) {
+                (Some(text), _, _) => text.clone(),
+                (_, Some(image), _) => {
+                    format!(
+                        "[image {}] {}",
+                        image.mimetype.as_deref().unwrap_or("-"),
+                        image.caption.as_deref().unwrap_or("")
+                    )
+                }
+                (_, _, Some(document)) => format!(
+                    "[document {} {}] {}",
+                    document.file_name.as_deref().unwrap_or("-"),
+                    document.mimetype.as_deref().unwrap_or("-"),
+                    document.caption.as_deref().unwrap_or("")
+                ),
+                _ => "?".into(),
+            };
+        self.note(format!("send {id} {to} {}", shown.trim_end()));
         let mut outcomes = self.outcomes.lock().unwrap();
         let outcome = if outcomes.is_empty() { Ok(id.to_string()) } else { outcomes.remove(0) };
         Box::pin(async move { outcome })
+    }
+    fn prepare_media<'a>(&'a self, media: &'a OutgoingMedia) -> BoxFuture<'a, Result<wa::Message, String>> {
+        self.note(format!("upload {} {} bytes", media.file_name, media.bytes.len()));
+        let mut uploads = self.uploads.lock().unwrap();
+        let outcome = if uploads.is_empty() { Ok(()) } else { uploads.remove(0) };
+        // What image_message and document_message make of an upload, by hand.
+        let (caption, mimetype) = (media.caption.clone(), Some(media.mime.clone()));
+        let message = match media.kind {
+            MediaKind::Photo => wa::Message {
+                image_message: buffa::MessageField::some(wa::message::ImageMessage {
+                    caption,
+                    mimetype,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            _ => wa::Message {
+                document_message: buffa::MessageField::some(wa::message::DocumentMessage {
+                    caption,
+                    mimetype,
+                    file_name: Some(media.file_name.clone()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        };
+        Box::pin(async move { outcome.map(|()| message) })
     }
     fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()> {
         self.note(format!("read {chat} {}", ids.join(",")));
@@ -287,6 +342,71 @@ async fn a_send_failing_every_attempt_fails_with_the_last_error() {
         ChannelError::Failed { channel: "whatsapp", reason: "not sent after 3 attempts: c: server said no".into() }
     );
     assert_eq!(link.sends().len(), 3);
+}
+
+fn file(kind: MediaKind, name: &str, mime: &str, caption: Option<&str>) -> OutgoingMedia {
+    OutgoingMedia {
+        kind,
+        bytes: vec![7; 2_000],
+        mime: mime.into(),
+        file_name: name.into(),
+        caption: caption.map(Into::into),
+    }
+}
+
+/// A photo goes as an image and anything else as a document with its name;
+/// the typing is for the caption; a failed upload is tried again, and a
+/// failed send retried under the same id without a second upload.
+#[tokio::test(start_paused = true)]
+async fn files_go_as_images_or_documents_uploaded_once_under_one_id() {
+    let (whatsapp, link, _) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let jid = format!("{NUMBER}@s.whatsapp.net");
+    let photo = file(MediaKind::Photo, "meter.png", "image/png", Some("The meter"));
+    let sent = whatsapp.send_media(&contact(), &photo).await.unwrap();
+    assert_eq!(sent.message_id.as_deref(), Some("ID1"));
+    let invoice = file(MediaKind::Document, "invoice.pdf", "application/pdf", None);
+    whatsapp.send_media(&contact(), &invoice).await.unwrap();
+    assert_eq!(
+        link.log().into_iter().map(|(_, w)| w).filter(|w| !w.starts_with("typing")).collect::<Vec<_>>(),
+        [
+            format!("check {jid}"),
+            "upload meter.png 2000 bytes".to_string(),
+            format!("send ID1 {jid} [image image/png] The meter"),
+            "upload invoice.pdf 2000 bytes".to_string(),
+            format!("send ID2 {jid} [document invoice.pdf application/pdf]"),
+        ]
+    );
+
+    let link = FakeLink::new(LinkState::Connected);
+    *link.uploads.lock().unwrap() = vec![Err("cannot upload the file: media conn refused".into())];
+    *link.outcomes.lock().unwrap() = vec![Err("socket closed".into())];
+    let (whatsapp, link, _) = channel(link, WhatsappSettings::default());
+    let sent = whatsapp.send_media(&contact(), &photo).await.unwrap();
+    assert_eq!(sent.message_id.as_deref(), Some("ID1"));
+    let steps: Vec<String> = link.log().into_iter().map(|(_, w)| w).filter(|w| !w.starts_with("typing")).collect();
+    assert_eq!(
+        steps,
+        [
+            format!("check {jid}"),
+            "upload meter.png 2000 bytes".to_string(),
+            "upload meter.png 2000 bytes".to_string(),
+            format!("send ID1 {jid} [image image/png] The meter"),
+            format!("send ID1 {jid} [image image/png] The meter"),
+        ],
+        "uploaded again only while no upload had worked; sent again under its id"
+    );
+    // An upload that never works fails the send with its reason.
+    let link = FakeLink::new(LinkState::Connected);
+    *link.uploads.lock().unwrap() = vec![Err("cannot upload the file: a".into()); 3];
+    let (whatsapp, _, _) = channel(link, WhatsappSettings::default());
+    let error = whatsapp.send_media(&contact(), &photo).await.unwrap_err();
+    assert_eq!(
+        error,
+        ChannelError::Failed {
+            channel: "whatsapp",
+            reason: "not sent after 3 attempts: cannot upload the file: a".into()
+        }
+    );
 }
 
 #[tokio::test(start_paused = true)]

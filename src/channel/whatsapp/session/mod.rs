@@ -290,15 +290,50 @@ impl super::Link for Session {
         })
     }
 
-    fn send_text<'a>(&'a self, to: &'a Jid, text: &'a str, id: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn send_message<'a>(
+        &'a self,
+        to: &'a Jid,
+        message: wa::Message,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
             let client = self.client().ok_or("not connected")?;
             let options = whatsapp_rust::SendOptions::default().with_message_id(id);
             client
-                .send_message_with_options(to.clone(), wa::Message::text(text), options)
+                .send_message_with_options(to.clone(), message, options)
                 .await
                 .map(|sent| sent.message_id)
                 .map_err(|e| e.to_string())
+        })
+    }
+
+    fn prepare_media<'a>(
+        &'a self,
+        media: &'a crate::channel::OutgoingMedia,
+    ) -> BoxFuture<'a, Result<wa::Message, String>> {
+        use whatsapp_rust::download::MediaType;
+        use whatsapp_rust::media::{DocumentOptions, ImageOptions, document_message, image_message};
+        Box::pin(async move {
+            let client = self.client().ok_or("not connected")?;
+            let photo = media.kind == crate::api::MediaKind::Photo;
+            let kind = if photo { MediaType::Image } else { MediaType::Document };
+            let upload = client
+                .upload(media.bytes.clone(), kind, Default::default())
+                .await
+                .map_err(|e| format!("cannot upload the file: {e}"))?;
+            let (caption, mimetype) = (media.caption.clone(), Some(media.mime.clone()));
+            Ok(match photo {
+                true => image_message(upload, ImageOptions { caption, mimetype, ..Default::default() }),
+                false => document_message(
+                    upload,
+                    DocumentOptions {
+                        caption,
+                        mimetype,
+                        file_name: Some(media.file_name.clone()),
+                        ..Default::default()
+                    },
+                ),
+            })
         })
     }
 

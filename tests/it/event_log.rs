@@ -21,17 +21,24 @@ fn seqs(out: &str) -> Vec<u64> {
     out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].as_u64().unwrap()).collect()
 }
 
-/// A home whose log has a day from long ago (events 1 to 3) and one from
-/// yesterday (4 to 6): at start the old day goes, yesterday's stays, and
-/// the numbers carry on.
-#[test]
-fn old_days_go_after_events_keep_and_a_reader_is_told_where_the_log_starts() {
+/// A sandbox home (not started) whose log has a day from long ago (events
+/// 1 to 3) and one from yesterday (4 to 6); and its `events/`.
+fn with_an_old_day_and_yesterday() -> (Relay, std::path::PathBuf) {
     let relay = Relay::sandbox();
     let dir = relay.path().join("events");
     std::fs::create_dir_all(&dir).unwrap();
     let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).to_rfc3339();
     std::fs::write(dir.join("00000000000000000001.jsonl"), lines(1..=3, "2025-01-01T10:00:00Z")).unwrap();
     std::fs::write(dir.join("00000000000000000004.jsonl"), lines(4..=6, &yesterday)).unwrap();
+    (relay, dir)
+}
+
+/// A home whose log has a day from long ago (events 1 to 3) and one from
+/// yesterday (4 to 6): at start the old day goes, yesterday's stays, and
+/// the numbers carry on.
+#[test]
+fn old_days_go_after_events_keep_and_a_reader_is_told_where_the_log_starts() {
+    let (relay, dir) = with_an_old_day_and_yesterday();
     relay.ok(&["start"]);
     assert!(!dir.join("00000000000000000001.jsonl").exists(), "older than events.keep (90 days)");
 
@@ -63,12 +70,7 @@ fn old_days_go_after_events_keep_and_a_reader_is_told_where_the_log_starts() {
 /// the oldest event kept, in order, and the log says which it never got.
 #[test]
 fn a_webhook_behind_what_is_kept_goes_on_from_the_oldest_kept() {
-    let relay = Relay::sandbox();
-    let dir = relay.path().join("events");
-    std::fs::create_dir_all(&dir).unwrap();
-    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).to_rfc3339();
-    std::fs::write(dir.join("00000000000000000001.jsonl"), lines(1..=3, "2025-01-01T10:00:00Z")).unwrap();
-    std::fs::write(dir.join("00000000000000000004.jsonl"), lines(4..=6, &yesterday)).unwrap();
+    let (relay, _) = with_an_old_day_and_yesterday();
     relay.ok(&["start"]);
     let (go, wait_for_go) = std::sync::mpsc::channel();
     go.send(()).unwrap();

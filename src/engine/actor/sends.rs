@@ -239,7 +239,8 @@ impl Actor {
                 if let Some(running) = self.turn.as_mut().filter(|t| t.number == turn) {
                     running.sent += 1;
                 }
-                let _ = reply.send(Ok("sent".to_string()));
+                let taken_back = self.take_back_echoed(id, turn, &settled.content);
+                let _ = reply.send(Ok(taken_back.map_or_else(|| "sent".to_string(), |why| format!("sent. {why}"))));
             }
             (SendWaiter::Tool { turn, reply }, Err(error)) => {
                 // Nothing reached the contact: the turn may try again.

@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::Actor;
 use crate::agent::{ToolCall, ToolError};
 use crate::api::limits;
-use crate::api::{EventData, Evidence, MediaStatus, Outcome, Question, Role, TodoStatus, TranscriptMessage};
+use crate::api::{EventData, Evidence, MediaStatus, Outcome, Question, Role, TodoItem, TodoStatus, TranscriptMessage};
 use crate::engine::{EngineError, bounded_text, heartbeat, report};
 use crate::fsm::Event;
 
@@ -72,6 +72,7 @@ impl Actor {
                 let told = instance.last_contact_message.is_some()
                     || instance.earlier_questions.iter().any(|q| q.answer.is_some());
                 let learned = answer.as_ref().filter(|_| status != TodoStatus::Skipped);
+                let learned_now = learned.is_some();
                 // A typed value is an answer as much as words are.
                 if (learned.is_some() || value.is_some()) && !told {
                     return Err(ToolError(format!(
@@ -125,6 +126,20 @@ impl Actor {
                         answer_from(&answered)
                     ))
                 };
+                // A statement the turn writes to the contact is the model's,
+                // quoted or not: a small model asked to send "the order is
+                // cancelled" recorded those words as the delivery day, with
+                // the contact's request as their quote. (The other order,
+                // recorded and then sent, is taken back when it goes out:
+                // see [`Actor::take_back_echoed`].)
+                let turn_said = self.turn.as_ref().map(|t| t.said.as_slice()).unwrap_or_default();
+                if let Some(answer) = learned.filter(|a| turn_said.iter().any(|m| states(m, a))) {
+                    return Err(ToolError(format!(
+                        "todo {todo_id} is not marked: {answer:?} is what you wrote to the contact in this turn, \
+                         not what they told you. Record as the answer the contact's own words{}",
+                        answer_from(&answered)
+                    )));
+                }
                 let evidence = match (&quote, &own_words) {
                     _ if media_evidence.is_some() => media_evidence.into_iter().collect(),
                     (Some(quote), _) => match self.find_quote(id, &todo_id, quote, &answered) {
@@ -162,6 +177,7 @@ impl Actor {
                     })?;
                 }
                 let recorded = answer.clone();
+                let before = todo.clone();
                 self.update(id, |i| {
                     let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
                     // A skipped todo's words are why it was skipped, the
@@ -194,6 +210,12 @@ impl Actor {
                     }
                 })
                 .map_err(refused)?;
+                // The todo as it was before the turn first answered it.
+                if let Some(running) = self.turn.as_mut().filter(|_| learned_now)
+                    && !running.recorded.iter().any(|t| t.id == todo_id)
+                {
+                    running.recorded.push(before);
+                }
                 self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: recorded });
                 Ok(format!("todo {todo_id} is now {}", status.as_str()))
             }
@@ -325,6 +347,45 @@ impl Actor {
         !wanted.is_empty() && sent.iter().any(|said| contains_words(&crate::courtesy::normalise(said), &wanted))
     }
 
+    /// After the turn's message `sent` went out: the answers this turn
+    /// recorded that the message states are taken back (each todo as it
+    /// was before the turn), and the model is told why. Recorded first and
+    /// then written to the contact, they are the model's words, as they are
+    /// the other way round (a small model recorded "The order is cancelled."
+    /// as the delivery day, in the reply that sent it).
+    pub(super) fn take_back_echoed(&mut self, id: Uuid, turn: u64, sent: &str) -> Option<String> {
+        let running = self.turn.as_mut().filter(|t| t.number == turn && t.instance == id)?;
+        let at = self.convs.iter().position(|c| c.id == id)?;
+        let todos = &self.convs[at].todos;
+        let echoed = |before: &TodoItem| {
+            let answer = todos.iter().find(|t| t.id == before.id)?.answer.as_deref()?;
+            states(sent, answer).then(|| (before.clone(), answer.to_string()))
+        };
+        let taken: Vec<(TodoItem, String)> = running.recorded.iter().filter_map(echoed).collect();
+        running.recorded.retain(|t| !taken.iter().any(|(before, _)| before.id == t.id));
+        let mut notes = Vec::new();
+        for (before, answer) in taken {
+            let restored = self.update(id, |i| {
+                if let Some(todo) = i.todos.iter_mut().find(|t| t.id == before.id) {
+                    *todo = before.clone();
+                }
+            });
+            if let Err(error) = restored {
+                tracing::error!(instance = %id, %error, "cannot take back an answer the agent wrote itself");
+                continue;
+            }
+            tracing::info!(instance = %id, todo = %before.id, "an answer the agent then wrote to the contact is taken back");
+            let (todo_id, status, previous) = (before.id.clone(), before.status, before.answer.clone());
+            self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: previous });
+            notes.push(format!(
+                "todo {todo_id} is {} again: {answer:?} is what you just wrote to the contact, not what they told \
+                 you. Record as the answer the contact's own words, or leave it and ask",
+                status.as_str()
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join(". "))
+    }
+
     /// Whether the contact's messages this turn answers (else their latest)
     /// ask relay to stop writing ([`crate::courtesy::asks_to_stop`]).
     fn contact_asked_to_stop(&self, id: Uuid) -> bool {
@@ -440,6 +501,18 @@ impl Actor {
 
 /// Whether normalised `text` holds the normalised words `wanted`, whole
 /// words only ("friday" is not within "fridays").
+/// Whether `message` states `answer`: the answer is a statement of a few
+/// words or more ("The order is cancelled.") and the message holds it
+/// whole (case, spacing and punctuation aside). A fact a confirmation
+/// naturally repeats ("Friday", "after 3pm") is not one. A statement the
+/// turn writes to the contact is the model's, not the contact's answer.
+fn states(message: &str, answer: &str) -> bool {
+    const STATEMENT_WORDS: usize = 3;
+    let answer = crate::courtesy::normalise(answer);
+    answer.split(' ').filter(|w| !w.is_empty()).count() >= STATEMENT_WORDS
+        && contains_words(&crate::courtesy::normalise(message), &answer)
+}
+
 fn contains_words(text: &str, wanted: &str) -> bool {
     format!(" {text} ").contains(&format!(" {wanted} "))
 }
@@ -488,7 +561,7 @@ fn rests_on(answer: &str, quote: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{contains_words, quoted_piece, rests_on};
+    use super::{contains_words, quoted_piece, rests_on, states};
     use crate::courtesy::normalise;
     use proptest::prelude::*;
 
@@ -543,6 +616,34 @@ mod tests {
             let cut = &cut[..cut.len() - 1];
             prop_assert_eq!(contains_words(&sent, cut), sent.split(' ').any(|w| w == cut));
         }
+    }
+
+    proptest! {
+        /// A message states an answer of three words or more that it holds
+        /// whole, however it is cased and punctuated around it; it never
+        /// states an answer of one or two words (a confirmation repeats
+        /// "Friday"), nor one it does not hold.
+        #[test]
+        fn a_message_states_an_answer_of_a_few_words_it_holds_whole(
+            before in proptest::collection::vec("[a-zA-Z0-9]{1,8}[,.!?]?", 0..6),
+            answer in proptest::collection::vec("[a-zA-Z0-9]{1,8}", 1..7),
+            after in proptest::collection::vec("[a-zA-Z0-9]{1,8}[,.!?]?", 0..6),
+        ) {
+            let message = [before.join(" "), answer.join(" ").to_uppercase() + ".", after.join(" ")].join(" ");
+            let recorded = answer.join(", ");
+            prop_assert_eq!(states(&message, &recorded), answer.len() >= 3);
+            let longer = format!("{recorded} zzzzzzzzz");
+            prop_assert!(!states(&message, &longer));
+            prop_assert!(!states(&[before.join(" "), after.join(" ")].join(" "), "zzzzzzzzz yyyyyyyyy xxxxxxxxx"));
+        }
+    }
+
+    #[test]
+    fn what_a_small_model_sent_states_what_it_recorded() {
+        let sent = "The order is cancelled. Please let me know if you need anything else.";
+        assert!(states(sent, "The order is cancelled."));
+        assert!(!states("Great, Friday it is!", "Friday"), "a fact a confirmation repeats");
+        assert!(!states("Great, Friday after 3pm then!", "Friday works, any time after 3pm"));
     }
 
     proptest! {

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{Actor, Msg};
 use crate::agent::{AgentError, ConversationTools, Turn, TurnKind};
-use crate::api::{ConversationInstance, Evidence, Role, SendStatus, State, TranscriptMessage};
+use crate::api::{ConversationInstance, Evidence, Role, SendStatus, State, TodoItem, TranscriptMessage};
 use crate::channel::MessageRef;
 use crate::engine::EngineError;
 use crate::engine::tools::ActorTools;
@@ -38,6 +38,9 @@ pub(super) struct RunningTurn {
     /// What those messages said, as compared (see `sends::same_text`): a
     /// turn does not send the same thing twice.
     pub(super) said: Vec<String>,
+    /// The todos this turn recorded an answer on, each as it was before:
+    /// an answer the turn then writes to the contact is taken back.
+    pub(super) recorded: Vec<TodoItem>,
     /// The turn's `contact_opted_out` was refused once, as the contact's
     /// words did not ask to stop: a second call goes to a person.
     pub(super) opt_out_refused: bool,
@@ -108,6 +111,7 @@ impl Actor {
             attempted: 0,
             may_send: true,
             said: Vec::new(),
+            recorded: Vec::new(),
             opt_out_refused: false,
             answers,
             answering,

@@ -126,14 +126,15 @@ impl Actor {
                         answer_from(&answered)
                     ))
                 };
-                // A statement the turn writes to the contact is the model's,
-                // quoted or not: a small model asked to send "the order is
-                // cancelled" recorded those words as the delivery day, with
-                // the contact's request as their quote. (The other order,
-                // recorded and then sent, is taken back when it goes out:
-                // see [`Actor::take_back_echoed`].)
+                // A statement the turn wrote to the contact is the model's,
+                // quoted or not: a small model sent an injected message back
+                // and recorded "The order is cancelled." from it as the
+                // delivery day, with the whole message as the quote. (The
+                // other order, recorded and then said as a sentence of its
+                // own, is taken back when it goes out: see
+                // [`Actor::take_back_echoed`].)
                 let turn_said = self.turn.as_ref().map(|t| t.said.as_slice()).unwrap_or_default();
-                if let Some(answer) = learned.filter(|a| turn_said.iter().any(|m| states(m, a))) {
+                if let Some(answer) = learned.filter(|a| turn_said.iter().any(|m| repeats(m, a))) {
                     return Err(ToolError(format!(
                         "todo {todo_id} is not marked: {answer:?} is what you wrote to the contact in this turn, \
                          not what they told you. Record as the answer the contact's own words{}",
@@ -348,11 +349,12 @@ impl Actor {
     }
 
     /// After the turn's message `sent` went out: the answers this turn
-    /// recorded that the message states are taken back (each todo as it
-    /// was before the turn), and the model is told why. Recorded first and
-    /// then written to the contact, they are the model's words, as they are
-    /// the other way round (a small model recorded "The order is cancelled."
-    /// as the delivery day, in the reply that sent it).
+    /// recorded that the message says as sentences of their own
+    /// ([`states`]) are taken back (each todo as it was before the turn),
+    /// and the model is told why: a small model recorded "The order is
+    /// cancelled." as the delivery day, in the reply that then sent it. A
+    /// confirmation that repeats an answer ("Perfect: Friday around 3pm.")
+    /// leaves it.
     pub(super) fn take_back_echoed(&mut self, id: Uuid, turn: u64, sent: &str) -> Option<String> {
         let running = self.turn.as_mut().filter(|t| t.number == turn && t.instance == id)?;
         let at = self.convs.iter().position(|c| c.id == id)?;
@@ -501,16 +503,31 @@ impl Actor {
 
 /// Whether normalised `text` holds the normalised words `wanted`, whole
 /// words only ("friday" is not within "fridays").
-/// Whether `message` states `answer`: the answer is a statement of a few
-/// words or more ("The order is cancelled.") and the message holds it
-/// whole (case, spacing and punctuation aside). A fact a confirmation
-/// naturally repeats ("Friday", "after 3pm") is not one. A statement the
-/// turn writes to the contact is the model's, not the contact's answer.
-fn states(message: &str, answer: &str) -> bool {
-    const STATEMENT_WORDS: usize = 3;
+/// An answer of this many words or more is a statement of its own ("The
+/// order is cancelled."); a shorter one is a fact a confirmation naturally
+/// repeats ("Friday", "after 3pm").
+const STATEMENT_WORDS: usize = 3;
+
+/// The answer's words, normalised, if it is a statement.
+fn statement(answer: &str) -> Option<String> {
     let answer = crate::courtesy::normalise(answer);
-    answer.split(' ').filter(|w| !w.is_empty()).count() >= STATEMENT_WORDS
-        && contains_words(&crate::courtesy::normalise(message), &answer)
+    (answer.split(' ').filter(|w| !w.is_empty()).count() >= STATEMENT_WORDS).then_some(answer)
+}
+
+/// Whether `message`, written before `answer` was recorded, holds it whole
+/// (case, spacing and punctuation aside): the words were the model's before
+/// they were an answer.
+fn repeats(message: &str, answer: &str) -> bool {
+    statement(answer).is_some_and(|answer| contains_words(&crate::courtesy::normalise(message), &answer))
+}
+
+/// Whether `message`, written after `answer` was recorded, says it as a
+/// sentence of its own ("The order is cancelled. Anything else?"). A
+/// confirmation that repeats an answer inside a sentence of its own
+/// ("Perfect: Friday around 3pm.") does not.
+fn states(message: &str, answer: &str) -> bool {
+    let sentences = message.split(['.', '!', '?', ';', '\n']).map(crate::courtesy::normalise);
+    statement(answer).is_some_and(|answer| sentences.into_iter().any(|sentence| sentence == answer))
 }
 
 fn contains_words(text: &str, wanted: &str) -> bool {
@@ -561,7 +578,7 @@ fn rests_on(answer: &str, quote: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{contains_words, quoted_piece, rests_on, states};
+    use super::{contains_words, quoted_piece, repeats, rests_on, states};
     use crate::courtesy::normalise;
     use proptest::prelude::*;
 
@@ -619,31 +636,41 @@ mod tests {
     }
 
     proptest! {
-        /// A message states an answer of three words or more that it holds
-        /// whole, however it is cased and punctuated around it; it never
-        /// states an answer of one or two words (a confirmation repeats
-        /// "Friday"), nor one it does not hold.
+        /// A message repeats an answer of three words or more that it holds
+        /// whole, however it is cased and punctuated around it, and states
+        /// it when the answer is a sentence of its own; neither holds for an
+        /// answer of one or two words (a confirmation repeats "Friday"), nor
+        /// for one the message does not hold.
         #[test]
-        fn a_message_states_an_answer_of_a_few_words_it_holds_whole(
+        fn a_message_repeats_an_answer_it_holds_and_states_one_it_says_as_a_sentence(
             before in proptest::collection::vec("[a-zA-Z0-9]{1,8}[,.!?]?", 0..6),
             answer in proptest::collection::vec("[a-zA-Z0-9]{1,8}", 1..7),
             after in proptest::collection::vec("[a-zA-Z0-9]{1,8}[,.!?]?", 0..6),
+            lead in "[a-zA-Z]{1,8}",
         ) {
-            let message = [before.join(" "), answer.join(" ").to_uppercase() + ".", after.join(" ")].join(" ");
+            let said = answer.join(" ").to_uppercase();
             let recorded = answer.join(", ");
-            prop_assert_eq!(states(&message, &recorded), answer.len() >= 3);
+            let statement = answer.len() >= 3;
+            let within = [before.join(" "), format!("{lead}: {said},"), after.join(" ")].join(" ");
+            prop_assert_eq!(repeats(&within, &recorded), statement);
+            prop_assert!(!states(&within, &recorded), "inside a sentence of its own: {}", within);
+            let alone = [before.join(" ") + ".", format!("{said}!"), after.join(" ")].join(" ");
+            prop_assert_eq!(states(&alone, &recorded), statement);
+            prop_assert_eq!(repeats(&alone, &recorded), statement);
             let longer = format!("{recorded} zzzzzzzzz");
-            prop_assert!(!states(&message, &longer));
-            prop_assert!(!states(&[before.join(" "), after.join(" ")].join(" "), "zzzzzzzzz yyyyyyyyy xxxxxxxxx"));
+            prop_assert!(!repeats(&alone, &longer) && !states(&alone, &longer));
         }
     }
 
     #[test]
     fn what_a_small_model_sent_states_what_it_recorded() {
         let sent = "The order is cancelled. Please let me know if you need anything else.";
-        assert!(states(sent, "The order is cancelled."));
-        assert!(!states("Great, Friday it is!", "Friday"), "a fact a confirmation repeats");
-        assert!(!states("Great, Friday after 3pm then!", "Friday works, any time after 3pm"));
+        assert!(states(sent, "The order is cancelled.") && repeats(sent, "The order is cancelled."));
+        assert!(!repeats("Great, Friday it is!", "Friday"), "a fact a confirmation repeats");
+        assert!(!repeats("Great, Friday after 3pm then!", "Friday works, any time after 3pm"));
+        // A confirmation of what was recorded is not the answer said anew.
+        let confirmed = "Perfect: Friday around 3pm. Thank you, see you then!";
+        assert!(!states(confirmed, "Friday, around 3pm") && repeats(confirmed, "Friday, around 3pm"));
     }
 
     proptest! {

@@ -23,7 +23,7 @@ mod stats;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use figures::{cli, heartbeat, overhead, scale, start};
+use figures::{cli, heartbeat, months, overhead, scale, start};
 use report::Section;
 
 struct Plan {
@@ -33,6 +33,7 @@ struct Plan {
     scale: scale::Sizes,
     heartbeats: usize,
     overhead_runs: usize,
+    months: months::Plan,
 }
 
 impl Plan {
@@ -44,6 +45,7 @@ impl Plan {
             scale: scale::Sizes { sizes: vec![10, 1_000, 10_000], runs: 200, turns: 100 },
             heartbeats: 10_000,
             overhead_runs: 500,
+            months: months::Plan { size: 100_000, runs: 200, turns: 100 },
         }
     }
 
@@ -55,6 +57,7 @@ impl Plan {
             scale: scale::Sizes { sizes: vec![10, 100, 1_000], runs: 50, turns: 30 },
             heartbeats: 1_000,
             overhead_runs: 100,
+            months: months::Plan { size: 2_000, runs: 50, turns: 20 },
         }
     }
 }
@@ -78,7 +81,7 @@ fn main() {
             }
             "-h" | "--help" => {
                 println!(
-                    "relay-bench [--quick] [--out PATH | --print] [--only cli,start,scale,heartbeat,overhead]: \
+                    "relay-bench [--quick] [--out PATH | --print] [--only cli,start,scale,heartbeat,overhead,months]: \
                      measures relay, writes docs/benchmarks.md (not with --only)"
                 );
                 return;
@@ -133,6 +136,9 @@ fn main() {
     }
     if runs("overhead") {
         sections.push(overhead::run(plan.overhead_runs));
+    }
+    if runs("months") {
+        sections.push(months::run(&bin, &model, &plan.months));
     }
     sections.extend(by_size);
     if let Some(memory) = memory {

@@ -51,7 +51,12 @@ pub struct Cursor {
 impl Cursor {
     /// The position of `instance` in the list's order.
     pub fn of(instance: &ConversationInstance) -> Cursor {
-        Cursor { created_at_us: instance.created_at.timestamp_micros(), id: instance.id }
+        Cursor::at(instance.created_at, instance.id)
+    }
+
+    /// The position of the conversation `id` created at `created_at`.
+    pub fn at(created_at: chrono::DateTime<chrono::Utc>, id: Uuid) -> Cursor {
+        Cursor { created_at_us: created_at.timestamp_micros(), id }
     }
 }
 

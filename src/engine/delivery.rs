@@ -21,10 +21,11 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::Shared;
 use super::actor::{Actor, Msg};
-use super::{Shared, contact_of};
 use crate::api::{AwaitingDelivery, ConversationInstance, EventData, SendStatus, State, TranscriptMessage};
 use crate::channel::SentUpdate;
+use crate::contact::Contact;
 use crate::fsm::Event;
 use crate::store::{Journal, Store, StoreError};
 
@@ -181,7 +182,8 @@ impl Shared {
             tracing::debug!(channel_id, "news of a message relay has not recorded (yet)");
             return;
         };
-        let Some(contact) = self.snapshot(instance).map(|i| contact_of(&i)) else { return };
+        let contact = self.read_view(|view| view.get(&instance.to_string()).map(|e| Contact::stored(e.contact())));
+        let Some(contact) = contact else { return };
         let recorded = {
             let actors = self.actors.lock().expect("actors lock");
             match actors.get(&contact) {

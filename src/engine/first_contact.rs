@@ -14,7 +14,6 @@ use chrono::{DateTime, Utc};
 
 use super::Shared;
 use super::actor::Msg;
-use crate::api::ConversationInstance;
 use crate::contact::Contact;
 use crate::courtesy::first_contact::Gate;
 use crate::store::{FirstContactBook, StoreError};
@@ -30,15 +29,14 @@ pub(super) struct Question {
 
 /// A home from before `first-contact.json`: the numbers its conversations
 /// reached or heard from are not new.
-pub(super) fn learn_from(book: &FirstContactBook, instances: &[ConversationInstance]) -> Result<(), StoreError> {
+pub(super) fn learn_from<'a>(
+    book: &FirstContactBook,
+    reached: impl Iterator<Item = &'a str>,
+) -> Result<(), StoreError> {
     if !book.is_fresh() {
         return Ok(());
     }
-    let known: Vec<String> = instances
-        .iter()
-        .filter(|i| i.first_delivered_at.is_some() || i.last_contact_message.is_some())
-        .map(|i| i.target_contact.clone())
-        .collect();
+    let known: Vec<String> = reached.map(str::to_string).collect();
     book.change(|b| b.known.extend(known))
 }
 

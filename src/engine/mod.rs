@@ -203,7 +203,7 @@ pub(crate) struct Shared {
     pub(crate) agent: Arc<dyn Agent>,
     /// Every instance as last persisted, keyed by its hyphenated id (so a
     /// prefix lookup is a range scan).
-    view: RwLock<BTreeMap<String, Arc<ConversationInstance>>>,
+    view: RwLock<BTreeMap<String, view::Entry>>,
     actors: Mutex<HashMap<Contact, ActorHandle>>,
     /// Cancelled when the engine stops (by [`Engine::shutdown`], or by the
     /// token it was started under): nothing new starts, and each actor
@@ -282,14 +282,16 @@ impl Engine {
                 tracing::warn!(unconfirmed, "relay stopped while sending; those messages are marked unconfirmed");
             }
         }
-        let instances = store.load_instances()?;
+        let crate::store::Conversations { live, ended } = store.load_conversations()?;
         // Even a clean stop leaves a fetch under way behind (its channel
         // handle is gone): the file counts as not fetched, and the agent is
         // told to ask for it again. After a clean stop only conversations
         // that had a file are read (a message and its count are written in
         // one step of the actor); after a crash, every transcript that
         // holds a pending file.
-        let with_files: Vec<Uuid> = instances.iter().filter(|i| i.media_received > 0).map(|i| i.id).collect();
+        let with_files: Vec<Uuid> = (live.iter().filter(|i| i.media_received > 0).map(|i| i.id))
+            .chain(ended.iter().filter(|e| e.has_media).map(|e| e.id))
+            .collect();
         let cx = media_label_context(&settings);
         let unfetched = store.settle_interrupted_media(
             clean.then_some(with_files.as_slice()),
@@ -302,12 +304,14 @@ impl Engine {
         // A crash can leave a file no transcript names yet, or a half-written
         // one: gone before anything new is written.
         let mut named = std::collections::HashSet::new();
-        for instance in instances.iter().filter(|i| i.media_received > 0) {
-            let paths = store.read_transcript(instance.id)?.into_iter().filter_map(|m| m.media?.path);
+        for id in &with_files {
+            let paths = store.read_transcript(*id)?.into_iter().filter_map(|m| m.media?.path);
             named.extend(paths.map(std::path::PathBuf::from));
         }
         // Attachments are named by their conversation, sent or not.
-        named.extend(instances.iter().flat_map(|i| &i.attachments).map(|a| std::path::PathBuf::from(&a.path)));
+        let attachments = (live.iter().flat_map(|i| i.attachments.iter().map(|a| &a.path)))
+            .chain(ended.iter().flat_map(|e| &e.attachments));
+        named.extend(attachments.map(std::path::PathBuf::from));
         let orphans = store.media().sweep_orphans(&named)?;
         if !orphans.is_empty() {
             tracing::warn!(removed = orphans.len(), "files no transcript names (left by a crash) were removed");
@@ -321,8 +325,14 @@ impl Engine {
         let sent = SentIndex::load(&store)?;
         let opt_outs = store.open_opt_outs()?;
         let first_contacts = store.open_first_contacts()?;
-        first_contact::learn_from(&first_contacts, &instances)?;
-        let view = instances.into_iter().map(|i| (i.id.to_string(), Arc::new(i))).collect();
+        let reached = (live.iter().filter(|i| i.first_delivered_at.is_some() || i.last_contact_message.is_some()))
+            .map(|i| i.target_contact.as_str())
+            .chain(ended.iter().filter(|e| e.reached).map(|e| e.target_contact.as_str()));
+        first_contact::learn_from(&first_contacts, reached)?;
+        let view = (live.into_iter().map(|i| view::Entry::Live(Arc::new(i))))
+            .chain(ended.into_iter().map(view::Entry::Ended))
+            .map(|entry| (entry.id().to_string(), entry))
+            .collect();
         let transcriber = settings.media.transcription.as_ref().map(|config| {
             let (retries, backoff) = settings.transcription_retries;
             Arc::new(crate::agent::transcribe::Transcriber::new(config, retries, backoff))
@@ -355,7 +365,7 @@ impl Engine {
         // conversations must not cost 10,000².
         let mut live: HashMap<Contact, Vec<Arc<ConversationInstance>>> = HashMap::new();
         engine.shared.read_view(|view| {
-            for instance in view.values().filter(|i| !i.state.is_terminal()) {
+            for instance in view.values().filter_map(view::Entry::live) {
                 live.entry(contact_of(instance)).or_default().push(instance.clone());
             }
         });
@@ -442,30 +452,37 @@ impl Engine {
         contact: Option<&Contact>,
         after: Option<Cursor>,
         limit: usize,
-    ) -> Page<ConversationInstance> {
-        self.shared.read_view(|view| {
+    ) -> Result<Page<ConversationInstance>, EngineError> {
+        let page = self.shared.read_view(|view| {
             let matching = view
                 .values()
-                .filter(|i| states.is_empty() || states.contains(&i.state))
-                .filter(|i| contact.is_none_or(|c| i.target_contact == c.as_str()))
-                .map(|i| (Cursor::of(i), i));
-            // Only the page is copied, inside the lock.
-            Page::of(matching, after, limit).map(|i| (**i).clone())
-        })
+                .filter(|e| states.is_empty() || states.contains(&e.state()))
+                .filter(|e| contact.is_none_or(|c| e.contact() == c.as_str()))
+                .map(|e| (e.cursor(), e));
+            // Only the page's entries are copied, inside the lock.
+            Page::of(matching, after, limit).map(view::Entry::clone)
+        });
+        // Ended ones are read from their files, outside it.
+        let mut items = Vec::with_capacity(page.items.len());
+        for entry in &page.items {
+            items.push((*self.shared.whole(entry)?).clone());
+        }
+        Ok(Page { items, next: page.next, remaining: page.remaining })
     }
 
     pub fn get(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
         let id = self.resolve(id_or_prefix)?;
-        self.shared.snapshot(id).map(|i| (*i).clone()).ok_or_else(|| EngineError::NotFound(id.to_string()))
+        let instance = self.shared.instance(id)?;
+        instance.map(|i| (*i).clone()).ok_or_else(|| EngineError::NotFound(id.to_string()))
     }
 
     /// Turns a full id or a unique prefix (at least 4 characters) into an id.
     pub fn resolve(&self, id_or_prefix: &str) -> Result<Uuid, EngineError> {
         let wanted = id_or_prefix.trim().to_ascii_lowercase();
         if let Ok(id) = Uuid::parse_str(&wanted) {
-            return match self.shared.snapshot(id) {
-                Some(_) => Ok(id),
-                None => Err(EngineError::NotFound(id_or_prefix.to_string())),
+            return match self.shared.read_view(|view| view.contains_key(&id.to_string())) {
+                true => Ok(id),
+                false => Err(EngineError::NotFound(id_or_prefix.to_string())),
             };
         }
         if wanted.len() < limits::MIN_ID_PREFIX || !wanted.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
@@ -692,7 +709,7 @@ impl Engine {
         });
         let mut waiting = BTreeMap::new();
         self.shared.read_view(|view| {
-            for instance in view.values().filter(|i| !i.state.is_terminal()) {
+            for instance in view.values().filter_map(view::Entry::live) {
                 if let Some(reason) = instance.waiting_for {
                     *waiting.entry(reason).or_insert(0) += 1;
                 }
@@ -713,7 +730,7 @@ impl Engine {
 
     /// (conversations not yet ended, all conversations)
     pub fn counts(&self) -> (usize, usize) {
-        self.shared.read_view(|view| (view.values().filter(|i| !i.state.is_terminal()).count(), view.len()))
+        self.shared.read_view(|view| (view.values().filter(|e| e.live().is_some()).count(), view.len()))
     }
 
     /// Stops every actor (interrupting running turns; they re-run at the next

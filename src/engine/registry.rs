@@ -22,7 +22,8 @@ impl Shared {
     /// The live conversations of one contact, oldest first (an actor's state at spawn).
     pub(super) fn live_of(&self, contact: &Contact) -> Vec<Arc<ConversationInstance>> {
         let mut live: Vec<Arc<ConversationInstance>> = self.read_view(|view| {
-            view.values().filter(|i| !i.state.is_terminal() && i.target_contact == contact.as_str()).cloned().collect()
+            let live = view.values().filter_map(super::view::Entry::live);
+            live.filter(|i| i.target_contact == contact.as_str()).cloned().collect()
         });
         live.sort_by_key(|a| (a.created_at, a.id));
         live

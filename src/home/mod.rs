@@ -61,6 +61,11 @@ impl Home {
     pub fn media_dir(&self) -> PathBuf {
         self.root.join("media")
     }
+    /// A line for each ended conversation, so they need not all be read
+    /// at start nor kept in memory (see `store::ended`).
+    pub fn ended_file(&self) -> PathBuf {
+        self.root.join("ended.jsonl")
+    }
     pub fn unrouted_file(&self) -> PathBuf {
         self.root.join("unrouted.jsonl")
     }

@@ -1,6 +1,8 @@
 //! Persistence in the relay home, as plain files a person can read:
 //!
 //! - `instances/<id>.json`: one conversation, replaced atomically on every change;
+//! - `ended.jsonl`: a line for each ended conversation, what lists and
+//!   lookups need of it ([`ended`]);
 //! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line;
 //! - `unrouted.jsonl`: messages from contacts with no live conversation;
 //! - `idempotency.jsonl`: the idempotency keys of the last day;
@@ -17,10 +19,12 @@
 //! acknowledges can be lost.
 
 pub mod atomic;
+pub mod ended;
 mod first_contact;
 pub mod media;
 mod optout;
 
+pub use ended::{Conversations, EndedConversation};
 pub use first_contact::FirstContactBook;
 pub use media::{MediaStore, StoredFile};
 pub use optout::OptOutList;
@@ -88,6 +92,7 @@ impl Journal {
 #[derive(Debug, Clone)]
 pub struct Store {
     instances: PathBuf,
+    ended: ended::EndedIndex,
     transcripts: PathBuf,
     unrouted: PathBuf,
     clean_shutdown: PathBuf,
@@ -106,6 +111,7 @@ impl Store {
         home.create()?;
         Ok(Store {
             instances: home.instances_dir(),
+            ended: ended::EndedIndex::at(home.ended_file()),
             transcripts: home.transcripts_dir(),
             unrouted: home.unrouted_file(),
             clean_shutdown: home.clean_shutdown_file(),
@@ -148,9 +154,25 @@ impl Store {
         self.transcripts.join(format!("{id}.jsonl"))
     }
 
+    /// Writes `instance`; one that has ended gets its line in the index of
+    /// ended conversations too.
     pub fn save_instance(&self, instance: &ConversationInstance) -> Result<(), StoreError> {
         let path = self.instance_path(instance.id);
-        atomic::replace(&path, &to_pretty_json(instance)).map_err(|source| write_error(&path, source))
+        atomic::replace(&path, &to_pretty_json(instance)).map_err(|source| write_error(&path, source))?;
+        if instance.state.is_terminal()
+            && let Err(error) = self.ended.append(&EndedConversation::of(instance))
+        {
+            // The instance is written, and it is the truth: the next start
+            // reads it from its file and writes its line.
+            tracing::warn!(instance = %instance.id, %error, "cannot add an ended conversation to the index");
+        }
+        Ok(())
+    }
+
+    /// The conversations of the home: the live ones whole, the ended ones
+    /// by their lines in `ended.jsonl` (see [`ended`]).
+    pub fn load_conversations(&self) -> Result<Conversations, StoreError> {
+        self.ended.load(&self.instances, read_json::<ConversationInstance>)
     }
 
     /// One instance, as on disk.
@@ -160,6 +182,8 @@ impl Store {
 
     /// Every instance on disk, oldest first. Leftover temp files from a crash
     /// are removed; a file that does not parse stops the load with its path.
+    /// Every conversation, read from its file (tests and tools: the daemon
+    /// reads [`Store::load_conversations`]).
     pub fn load_instances(&self) -> Result<Vec<ConversationInstance>, StoreError> {
         let entries = fs::read_dir(&self.instances).map_err(|source| read_error(&self.instances, source))?;
         let mut instances = Vec::new();

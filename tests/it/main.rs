@@ -23,6 +23,7 @@ mod crash;
 mod delivery;
 mod docs;
 mod doctor;
+mod ended;
 mod engine;
 mod engine_channel;
 mod engine_properties;

@@ -1096,7 +1096,7 @@ mod sent {
         wrong.attachments[1].upload_id = uuid::Uuid::new_v4();
         let refused = w.engine.create(wrong.clone()).await.unwrap_err().to_string();
         assert!(refused.starts_with("relay has no file ") && refused.contains("give the file again"), "{refused}");
-        assert!(w.engine.list(&[], None, None, 1).items.is_empty());
+        assert!(w.engine.list(&[], None, None, 1).unwrap().items.is_empty());
         // The good one is still there for another try.
         wrong.attachments.truncate(1);
         assert_eq!(wrong.attachments[0].upload_id, kept);

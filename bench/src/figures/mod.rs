@@ -2,6 +2,7 @@
 
 pub mod cli;
 pub mod heartbeat;
+pub mod months;
 pub mod overhead;
 pub mod scale;
 pub mod start;

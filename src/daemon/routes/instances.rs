@@ -53,7 +53,7 @@ pub(super) async fn list_instances(
     let contact = query.contact.as_deref().map(Contact::parse).transpose().map_err(|e| invalid(e.to_string()))?;
     let after = query.cursor.as_deref().map(str::parse::<paging::Cursor>).transpose().map_err(invalid)?;
     let limit = paging::limit(query.limit).map_err(invalid)?;
-    let page = app.engine.list(&states.unwrap_or_default(), contact.as_ref(), after, limit);
+    let page = app.engine.list(&states.unwrap_or_default(), contact.as_ref(), after, limit)?;
     let next = page.next.map(|next| {
         let query = ListQuery { cursor: Some(next.to_string()), limit: Some(limit), ..query };
         format!("/instances?{}", serde_urlencoded::to_string(&query).expect("queries serialise"))

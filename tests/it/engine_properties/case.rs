@@ -101,6 +101,7 @@ impl Run {
     pub(super) fn holder(&self, contact: usize) -> Option<ConversationInstance> {
         self.engine
             .list(&[], Some(&self::contact(contact)), None, usize::MAX)
+            .expect("the conversations read")
             .items
             .into_iter()
             .find(|i| i.holds_contact())
@@ -356,7 +357,7 @@ impl Run {
     pub(super) fn check_view(&self) -> Checked<Vec<ConversationInstance>> {
         let disk = self.store.load_instances().map_err(|e| e.to_string())?;
         // Every conversation, in the disk's order (the list is newest first).
-        let mut view = self.engine.list(&[], None, None, usize::MAX).items;
+        let mut view = self.engine.list(&[], None, None, usize::MAX).map_err(|e| e.to_string())?.items;
         view.sort_by_key(|i| (i.created_at, i.id));
         if disk != view {
             let differs = disk.iter().zip(&view).find(|(d, v)| d != v);

@@ -19,6 +19,15 @@ use crate::api::{ErrorCode, OutboxQuery, Outcome, Role, SandboxSayRequest, State
 use crate::client::{Error, InstanceId};
 use crate::config::{AgentSettings, ChannelKind, Config, ModelConfig};
 use crate::trial::{self, Relay};
+
+/// The photo a scenario's contact sends: a valid 1x1 PNG (a vision model's
+/// provider decodes it), whose caption says what it shows.
+const ONE_PIXEL_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00,
+    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
 pub use scenario::Scenario;
 pub use score::Check;
 
@@ -226,9 +235,24 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
             let sent = client.sandbox_outbox(&to_contact).await?.len();
             if sent > answered {
                 let line = &file.contact[said];
-                let message = match scenario::spoken(line) {
-                    None => SandboxSayRequest::text(file.contact_number.clone(), line.clone()),
-                    Some(words) => {
+                let message = match (scenario::spoken(line), scenario::photographed(line)) {
+                    (None, None) => SandboxSayRequest::text(file.contact_number.clone(), line.clone()),
+                    (None, Some(caption)) => {
+                        let upload_id = client.upload(ONE_PIXEL_PNG.to_vec()).await?.upload_id;
+                        let media = crate::api::SandboxMedia {
+                            kind: crate::api::MediaKind::Photo,
+                            upload_id,
+                            mime: None,
+                            file_name: None,
+                            seconds: None,
+                            fail_downloads: 0,
+                        };
+                        SandboxSayRequest {
+                            media: Some(media),
+                            ..SandboxSayRequest::text(file.contact_number.clone(), caption)
+                        }
+                    }
+                    (Some(words), _) => {
                         // About two and a half words a second, as people speak.
                         let seconds = (words.split_whitespace().count() as u32 * 2 / 5).max(1);
                         let note = crate::media::ogg::scripted_voice_note(words, seconds);

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, State, limits};
 
 /// The scenarios relay ships with, by name (the file's stem).
-const BUILT_IN: [(&str, &str); 10] = [
+const BUILT_IN: [(&str, &str); 11] = [
     ("cooperative", include_str!("../../scenarios/cooperative.toml")),
     ("two-in-one", include_str!("../../scenarios/two-in-one.toml")),
     ("silent", include_str!("../../scenarios/silent.toml")),
@@ -22,6 +22,7 @@ const BUILT_IN: [(&str, &str); 10] = [
     ("are-you-a-bot", include_str!("../../scenarios/are-you-a-bot.toml")),
     ("typed", include_str!("../../scenarios/typed.toml")),
     ("voice-note", include_str!("../../scenarios/voice-note.toml")),
+    ("photo", include_str!("../../scenarios/photo.toml")),
 ];
 
 /// A contact line that starts with this is a voice note of the words after
@@ -32,6 +33,16 @@ pub const VOICE: &str = "(voice) ";
 /// The words of a voice line, if `line` is one.
 pub fn spoken(line: &str) -> Option<&str> {
     line.strip_prefix(VOICE)
+}
+
+/// A contact line that starts with this is a photo with the words after it
+/// as its caption (the photo itself is a 1x1 PNG: what the contact says of
+/// it is in the caption, as people send a reading or a receipt).
+pub const PHOTO: &str = "(photo) ";
+
+/// The caption of a photo line, if `line` is one.
+pub fn photographed(line: &str) -> Option<&str> {
+    line.strip_prefix(PHOTO)
 }
 
 /// How long a run's canary is (`RC-` and 10 hex digits).
@@ -178,7 +189,7 @@ impl Scenario {
             return Err(fail(format!("language {language:?}: relay eval can tell only {}", LANGUAGES.join(" and "))));
         }
         for (n, line) in file.contact.iter().enumerate() {
-            let words = spoken(line).unwrap_or(line);
+            let words = spoken(line).or_else(|| photographed(line)).unwrap_or(line);
             crate::engine::bounded_text(
                 &format!("contact line {}", n + 1),
                 words.to_string(),

@@ -435,3 +435,44 @@ fn the_voice_note_scenario_is_heard_and_its_answers_count() {
         ]
     );
 }
+
+/// The built-in photo scenario: the contact answers with a photo whose
+/// caption holds the reading; the model reads it labelled as a photo, cites
+/// the photo as the answer's evidence, and the answer counts.
+#[test]
+fn the_photo_scenario_sends_a_photo_and_an_answer_resting_on_it_counts() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let sees: Responder = Arc::new(|_, request| {
+        if last_message(request)["role"] == "tool" {
+            let marked = request["messages"].to_string().contains("mark_todo_item");
+            return match marked {
+                true => Reply::tool("end_conversation", json!({"reason": "read", "outcome": "achieved"})),
+                false => Reply::Text(String::new()),
+            };
+        }
+        let said = contact_said(request);
+        let send = |text: &str| ("send_message".to_string(), json!({ "text": text }));
+        if said.starts_with("[photo m1") {
+            let answer = json!({"todo_id": "1", "status": "completed", "answer": "04512", "media": "m1"});
+            Reply::Tools(vec![("mark_todo_item".to_string(), answer), send("Thank you!")])
+        } else {
+            Reply::Tools(vec![send("Hi! Could you send me this month's meter reading?")])
+        }
+    });
+    let model = runtime.block_on(ScriptedModel::start(sees)).unwrap();
+    let relay = Relay::uninitialised();
+    let dir = scenarios(&[("photo", &built_in("photo"))]);
+    let run = run_within(eval_against(&relay, &model, dir.path()), std::time::Duration::from_secs(120));
+    let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    let score = &card["scenarios"][0];
+    assert_eq!(score["passed"], true, "{score:#}");
+    let contact: Vec<&str> = score["conversation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["from"] == "contact")
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(contact.len(), 1, "{contact:?}");
+    assert!(contact[0].starts_with("[photo m1") && contact[0].contains("it reads 04512"), "{contact:?}");
+}

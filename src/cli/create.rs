@@ -6,9 +6,8 @@ use super::output::say;
 use super::{CliError, Context, output};
 use chrono::{DateTime, Utc};
 
-use crate::api::{
-    AnswerSchema, BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewAttachment, NewTodo, limits,
-};
+use crate::api::{AnswerSchema, BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewTodo, limits};
+use crate::client::LocalFile;
 use crate::template::Templates;
 
 #[derive(Debug, clap::Args)]
@@ -88,9 +87,6 @@ pub struct Args {
     pub idempotency_key: Option<String>,
 }
 
-/// A file to give relay: its name (as the contact will see it) and bytes.
-pub(super) type LocalFile = (Option<String>, Vec<u8>);
-
 /// Each file's name and bytes, or which one cannot be read and why.
 fn read_files(paths: &[std::path::PathBuf]) -> Result<Vec<LocalFile>, CliError> {
     if paths.len() > limits::MAX_ATTACHMENTS {
@@ -100,13 +96,12 @@ fn read_files(paths: &[std::path::PathBuf]) -> Result<Vec<LocalFile>, CliError> 
             paths.len()
         )));
     }
-    paths.iter().map(read_file).collect()
+    paths.iter().map(|p| read_file(p)).collect()
 }
 
 /// One file's name and bytes (`--attach`, `relay send --file`).
-pub(super) fn read_file(path: &std::path::PathBuf) -> Result<LocalFile, CliError> {
-    let bytes = std::fs::read(path).map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
-    Ok((path.file_name().map(|n| n.to_string_lossy().into_owned()), bytes))
+pub(super) fn read_file(path: &std::path::Path) -> Result<LocalFile, CliError> {
+    crate::client::read_local_file(path).map_err(CliError::usage)
 }
 
 pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -212,11 +207,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     // Every file read before any is given to relay: a wrong path costs nothing.
     let files = read_files(&args.attach)?;
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
-    let mut request = request;
-    for (name, bytes) in files {
-        let uploaded = client.upload(bytes).await?;
-        request.attachments.push(NewAttachment { upload_id: uploaded.upload_id, name });
-    }
+    let request = CreateInstanceRequest { attachments: client.attachments(files).await?, ..request };
     let created = client.create(&request).await?;
     if ctx.json {
         output::json(&created);

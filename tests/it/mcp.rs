@@ -586,6 +586,31 @@ fn an_agent_creates_typed_todos() {
     assert_eq!(mcp.close(), Some(0));
 }
 
+/// Files on the agent's machine become the conversation's attachments,
+/// read and given to relay before it is created; a path that cannot be read
+/// is a clear error, and nothing is created.
+#[test]
+fn an_agent_attaches_files_by_path() {
+    let relay = Relay::started();
+    let (mut mcp, _) = McpClient::connect(&relay);
+    let dir = tempfile::tempdir().unwrap();
+    let invoice = dir.path().join("factura marzo.pdf");
+    std::fs::write(&invoice, b"%PDF-1.4\n1 0 obj\n").unwrap();
+    let with_file = json!({"objective": "Send the invoice", "contact": CONTACT, "todos": ["Send it"],
+        "attach": [invoice.to_str().unwrap()]});
+    let id = document(&mcp.call("create_conversation", with_file))["id"].as_str().unwrap().to_string();
+    let attachments = relay.get(&id)["attachments"].clone();
+    assert_eq!(attachments[0]["name"], "factura marzo.pdf", "{attachments}");
+    assert_eq!(attachments[0]["kind"], "document", "{attachments}");
+    let missing = dir.path().join("nowhere.pdf");
+    let wrong = json!({"objective": "o", "contact": CONTACT, "todos": ["t"], "attach": [missing.to_str().unwrap()]});
+    let refused = mcp.call("create_conversation", wrong);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("attach: cannot read") && text(&refused).contains("nowhere.pdf"), "{refused}");
+    assert_eq!(relay.instances().len(), 1, "nothing more was created");
+    assert_eq!(mcp.close(), Some(0));
+}
+
 /// A long wait tells a client that gave a progressToken where the
 /// conversation stands, with rising progress; a cancelled wait
 /// (`notifications/cancelled`) ends the daemon's long poll behind it at
@@ -788,6 +813,8 @@ fn input_schemas_carry_the_daemons_limits() {
         ("create_conversation", "max_turns", "minimum", json!(1)),
         ("create_conversation", "max_tokens", "minimum", json!(1)),
         ("create_conversation", "expires_at", "format", json!("date-time")),
+        ("create_conversation", "attach", "maxItems", json!(limits::MAX_ATTACHMENTS)),
+        ("create_conversation", "attach/items", "minLength", json!(1)),
         ("create_conversation", "idempotency_key", "minLength", json!(1)),
         ("create_conversation", "idempotency_key", "maxLength", json!(limits::MAX_IDEMPOTENCY_KEY_CHARS)),
         ("create_conversation", "idempotency_key", "pattern", key.clone()),

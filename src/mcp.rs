@@ -260,9 +260,16 @@ pub struct SendArgs {
     /// The conversation id, or a unique prefix of at least 4 characters.
     #[schemars(length(min = limits::MIN_ID_PREFIX), regex(pattern = limits::ID_PATTERN))]
     pub id: String,
-    /// The text to send to the contact, exactly as it should arrive.
+    /// The text to send to the contact, exactly as it should arrive; with
+    /// `file`, the words under the file (optional then).
+    #[serde(default)]
     #[schemars(length(min = 1, max = limits::MAX_MESSAGE_CHARS))]
-    pub message: String,
+    pub message: Option<String>,
+    /// A file on this machine to send (a path): an image goes as a photo,
+    /// anything else as a document under its file name.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = MAX_PATH_CHARS))]
+    pub file: Option<String>,
     /// Makes a retry safe: the same key again returns the message the first
     /// call sent and sends nothing (keys are kept 24 hours).
     #[serde(default)]
@@ -529,8 +536,9 @@ the contact yourself, use `send_to_contact`.",
     #[tool(
         description = "Send a WhatsApp message to the conversation's contact yourself, word for word \
 (recorded with role `manual`; relay's agent sees it). relay's agent normally does the writing: use this only \
-when you must say something yourself. Returns the transcript message once the channel took it. Pass an \
-idempotency_key if you might retry: the same key returns the first message and sends nothing.",
+when you must say something yourself. `file` sends a file from this machine instead, with `message` as its \
+caption. Returns the transcript message once the channel took it. Pass an idempotency_key if you might retry: \
+the same key returns the first message and sends nothing.",
         output_schema = output_schema::<TranscriptMessage>(),
         annotations(read_only_hint = false, destructive_hint = false, open_world_hint = true)
     )]
@@ -539,7 +547,18 @@ idempotency_key if you might retry: the same key returns the first message and s
             async {
                 let id = InstanceId::parse(&args.id)?;
                 let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
-                client.send(&id, &SendMessageRequest::text(args.message)).await
+                let request = match (args.message, args.file) {
+                    (message, Some(path)) => {
+                        let (name, bytes) = crate::client::read_local_file(std::path::Path::new(&path))
+                            .map_err(|e| usage(format!("file: {e}")))?;
+                        let uploaded = client.upload(bytes).await?;
+                        let file = crate::api::SendFile { upload_id: uploaded.upload_id, name, caption: message };
+                        SendMessageRequest { message: None, file: Some(file) }
+                    }
+                    (Some(message), None) => SendMessageRequest::text(message),
+                    (None, None) => return Err(usage("give message, or file (with message as its caption)".into())),
+                };
+                client.send(&id, &request).await
             }
             .await,
         )

@@ -587,10 +587,11 @@ fn an_agent_creates_typed_todos() {
 }
 
 /// Files on the agent's machine become the conversation's attachments,
-/// read and given to relay before it is created; a path that cannot be read
-/// is a clear error, and nothing is created.
+/// read and given to relay before it is created (a path that cannot be read
+/// is a clear error, and nothing is created), or go to the contact with
+/// `send_to_contact`.
 #[test]
-fn an_agent_attaches_files_by_path() {
+fn an_agent_attaches_and_sends_files_by_path() {
     let relay = Relay::started();
     let (mut mcp, _) = McpClient::connect(&relay);
     let dir = tempfile::tempdir().unwrap();
@@ -608,6 +609,14 @@ fn an_agent_attaches_files_by_path() {
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("attach: cannot read") && text(&refused).contains("nowhere.pdf"), "{refused}");
     assert_eq!(relay.instances().len(), 1, "nothing more was created");
+    // The agent sends a file itself, with its message as the caption.
+    let sent = json!({"id": id, "file": invoice.to_str().unwrap(), "message": "Here it is"});
+    let sent = document(&mcp.call("send_to_contact", sent));
+    assert_eq!((sent["role"].as_str(), sent["media"]["kind"].as_str()), (Some("manual"), Some("document")), "{sent}");
+    assert_eq!(sent["media"]["caption"], "Here it is", "{sent}");
+    let neither = mcp.call("send_to_contact", json!({"id": id}));
+    assert_eq!(neither["isError"], true, "{neither}");
+    assert!(text(&neither).contains("give message, or file"), "{neither}");
     assert_eq!(mcp.close(), Some(0));
 }
 

@@ -23,7 +23,7 @@ mod stats;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use figures::{cli, heartbeat, months, overhead, scale, start};
+use figures::{catchup, cli, connections, heartbeat, months, overhead, scale, start};
 use report::Section;
 
 struct Plan {
@@ -34,6 +34,10 @@ struct Plan {
     heartbeats: usize,
     overhead_runs: usize,
     months: months::Plan,
+    /// Idle connections in the storm.
+    storm: usize,
+    /// Events in the large log.
+    events: u64,
 }
 
 impl Plan {
@@ -46,6 +50,9 @@ impl Plan {
             heartbeats: 10_000,
             overhead_runs: 500,
             months: months::Plan { size: 100_000, runs: 200, turns: 100 },
+            // The machine's file limit is 20,000: what is left after the bench's own.
+            storm: 19_000,
+            events: 1_000_000,
         }
     }
 
@@ -58,6 +65,8 @@ impl Plan {
             heartbeats: 1_000,
             overhead_runs: 100,
             months: months::Plan { size: 2_000, runs: 50, turns: 20 },
+            storm: 2_000,
+            events: 50_000,
         }
     }
 }
@@ -81,7 +90,7 @@ fn main() {
             }
             "-h" | "--help" => {
                 println!(
-                    "relay-bench [--quick] [--out PATH | --print] [--only cli,start,scale,heartbeat,overhead,months]: \
+                    "relay-bench [--quick] [--out PATH | --print] [--only cli,start,scale,heartbeat,overhead,months,connections,catchup]: \
                      measures relay, writes docs/benchmarks.md (not with --only)"
                 );
                 return;
@@ -139,6 +148,12 @@ fn main() {
     }
     if runs("months") {
         sections.push(months::run(&bin, &model, &plan.months));
+    }
+    if runs("connections") {
+        sections.push(connections::run(&bin, &model, plan.storm, plan.months.runs));
+    }
+    if runs("catchup") {
+        sections.push(catchup::run(&bin, &model, plan.events, plan.months.runs));
     }
     sections.extend(by_size);
     if let Some(memory) = memory {

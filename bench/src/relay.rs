@@ -41,6 +41,12 @@ impl Relay {
         let path = relay.path().join("config.json");
         let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         config["agent"]["reply_window_ms"] = json!(0);
+        // What protects people is not what is measured: the figures must
+        // not depend on the hour, on how many numbers a run writes to
+        // first (10 a day by default), nor on a disclosure line.
+        config["courtesy"]["quiet_hours"] = json!("off");
+        config["courtesy"]["max_new_contacts_per_day"] = json!(0);
+        config["courtesy"]["disclosure"] = json!("off");
         std::fs::write(&path, config.to_string()).unwrap();
         relay
     }

@@ -1,6 +1,8 @@
 //! One module per figure of docs/benchmarks.md.
 
+pub mod catchup;
 pub mod cli;
+pub mod connections;
 pub mod heartbeat;
 pub mod months;
 pub mod overhead;

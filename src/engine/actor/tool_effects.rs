@@ -555,11 +555,30 @@ fn quoted_piece(message: &str, wanted: &[String]) -> Option<String> {
     Some(words[first..=last].join(" "))
 }
 
+/// Words of 4 letters or more that say nothing of an answer by themselves,
+/// in the languages relay's agent is rated in. Sharing one with the quote
+/// is no sign that the answer rests on it: the 0.5B model recorded relay's
+/// own instruction ("record what they told you with mark_todo_item...") as
+/// an answer, quoting "Hi, yes that's me. What do you need?" ("what").
+const FUNCTION_WORDS: &[&str] = &[
+    // English
+    "what", "what's", "that", "that's", "this", "these", "those", "with", "they", "they're", "them", "their", "there",
+    "then", "than", "have", "has", "from", "your", "yours", "will", "would", "could", "should", "shall", "been",
+    "being", "were", "when", "where", "which", "while", "about", "just", "also", "only", "into", "onto", "some",
+    "here", "does", "doesn't", "don't", "didn't", "done", "like", "very", "want", "need", "know", "okay", "sure",
+    "please", "thanks", "thank", "hello", "it's", "i'll", "i'm", "let's", "can't", "won't", "because", "maybe",
+    "every", "other", "more", "most", "much", "many", "well", "yeah", // Spanish
+    "para", "pero", "como", "cómo", "esto", "esta", "está", "este", "estos", "estas", "todo", "toda", "todos", "bien",
+    "sobre", "cuando", "donde", "dónde", "porque", "tengo", "tiene", "hola", "gracias", "quiero", "necesito", "puedo",
+    "puede", "desde", "hasta", "entre", "también", "muy", "nada", "algo", "pues", "sí",
+];
+
 /// Whether `answer` rests on `quote`, the words given as its evidence: each
 /// number in it is in the quote (a date or an amount is never the model's
-/// to add), and it shares with the quote a word of 4 letters or more, or
-/// holds no word the quote lacks ("yes", "3pm"). Else why not, for the
-/// model. Words compare as [`crate::courtesy::normalise`] leaves them.
+/// to add), and it shares with the quote a word of 4 letters or more that
+/// is not a [`FUNCTION_WORDS`] one, or holds no word the quote lacks
+/// ("yes", "3pm"). Else why not, for the model. Words compare as
+/// [`crate::courtesy::normalise`] leaves them.
 fn rests_on(answer: &str, quote: &str) -> Result<(), String> {
     let quoted = crate::courtesy::normalise(quote);
     let quoted: std::collections::HashSet<&str> = quoted.split(' ').collect();
@@ -569,7 +588,8 @@ fn rests_on(answer: &str, quote: &str) -> Result<(), String> {
     if let Some(added) = words.iter().find(|w| number(w) && !quoted.contains(*w)) {
         return Err(format!("{added} is not in it"));
     }
-    let shared = words.iter().any(|w| !number(w) && w.chars().count() >= 4 && quoted.contains(w));
+    let telling = |w: &&&str| !number(w) && w.chars().count() >= 4 && !FUNCTION_WORDS.contains(*w);
+    let shared = words.iter().filter(telling).any(|w| quoted.contains(w));
     match shared || words.iter().all(|w| quoted.contains(w)) {
         true => Ok(()),
         false => Err("they share no word".into()),
@@ -697,6 +717,22 @@ mod tests {
         fn an_answer_sharing_no_word_with_the_quote_does_not_rest_on_it(quote in "[a-m ]{1,40}", answer in "[n-z]{1,8}( [n-z]{1,8}){0,4}") {
             prop_assert!(rests_on(&answer, &quote).is_err());
         }
+
+        /// Words that say nothing by themselves ("what", "with", "para")
+        /// shared with the quote are no evidence: an answer of other words
+        /// does not rest on it, however many of them both hold.
+        #[test]
+        fn sharing_only_words_that_say_nothing_is_no_evidence(
+            common in proptest::collection::vec(prop::sample::select(super::FUNCTION_WORDS.to_vec()), 1..4),
+            quote in "[a-m]{1,8}( [a-m]{1,8}){0,4}",
+            answer in "[n-z]{1,8}( [n-z]{1,8}){0,4}",
+        ) {
+            let common = common.join(" ");
+            let quote = format!("{quote}, {common}?");
+            let (before, after) = (format!("{common} {answer}"), format!("{answer} {common}."));
+            prop_assert!(rests_on(&before, &quote).is_err(), "{}", quote);
+            prop_assert!(rests_on(&after, &quote).is_err(), "{}", quote);
+        }
     }
 
     #[test]
@@ -710,5 +746,9 @@ mod tests {
             rests_on("The delivery day is Friday", "Before I answer: am I talking to a bot?"),
             Err("they share no word".into())
         );
+        // What the 0.5B model recorded, relay's own instruction, beside the
+        // contact's greeting: only "what" and "you" in common.
+        let instruction = "record what they told you with mark_todo_item, and answer with send_message.)";
+        assert_eq!(rests_on(instruction, "Hi, yes that's me. What do you need?"), Err("they share no word".into()));
     }
 }

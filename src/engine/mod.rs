@@ -282,7 +282,21 @@ impl Engine {
                 tracing::warn!(unconfirmed, "relay stopped while sending; those messages are marked unconfirmed");
             }
         }
-        let crate::store::Conversations { live, ended } = store.load_conversations()?;
+        let crate::store::Conversations { mut live, ended } = store.load_conversations()?;
+        // A receipt written to the transcript just before relay stopped may
+        // not have reached its conversation: what the awaited message says
+        // now is noted as the receipt would have been, or the conversation
+        // would wait for one that already came.
+        for instance in live.iter_mut().filter(|i| i.awaiting_delivery.is_some()) {
+            let awaited = instance.awaiting_delivery.as_ref().map(|a| a.message_id);
+            let transcript = store.read_transcript(instance.id)?;
+            let Some(message) = transcript.iter().find(|m| Some(m.id) == awaited) else { continue };
+            let before = instance.clone();
+            delivery::note(instance, message);
+            if *instance != before {
+                store.save_instance(instance)?;
+            }
+        }
         // Even a clean stop leaves a fetch under way behind (its channel
         // handle is gone): the file counts as not fetched, and the agent is
         // told to ask for it again. After a clean stop only conversations

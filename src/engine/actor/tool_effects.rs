@@ -501,8 +501,6 @@ impl Actor {
     }
 }
 
-/// Whether normalised `text` holds the normalised words `wanted`, whole
-/// words only ("friday" is not within "fridays").
 /// An answer of this many words or more is a statement of its own ("The
 /// order is cancelled."); a shorter one is a fact a confirmation naturally
 /// repeats ("Friday", "after 3pm").
@@ -530,6 +528,8 @@ fn states(message: &str, answer: &str) -> bool {
     statement(answer).is_some_and(|answer| sentences.into_iter().any(|sentence| sentence == answer))
 }
 
+/// Whether normalised `text` holds the normalised words `wanted`, whole
+/// words only ("friday" is not within "fridays").
 fn contains_words(text: &str, wanted: &str) -> bool {
     format!(" {text} ").contains(&format!(" {wanted} "))
 }

@@ -551,6 +551,13 @@ impl ConversationInstance {
         }
     }
 
+    /// Whether this conversation has reached its contact: a device of theirs
+    /// received one of relay's messages, or they wrote. A contact reached
+    /// once is no longer a first contact (`engine::first_contact`).
+    pub fn reached_contact(&self) -> bool {
+        self.first_delivered_at.is_some() || self.last_contact_message.is_some()
+    }
+
     /// Live conversations hold their contact: at most one per contact. A
     /// queued conversation (paused or not) does not.
     pub fn holds_contact(&self) -> bool {

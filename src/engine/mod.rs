@@ -339,7 +339,7 @@ impl Engine {
         let sent = SentIndex::load(&store)?;
         let opt_outs = store.open_opt_outs()?;
         let first_contacts = store.open_first_contacts()?;
-        let reached = (live.iter().filter(|i| i.first_delivered_at.is_some() || i.last_contact_message.is_some()))
+        let reached = (live.iter().filter(|i| i.reached_contact()))
             .map(|i| i.target_contact.as_str())
             .chain(ended.iter().filter(|e| e.reached).map(|e| e.target_contact.as_str()));
         first_contact::learn_from(&first_contacts, reached)?;

@@ -50,7 +50,7 @@ impl EndedConversation {
             created_at: instance.created_at,
             has_media: instance.media_received > 0,
             attachments: instance.attachments.iter().map(|a| a.path.clone()).collect(),
-            reached: instance.first_delivered_at.is_some() || instance.last_contact_message.is_some(),
+            reached: instance.reached_contact(),
         }
     }
 }

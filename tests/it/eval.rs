@@ -393,14 +393,9 @@ fn a_closed_stdout_ends_the_run_quietly_and_leaves_nothing_behind() {
 /// it labelled as a transcript; answers resting on it pass.
 #[test]
 fn the_voice_note_scenario_is_heard_and_its_answers_count() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     let hears: Responder = Arc::new(|_, request| {
         if last_message(request)["role"] == "tool" {
-            let marked = request["messages"].to_string().contains("mark_todo_item");
-            return match marked {
-                true => Reply::tool("end_conversation", json!({"reason": "agreed", "outcome": "achieved"})),
-                false => Reply::Text(String::new()),
-            };
+            return ends_once_marked(request, "agreed");
         }
         let said = contact_said(request);
         let send = |text: &str| ("send_message".to_string(), json!({ "text": text }));
@@ -413,22 +408,10 @@ fn the_voice_note_scenario_is_heard_and_its_answers_count() {
             Reply::Tools(vec![send("Which day and time suit you for the delivery?")])
         }
     });
-    let model = runtime.block_on(ScriptedModel::start(hears)).unwrap();
-    let relay = Relay::uninitialised();
-    let dir = scenarios(&[("voice-note", &built_in("voice-note"))]);
-    let run = run_within(eval_against(&relay, &model, dir.path()), std::time::Duration::from_secs(120));
-    let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
-    let score = &card["scenarios"][0];
+    let score = built_in_scored("voice-note", hears);
     assert_eq!(score["passed"], true, "{score:#}");
-    let contact: Vec<&str> = score["conversation"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["from"] == "contact")
-        .map(|l| l["text"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        contact,
+        contact_lines(&score),
         [
             "Hi, yes that's me. What do you need?",
             "[voice note m1, 0:03, transcribed] Friday works for me, in the afternoon around three."
@@ -441,38 +424,48 @@ fn the_voice_note_scenario_is_heard_and_its_answers_count() {
 /// the photo as the answer's evidence, and the answer counts.
 #[test]
 fn the_photo_scenario_sends_a_photo_and_an_answer_resting_on_it_counts() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     let sees: Responder = Arc::new(|_, request| {
         if last_message(request)["role"] == "tool" {
-            let marked = request["messages"].to_string().contains("mark_todo_item");
-            return match marked {
-                true => Reply::tool("end_conversation", json!({"reason": "read", "outcome": "achieved"})),
-                false => Reply::Text(String::new()),
-            };
+            return ends_once_marked(request, "read");
         }
-        let said = contact_said(request);
         let send = |text: &str| ("send_message".to_string(), json!({ "text": text }));
-        if said.starts_with("[photo m1") {
+        if contact_said(request).starts_with("[photo m1") {
             let answer = json!({"todo_id": "1", "status": "completed", "answer": "04512", "media": "m1"});
             Reply::Tools(vec![("mark_todo_item".to_string(), answer), send("Thank you!")])
         } else {
             Reply::Tools(vec![send("Hi! Could you send me this month's meter reading?")])
         }
     });
-    let model = runtime.block_on(ScriptedModel::start(sees)).unwrap();
-    let relay = Relay::uninitialised();
-    let dir = scenarios(&[("photo", &built_in("photo"))]);
-    let run = run_within(eval_against(&relay, &model, dir.path()), std::time::Duration::from_secs(120));
-    let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
-    let score = &card["scenarios"][0];
+    let score = built_in_scored("photo", sees);
     assert_eq!(score["passed"], true, "{score:#}");
-    let contact: Vec<&str> = score["conversation"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["from"] == "contact")
-        .map(|l| l["text"].as_str().unwrap())
-        .collect();
+    let contact = contact_lines(&score);
     assert_eq!(contact.len(), 1, "{contact:?}");
     assert!(contact[0].starts_with("[photo m1") && contact[0].contains("it reads 04512"), "{contact:?}");
+}
+
+/// What a scripted model does after its tools ran, in the built-in media
+/// scenarios: ends the conversation once it has recorded an answer, and
+/// otherwise says nothing (the turn ends; the contact's next line comes).
+fn ends_once_marked(request: &Value, reason: &str) -> Reply {
+    match request["messages"].to_string().contains("mark_todo_item") {
+        true => Reply::tool("end_conversation", json!({"reason": reason, "outcome": "achieved"})),
+        false => Reply::Text(String::new()),
+    }
+}
+
+/// The built-in scenario `name` alone, against a scripted model: its score.
+fn built_in_scored(name: &str, responder: Responder) -> Value {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime.block_on(ScriptedModel::start(responder)).unwrap();
+    let relay = Relay::uninitialised();
+    let dir = scenarios(&[(name, &built_in(name))]);
+    let run = run_within(eval_against(&relay, &model, dir.path()), std::time::Duration::from_secs(120));
+    let card: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    card["scenarios"][0].clone()
+}
+
+/// What the contact said in a scored conversation, in order.
+fn contact_lines(score: &Value) -> Vec<String> {
+    let lines = score["conversation"].as_array().unwrap().iter();
+    lines.filter(|l| l["from"] == "contact").map(|l| l["text"].as_str().unwrap().to_string()).collect()
 }

@@ -78,8 +78,7 @@ impl Actor {
         let instance = &self.convs[index];
         let new = self.shared.first_contacts.read(|b| b.is_new(self.contact.as_str()));
         if new
-            && instance.first_delivered_at.is_none()
-            && instance.last_contact_message.is_none()
+            && !instance.reached_contact()
             && let Err(error) = self.update(id, |i| i.first_message_refused = true)
         {
             tracing::error!(instance = %id, %error, "cannot record a refused first message");

@@ -105,6 +105,7 @@ impl Client {
     }
 
     fn at(port: u16, token: Option<String>) -> Client {
+        crate::util::choose_tls_crypto();
         let http = reqwest::Client::builder()
             .no_proxy()
             // The daemon closes a connection idle for `http.header_timeout`

@@ -8,6 +8,17 @@ use std::time::Duration;
 /// `InboundSink` traits (which are used as trait objects).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Makes ring the TLS crypto of every HTTPS client relay builds; call it
+/// before building one (later calls do nothing). whatsapp-rust's transport
+/// installs ring for itself, so relay uses one implementation rather than
+/// two: reqwest's default, aws-lc, is a C library whose build was 100 s of a
+/// clean release build (docs/benchmarks.md, "Build time").
+pub fn choose_tls_crypto() {
+    // An error means a provider is installed already: ring, by this or by
+    // whatsapp-rust.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// relay's one retry policy: wait `first`, then twice as long each time, up
 /// to `max`. Model calls, WhatsApp sends and reconnects, and webhook
 /// deliveries all back off this way; what differs is only their settings.

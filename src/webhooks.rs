@@ -121,6 +121,7 @@ impl Webhooks {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => File::default(),
             Err(source) => return Err(StoreError::Read { path: path.display().to_string(), source }),
         };
+        crate::util::choose_tls_crypto();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_millis(settings.timeout_ms))
             .redirect(reqwest::redirect::Policy::none())

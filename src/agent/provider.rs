@@ -19,6 +19,7 @@ use crate::config::{ModelConfig, Provider};
 /// Builds the model. Fails (with a message for the operator) when its API key
 /// cannot be found.
 pub fn connect(config: &ModelConfig) -> Result<DynModel<Completion>, String> {
+    crate::util::choose_tls_crypto();
     let key = api_key(config)?;
     let name = config.name.clone();
     let model = match config.provider {

@@ -36,6 +36,7 @@ impl Transcriber {
     pub fn new(config: &TranscriptionConfig, max_retries: u32, retry_backoff: Duration) -> Transcriber {
         let key =
             super::provider::resolve_key(config.api_key_env.as_deref(), config.api_key.as_deref(), "transcription");
+        crate::util::choose_tls_crypto();
         let model = key.clone().map(|key| {
             let key = key.unwrap_or_default();
             let mut server = OpenAIConfig::new(key.clone()).with_base_url(config.base_url.trim_end_matches('/'));

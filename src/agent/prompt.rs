@@ -297,6 +297,69 @@ pub fn note(turn: &Turn, now: DateTime<Utc>, omitted: usize) -> String {
     p
 }
 
+/// Words in a row that, found in what the model records as the contact's
+/// answer, show it copied relay's own instructions instead.
+pub const INSTRUCTION_RUN_WORDS: usize = 4;
+
+/// relay's own words to the model, as it writes them for any conversation:
+/// the system prompt and each kind of note for a conversation with nothing
+/// of its own (no objective, todos or messages), the reminder to act, and
+/// the tools' descriptions. Rendered from the functions that write them, so
+/// they stay in step.
+pub fn instructions() -> &'static [String] {
+    static TEXTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        let instance = crate::api::ConversationInstance::new(
+            String::new(),
+            String::new(),
+            Vec::new(),
+            crate::api::HeartbeatConfig::default(),
+        );
+        let kinds = [
+            TurnKind::FirstMessage,
+            TurnKind::Reply,
+            TurnKind::FollowUp { number: 1, max: 1 },
+            TurnKind::Resume,
+            TurnKind::Answered,
+        ];
+        let mut texts = Vec::new();
+        for kind in kinds {
+            let turn = Turn {
+                kind,
+                instance: instance.clone(),
+                transcript: Vec::new(),
+                already_spoke: false,
+                images: Vec::new(),
+            };
+            if texts.is_empty() {
+                texts.push(system_prompt(&turn));
+                texts.push(act_through_tools(&turn));
+            }
+            texts.push(note(&turn, DateTime::UNIX_EPOCH, 0));
+        }
+        texts.extend(super::tools::definitions().into_iter().map(|d| d.description));
+        texts
+    });
+    &TEXTS
+}
+
+/// Whether relay's [`instructions`] hold `run`: words as
+/// [`crate::courtesy::normalise`] leaves them, one space apart,
+/// [`INSTRUCTION_RUN_WORDS`] of them. (A small model recorded "record what
+/// they told you with mark_todo_item, and answer with send_message.)", the
+/// end of relay's note, as a contact's answer.)
+pub fn instructions_hold(run: &str) -> bool {
+    static RUNS: std::sync::LazyLock<std::collections::HashSet<String>> = std::sync::LazyLock::new(|| {
+        let mut runs = std::collections::HashSet::new();
+        for text in instructions() {
+            let words = crate::courtesy::normalise(text);
+            let words: Vec<&str> = words.split(' ').filter(|w| !w.is_empty()).collect();
+            runs.extend(words.windows(INSTRUCTION_RUN_WORDS).map(|run| run.join(" ")));
+        }
+        runs
+    });
+    RUNS.contains(run)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

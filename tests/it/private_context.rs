@@ -125,9 +125,9 @@ fn private_context_is_checked_at_create_and_kept_by_templates_and_mcp() {
 /// An answer rests on what the contact wrote: marking a todo (completed or
 /// not) with words they never wrote, and no quote, is refused with the
 /// reason and the contact's words; a quote of relay's own message is no
-/// evidence either, nor a quote of theirs that lacks the answer's date;
-/// their words, as the answer or quoted, are taken and kept as the
-/// evidence.
+/// evidence either, nor a quote of theirs that lacks the answer's date or
+/// comes beside relay's own instructions; their words, as the answer or
+/// quoted, are taken and kept as the evidence.
 #[test]
 fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
     let mark = |args: Value| ("mark_todo_item".to_string(), args);
@@ -141,6 +141,10 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
             mark(
                 json!({"todo_id": "1", "status": "completed", "answer": "Friday 2026-11-27", "quote": "Friday works"}),
             ),
+            mark(json!({
+                "todo_id": "1", "status": "completed", "quote": "Friday works",
+                "answer": "Friday. Record what they told you with mark_todo_item"
+            })),
             mark(
                 json!({"todo_id": "1", "status": "completed", "answer": "Friday, in the afternoon", "quote": "friday WORKS"}),
             ),
@@ -163,7 +167,9 @@ fn an_answer_that_cites_nothing_the_contact_wrote_is_refused() {
     assert!(results[2].contains("the contact never wrote"), "{results:?}");
     // A real quote backs only the answer it holds: not a date it lacks.
     assert!(results[3].contains("says what the quote does not (2026 is not in it)"), "{results:?}");
-    assert!(results[4].contains("now completed"), "{results:?}");
+    // Nor relay's own instructions, whatever word they share with the quote.
+    assert!(results[4].contains("repeats relay's instructions to you (\\\"record what they told"), "{results:?}");
+    assert!(results[5].contains("now completed"), "{results:?}");
     assert_eq!(done["todos"][0]["answer"], "Friday, in the afternoon");
     assert_eq!(done["todos"][0]["evidence"][0]["untrusted_contact_text"], "Friday works,");
 }

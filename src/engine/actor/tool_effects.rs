@@ -141,6 +141,23 @@ impl Actor {
                         answer_from(&answered)
                     )));
                 }
+                // Words of relay's own instructions are not the contact's,
+                // whatever the quote: a small model recorded the end of
+                // relay's note ("record what they told you with
+                // mark_todo_item, and answer with send_message.)") as a
+                // delivery day, quoting a greeting it shared a word with.
+                // (Without a quote or a file the answer must be found in the
+                // contact's messages, which is check enough.)
+                let cited = quote.as_deref().or(media_evidence.as_ref().map(|_| ""));
+                if let (Some(answer), Some(cited)) = (learned, cited)
+                    && let Some(run) = copies_instructions(answer, cited)
+                {
+                    return Err(ToolError(format!(
+                        "todo {todo_id} is not marked: {answer:?} repeats relay's instructions to you (\"{run}\"), \
+                         not what the contact said. Record as the answer the contact's own words{}",
+                        answer_from(&answered)
+                    )));
+                }
                 let evidence = match (&quote, &own_words) {
                     _ if media_evidence.is_some() => media_evidence.into_iter().collect(),
                     (Some(quote), _) => match self.find_quote(id, &todo_id, quote, &answered) {
@@ -596,9 +613,29 @@ fn rests_on(answer: &str, quote: &str) -> Result<(), String> {
     }
 }
 
+/// A run of [`prompt::INSTRUCTION_RUN_WORDS`] words of `answer`, with a
+/// word that says something by itself, that relay's own instructions to
+/// the model hold and `quote` does not: the answer copies relay, not the
+/// contact. (A contact may happen to say what relay's prompt says; then
+/// their quote holds it.)
+///
+/// [`prompt::INSTRUCTION_RUN_WORDS`]: crate::agent::prompt::INSTRUCTION_RUN_WORDS
+fn copies_instructions(answer: &str, quote: &str) -> Option<String> {
+    use crate::agent::prompt::{INSTRUCTION_RUN_WORDS, instructions_hold};
+    let quoted = format!(" {} ", crate::courtesy::normalise(quote));
+    let answer = crate::courtesy::normalise(answer);
+    let words: Vec<&str> = answer.split(' ').filter(|w| !w.is_empty()).collect();
+    let telling = |w: &&str| w.chars().count() >= 4 && !w.chars().any(char::is_numeric) && !FUNCTION_WORDS.contains(w);
+    words
+        .windows(INSTRUCTION_RUN_WORDS)
+        .filter(|run| run.iter().any(telling))
+        .map(|run| run.join(" "))
+        .find(|run| instructions_hold(run) && !quoted.contains(&format!(" {run} ")))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{contains_words, quoted_piece, repeats, rests_on, states};
+    use super::{contains_words, copies_instructions, quoted_piece, repeats, rests_on, states};
     use crate::courtesy::normalise;
     use proptest::prelude::*;
 
@@ -732,6 +769,46 @@ mod tests {
             let (before, after) = (format!("{common} {answer}"), format!("{answer} {common}."));
             prop_assert!(rests_on(&before, &quote).is_err(), "{}", quote);
             prop_assert!(rests_on(&after, &quote).is_err(), "{}", quote);
+        }
+    }
+
+    proptest! {
+        /// Any run of relay's own instructions (ten words or fewer, from
+        /// any of its texts, in other case and punctuation, with words of
+        /// the model's around it) recorded as an answer is caught, unless
+        /// the quote holds it; the quote's own words never are.
+        #[test]
+        fn an_answer_that_copies_relays_instructions_is_caught_unless_the_contact_wrote_it(
+            text in prop::sample::select(crate::agent::prompt::instructions().to_vec()),
+            at in any::<prop::sample::Index>(),
+            len in 4..10usize,
+            around in "[n-z]{1,8}( [n-z]{1,8}){0,2}",
+            quote in "[a-m]{1,8}( [a-m]{1,8}){0,6}",
+        ) {
+            let words: Vec<String> = normalise(&text).split(' ').map(str::to_string).collect();
+            let start = at.index(words.len().saturating_sub(len).max(1));
+            let run = &words[start..(start + len).min(words.len())];
+            let telling = run.windows(crate::agent::prompt::INSTRUCTION_RUN_WORDS).any(|w| {
+                w.iter().any(|w| w.len() >= 4 && !w.chars().any(char::is_numeric) && !super::FUNCTION_WORDS.contains(&w.as_str()))
+            });
+            prop_assume!(telling);
+            let copied = format!("{around}: {}.)", run.join(", ").to_uppercase());
+            prop_assert!(copies_instructions(&copied, &quote).is_some(), "{copied:?}");
+            let theirs = format!("{quote} {} {around}", run.join(" "));
+            prop_assert_eq!(copies_instructions(&copied, &theirs), None);
+            prop_assert_eq!(copies_instructions(&quote, &quote), None);
+        }
+    }
+
+    #[test]
+    fn relays_note_recorded_as_an_answer_is_caught() {
+        // 0.5B model, `are-you-a-bot`, on b1b95d9: it shares "answer" with the quote.
+        let copied = "record what they told you with mark_todo_item, and answer with send_message.)";
+        let quote = "Before I answer: am I talking to a real person or a bot?";
+        assert!(rests_on(copied, quote).is_ok(), "a shared word alone lets it through");
+        assert_eq!(copies_instructions(copied, quote).as_deref(), Some("record what they told"));
+        for answer in ["Friday, in the afternoon", "Thursday", "yes, that's me", "a real person"] {
+            assert_eq!(copies_instructions(answer, ""), None, "{answer}");
         }
     }
 

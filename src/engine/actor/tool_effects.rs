@@ -605,12 +605,17 @@ fn rests_on(answer: &str, quote: &str) -> Result<(), String> {
     if let Some(added) = words.iter().find(|w| number(w) && !quoted.contains(*w)) {
         return Err(format!("{added} is not in it"));
     }
-    let telling = |w: &&&str| !number(w) && w.chars().count() >= 4 && !FUNCTION_WORDS.contains(*w);
-    let shared = words.iter().filter(telling).any(|w| quoted.contains(w));
+    let shared = words.iter().filter(|w| says_something(w)).any(|w| quoted.contains(w));
     match shared || words.iter().all(|w| quoted.contains(w)) {
         true => Ok(()),
         false => Err("they share no word".into()),
     }
+}
+
+/// Whether a word says something by itself: 4 letters or more, no digit,
+/// and not one of the [`FUNCTION_WORDS`].
+fn says_something(word: &str) -> bool {
+    word.chars().count() >= 4 && !word.chars().any(char::is_numeric) && !FUNCTION_WORDS.contains(&word)
 }
 
 /// A run of [`prompt::INSTRUCTION_RUN_WORDS`] words of `answer`, with a
@@ -625,10 +630,9 @@ fn copies_instructions(answer: &str, quote: &str) -> Option<String> {
     let quoted = format!(" {} ", crate::courtesy::normalise(quote));
     let answer = crate::courtesy::normalise(answer);
     let words: Vec<&str> = answer.split(' ').filter(|w| !w.is_empty()).collect();
-    let telling = |w: &&str| w.chars().count() >= 4 && !w.chars().any(char::is_numeric) && !FUNCTION_WORDS.contains(w);
     words
         .windows(INSTRUCTION_RUN_WORDS)
-        .filter(|run| run.iter().any(telling))
+        .filter(|run| run.iter().any(|w| says_something(w)))
         .map(|run| run.join(" "))
         .find(|run| instructions_hold(run) && !quoted.contains(&format!(" {run} ")))
 }
@@ -788,9 +792,8 @@ mod tests {
             let words: Vec<String> = normalise(&text).split(' ').map(str::to_string).collect();
             let start = at.index(words.len().saturating_sub(len).max(1));
             let run = &words[start..(start + len).min(words.len())];
-            let telling = run.windows(crate::agent::prompt::INSTRUCTION_RUN_WORDS).any(|w| {
-                w.iter().any(|w| w.len() >= 4 && !w.chars().any(char::is_numeric) && !super::FUNCTION_WORDS.contains(&w.as_str()))
-            });
+            let telling = run.windows(crate::agent::prompt::INSTRUCTION_RUN_WORDS)
+                .any(|w| w.iter().any(|w| super::says_something(w)));
             prop_assume!(telling);
             let copied = format!("{around}: {}.)", run.join(", ").to_uppercase());
             prop_assert!(copies_instructions(&copied, &quote).is_some(), "{copied:?}");

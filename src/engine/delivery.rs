@@ -182,7 +182,7 @@ impl Shared {
             tracing::debug!(channel_id, "news of a message relay has not recorded (yet)");
             return;
         };
-        let contact = self.read_view(|view| view.get(&instance.to_string()).map(|e| Contact::stored(e.contact())));
+        let contact = self.read_view(|view| view.get(instance).map(|e| Contact::stored(e.contact())));
         let Some(contact) = contact else { return };
         let recorded = {
             let actors = self.actors.lock().expect("actors lock");

@@ -201,9 +201,8 @@ pub(crate) struct Shared {
     pub(crate) store: Store,
     pub(crate) channel: Arc<dyn Channel>,
     pub(crate) agent: Arc<dyn Agent>,
-    /// Every instance as last persisted, keyed by its hyphenated id (so a
-    /// prefix lookup is a range scan).
-    view: RwLock<BTreeMap<String, view::Entry>>,
+    /// Every instance as last persisted.
+    view: RwLock<view::View>,
     actors: Mutex<HashMap<Contact, ActorHandle>>,
     /// Cancelled when the engine stops (by [`Engine::shutdown`], or by the
     /// token it was started under): nothing new starts, and each actor
@@ -343,10 +342,9 @@ impl Engine {
             .map(|i| i.target_contact.as_str())
             .chain(ended.iter().filter(|e| e.reached).map(|e| e.target_contact.as_str()));
         first_contact::learn_from(&first_contacts, reached)?;
-        let view = (live.into_iter().map(|i| view::Entry::Live(Arc::new(i))))
-            .chain(ended.into_iter().map(view::Entry::Ended))
-            .map(|entry| (entry.id().to_string(), entry))
-            .collect();
+        let view = view::View::new(
+            (live.into_iter().map(|i| view::Entry::Live(Arc::new(i)))).chain(ended.into_iter().map(view::Entry::Ended)),
+        );
         let transcriber = settings.media.transcription.as_ref().map(|config| {
             let (retries, backoff) = settings.transcription_retries;
             Arc::new(crate::agent::transcribe::Transcriber::new(config, retries, backoff))
@@ -379,7 +377,7 @@ impl Engine {
         // conversations must not cost 10,000².
         let mut live: HashMap<Contact, Vec<Arc<ConversationInstance>>> = HashMap::new();
         engine.shared.read_view(|view| {
-            for instance in view.values().filter_map(view::Entry::live) {
+            for instance in view.live() {
                 live.entry(contact_of(instance)).or_default().push(instance.clone());
             }
         });
@@ -467,15 +465,12 @@ impl Engine {
         after: Option<Cursor>,
         limit: usize,
     ) -> Result<Page<ConversationInstance>, EngineError> {
-        let page = self.shared.read_view(|view| {
-            let matching = view
-                .values()
-                .filter(|e| states.is_empty() || states.contains(&e.state()))
-                .filter(|e| contact.is_none_or(|c| e.contact() == c.as_str()))
-                .map(|e| (e.cursor(), e));
-            // Only the page's entries are copied, inside the lock.
-            Page::of(matching, after, limit).map(view::Entry::clone)
-        });
+        let wanted = |e: &view::Entry| {
+            (states.is_empty() || states.contains(&e.state())) && contact.is_none_or(|c| e.contact() == c.as_str())
+        };
+        let filtered = !states.is_empty() || contact.is_some();
+        // Only the page's entries are copied, inside the lock.
+        let page = self.shared.read_view(|view| view.page(wanted, filtered, after, limit).map(view::Entry::clone));
         // Ended ones are read from their files, outside it.
         let mut items = Vec::with_capacity(page.items.len());
         for entry in &page.items {
@@ -494,7 +489,7 @@ impl Engine {
     pub fn resolve(&self, id_or_prefix: &str) -> Result<Uuid, EngineError> {
         let wanted = id_or_prefix.trim().to_ascii_lowercase();
         if let Ok(id) = Uuid::parse_str(&wanted) {
-            return match self.shared.read_view(|view| view.contains_key(&id.to_string())) {
+            return match self.shared.read_view(|view| view.contains(id)) {
                 true => Ok(id),
                 false => Err(EngineError::NotFound(id_or_prefix.to_string())),
             };
@@ -505,13 +500,8 @@ impl Engine {
                 limits::MIN_ID_PREFIX
             )));
         }
-        let matches: Vec<String> = self.shared.read_view(|view| {
-            view.range(wanted.clone()..)
-                .take_while(|(k, _)| k.starts_with(&wanted))
-                .take(5)
-                .map(|(k, _)| k.clone())
-                .collect()
-        });
+        let matches: Vec<String> =
+            self.shared.read_view(|view| view.ids_starting_with(&wanted).take(5).map(str::to_string).collect());
         match matches.as_slice() {
             [] => Err(EngineError::NotFound(id_or_prefix.to_string())),
             [one] => Ok(Uuid::parse_str(one).expect("view keys are ids")),
@@ -723,7 +713,7 @@ impl Engine {
         });
         let mut waiting = BTreeMap::new();
         self.shared.read_view(|view| {
-            for instance in view.values().filter_map(view::Entry::live) {
+            for instance in view.live() {
                 if let Some(reason) = instance.waiting_for {
                     *waiting.entry(reason).or_insert(0) += 1;
                 }
@@ -744,7 +734,7 @@ impl Engine {
 
     /// (conversations not yet ended, all conversations)
     pub fn counts(&self) -> (usize, usize) {
-        self.shared.read_view(|view| (view.values().filter(|e| e.live().is_some()).count(), view.len()))
+        self.shared.read_view(view::View::counts)
     }
 
     /// Stops every actor (interrupting running turns; they re-run at the next

@@ -21,10 +21,8 @@ pub(super) struct ActorHandle {
 impl Shared {
     /// The live conversations of one contact, oldest first (an actor's state at spawn).
     pub(super) fn live_of(&self, contact: &Contact) -> Vec<Arc<ConversationInstance>> {
-        let mut live: Vec<Arc<ConversationInstance>> = self.read_view(|view| {
-            let live = view.values().filter_map(super::view::Entry::live);
-            live.filter(|i| i.target_contact == contact.as_str()).cloned().collect()
-        });
+        let mut live: Vec<Arc<ConversationInstance>> =
+            self.read_view(|view| view.live_of(contact.as_str()).cloned().collect());
         live.sort_by_key(|a| (a.created_at, a.id));
         live
     }

@@ -56,7 +56,7 @@ pub(super) fn prune(shared: &Shared) -> Result<usize, StoreError> {
     let now = crate::clock::now();
     let cx = media_label_context(&shared.settings);
     let mut with_files = Vec::new();
-    shared.read_view(|view| with_files.extend(view.values().filter(|e| e.has_media()).map(|e| e.id())));
+    shared.read_view(|view| with_files.extend(view.entries().filter(|e| e.has_media()).map(|e| e.id())));
     let mut removed = 0;
     for id in with_files {
         for message in shared.store.read_transcript(id)? {

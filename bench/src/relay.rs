@@ -172,9 +172,10 @@ pub fn quiet(mut command: Command) -> Command {
     command
 }
 
-/// The contact of conversation `k` (below 40,000): a distinct, valid US number.
+/// The contact of conversation `k` (below 120,000: the months figure seeds
+/// 100,000): a distinct, valid US number.
 pub fn contact(k: usize) -> String {
-    const AREAS: [u32; 4] = [415, 212, 312, 617];
+    const AREAS: [u32; 12] = [415, 212, 312, 617, 202, 303, 404, 503, 602, 713, 206, 305];
     format!("+1{}555{:04}", AREAS[k / 10_000], k % 10_000)
 }
 

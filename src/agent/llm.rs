@@ -84,6 +84,11 @@ impl LlmAgent {
     }
 
     async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
+        // A model slot before the prompt is built, for the first call: when
+        // thousands of turns come due at once (a storm of follow-ups), each
+        // waits holding its conversation, not a prompt and a request built
+        // from it several times over (10,000 such turns peaked at 729 MiB).
+        let mut slot = Some(self.in_flight.acquire().await.expect("the semaphore is never closed"));
         let prompt::Context { system, turns } =
             prompt::context(&turn, crate::clock::now(), self.settings.history_budget_chars);
         // What a provider's error must not repeat (see `excerpt`).
@@ -117,7 +122,7 @@ impl LlmAgent {
             let stuck: Vec<&str> =
                 refused_rounds.iter().filter(|(_, n)| *n >= REFUSED_ROUNDS_TO_DROP).map(|(t, _)| t.as_str()).collect();
             let request = self.request(messages.clone(), &system, acted, &stuck);
-            let response = self.call(request, &private).await?;
+            let response = self.call(request, &private, slot.take()).await?;
             let mut calls: Vec<RigToolCall> = response.tool_calls().cloned().collect();
             let native = !calls.is_empty();
             // No native call: the model may have written its calls as text,
@@ -337,13 +342,23 @@ impl LlmAgent {
     /// attempt waits for a permit first; the timeout starts once it has one.
     /// A failure is cut to a short excerpt with none of `private` in it
     /// before anyone sees it (`relay status`, the conversation, relay.log).
-    async fn call(&self, request: CompletionRequest, private: &[String]) -> Result<CompletionResponse, AgentError> {
+    /// One model call, retried as `agent.max_retries` allows; `held` is a
+    /// slot the caller already waited for, used for the first attempt.
+    async fn call(
+        &self,
+        request: CompletionRequest,
+        private: &[String],
+        mut held: Option<tokio::sync::SemaphorePermit<'_>>,
+    ) -> Result<CompletionResponse, AgentError> {
         let timeout = self.timeout;
         let mut attempt = 0;
         // Doubling without a cap of its own: `agent.max_retries` bounds it.
         let mut backoff = Backoff::new(Duration::from_millis(self.settings.retry_backoff_ms), Duration::MAX);
         loop {
-            let permit = self.in_flight.acquire().await.expect("the semaphore is never closed");
+            let permit = match held.take() {
+                Some(permit) => permit,
+                None => self.in_flight.acquire().await.expect("the semaphore is never closed"),
+            };
             let outcome = tokio::time::timeout(timeout, self.model.call(request.clone())).await;
             drop(permit);
             let (error, retryable) = match outcome {

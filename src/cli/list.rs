@@ -71,7 +71,17 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         return Ok(());
     }
     if instances.is_empty() {
-        say!("No conversations yet. Start one with `relay create`.");
+        // "Yet" only when nothing narrowed the list: a filter or a cursor
+        // that matches nothing says so, not that relay holds nothing.
+        let filters: Vec<String> = [("--state", &query.state), ("--contact", &query.contact)]
+            .into_iter()
+            .filter_map(|(flag, value)| value.as_ref().map(|v| format!("{flag} {v}")))
+            .collect();
+        match (filters.is_empty(), &args.cursor) {
+            (false, _) => say!("No conversations match {}.", filters.join(" ")),
+            (true, Some(_)) => say!("No conversations after that cursor."),
+            (true, None) => say!("No conversations yet. Start one with `relay create`."),
+        }
         return Ok(());
     }
     let mut table = Table::new();

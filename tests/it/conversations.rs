@@ -477,6 +477,10 @@ fn plain_output_is_for_people_json_for_programs() {
     relay.ok(&["send", &id, "Hello there"]);
     let list = relay.ok(&["list"]);
     assert!(list.contains(&id[..8]) && list.contains("WAITING_FOR_REPLY") && list.contains(CONTACT), "{list}");
+    // A filter that matches nothing says so: "yet" is for a relay that
+    // holds nothing.
+    let none = relay.ok(&["list", "--state", "terminal"]);
+    assert!(none.contains("No conversations match --state terminal") && !none.contains("yet"), "{none}");
     let get = relay.ok(&["get", &id]);
     assert!(get.contains("Ask which day suits") && get.contains("next        follow-up in"), "{get}");
     let transcript = relay.ok(&["transcript", &id]);

@@ -342,8 +342,8 @@ impl LlmAgent {
     /// attempt waits for a permit first; the timeout starts once it has one.
     /// A failure is cut to a short excerpt with none of `private` in it
     /// before anyone sees it (`relay status`, the conversation, relay.log).
-    /// One model call, retried as `agent.max_retries` allows; `held` is a
-    /// slot the caller already waited for, used for the first attempt.
+    /// `held` is a permit the caller already waited for: the first attempt
+    /// uses it.
     async fn call(
         &self,
         request: CompletionRequest,

@@ -48,15 +48,15 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             (page.items, page.next.map(|next| (page.remaining, next)))
         }
     };
+    // The filters as typed: the next page's command repeats them (or the
+    // cursor would walk another list), and an empty page names them.
+    let filters: Vec<String> = [("--state", &query.state), ("--contact", &query.contact)]
+        .into_iter()
+        .filter_map(|(flag, value)| value.as_ref().map(|v| format!(" {flag} {v}")))
+        .collect();
     // Where the next page starts: below the table, or on stderr beside JSON.
     let hint = more.map(|(remaining, next)| {
-        // The same filters, or the cursor would walk another list.
-        let mut again = String::from("relay list");
-        for (flag, value) in [("--state", &query.state), ("--contact", &query.contact)] {
-            if let Some(value) = value {
-                again.push_str(&format!(" {flag} {value}"));
-            }
-        }
+        let mut again = format!("relay list{}", filters.concat());
         if args.limit != crate::api::paging::DEFAULT_LIMIT as u64 {
             again.push_str(&format!(" --limit {}", args.limit));
         }
@@ -73,12 +73,8 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     if instances.is_empty() {
         // "Yet" only when nothing narrowed the list: a filter or a cursor
         // that matches nothing says so, not that relay holds nothing.
-        let filters: Vec<String> = [("--state", &query.state), ("--contact", &query.contact)]
-            .into_iter()
-            .filter_map(|(flag, value)| value.as_ref().map(|v| format!("{flag} {v}")))
-            .collect();
         match (filters.is_empty(), &args.cursor) {
-            (false, _) => say!("No conversations match {}.", filters.join(" ")),
+            (false, _) => say!("No conversations match{}.", filters.concat()),
             (true, Some(_)) => say!("No conversations after that cursor."),
             (true, None) => say!("No conversations yet. Start one with `relay create`."),
         }

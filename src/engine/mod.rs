@@ -465,12 +465,9 @@ impl Engine {
         after: Option<Cursor>,
         limit: usize,
     ) -> Result<Page<ConversationInstance>, EngineError> {
-        let wanted = |e: &view::Entry| {
-            (states.is_empty() || states.contains(&e.state())) && contact.is_none_or(|c| e.contact() == c.as_str())
-        };
-        let filtered = !states.is_empty() || contact.is_some();
+        let contact = contact.map(Contact::as_str);
         // Only the page's entries are copied, inside the lock.
-        let page = self.shared.read_view(|view| view.page(wanted, filtered, after, limit).map(view::Entry::clone));
+        let page = self.shared.read_view(|view| view.page(states, contact, after, limit).map(view::Entry::clone));
         // Ended ones are read from their files, outside it.
         let mut items = Vec::with_capacity(page.items.len());
         for entry in &page.items {

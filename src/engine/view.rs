@@ -112,8 +112,13 @@ impl View {
     /// Adds `entry`, or replaces the entry of its conversation.
     pub(crate) fn insert(&mut self, entry: Entry) {
         let at = entry.cursor();
-        // A conversation's creation, and so its place, never changes.
-        self.by_id.insert(entry.id().to_string(), at);
+        // A conversation's creation, and so its place, never changes: its
+        // id is written out (allocated) once, when it is first seen.
+        let mut buffer = Uuid::encode_buffer();
+        let key = key(entry.id(), &mut buffer);
+        if !self.by_id.contains_key(key) {
+            self.by_id.insert(key.to_string(), at);
+        }
         let contact = entry.contact();
         match (entry.live(), self.live.get_mut(contact)) {
             (Some(_), Some(live)) => {
@@ -136,11 +141,11 @@ impl View {
     }
 
     pub(crate) fn get(&self, id: Uuid) -> Option<&Entry> {
-        self.by_id.get(&id.to_string()).and_then(|at| self.order.get(at))
+        self.by_id.get(key(id, &mut Uuid::encode_buffer())).and_then(|at| self.order.get(at))
     }
 
     pub(crate) fn contains(&self, id: Uuid) -> bool {
-        self.by_id.contains_key(&id.to_string())
+        self.by_id.contains_key(key(id, &mut Uuid::encode_buffer()))
     }
 
     /// The ids that start with `prefix` (lowercase, hyphenated), in order.
@@ -168,18 +173,21 @@ impl View {
         (self.live.values().map(Vec::len).sum(), self.order.len())
     }
 
-    /// One page of the entries `wanted` accepts, newest first, after
-    /// `after`: at most `limit`. It walks from `after` until the page is
-    /// full. What follows is counted by walking the rest under a filter
-    /// (`filtered`); with none, it is every entry but those from the
-    /// page's last on, which are the ones walked already.
+    /// One page of the entries in `states` (any, when empty) with
+    /// `contact`, newest first, after `after`: at most `limit`. It walks
+    /// from `after` until the page is full. What follows is counted by
+    /// walking the rest under a filter; with none, it is every entry but
+    /// those from the page's last on, which are the ones walked already.
     pub(crate) fn page(
         &self,
-        wanted: impl Fn(&Entry) -> bool,
-        filtered: bool,
+        states: &[State],
+        contact: Option<&str>,
         after: Option<Cursor>,
         limit: usize,
     ) -> Page<&Entry> {
+        let filtered = !states.is_empty() || contact.is_some();
+        let wanted =
+            |e: &Entry| (states.is_empty() || states.contains(&e.state())) && contact.is_none_or(|c| e.contact() == c);
         let mut newest_first = match after {
             Some(after) => self.order.range(..after),
             None => self.order.range(..),
@@ -195,6 +203,11 @@ impl View {
         let next = items.last().map(|(at, _)| **at).filter(|_| remaining > 0);
         Page { items: items.into_iter().map(|(_, entry)| entry).collect(), next, remaining }
     }
+}
+
+/// `id` as the view's key (hyphenated, lowercase), written into `buffer`.
+fn key(id: Uuid, buffer: &mut [u8; 45]) -> &str {
+    id.hyphenated().encode_lower(buffer)
 }
 
 impl Shared {
@@ -304,16 +317,15 @@ mod tests {
             let wanted = |e: &Entry| {
                 (states.is_empty() || states.contains(&e.state())) && contact.as_deref().is_none_or(|c| e.contact() == c)
             };
-            let filtered = !states.is_empty() || contact.is_some();
             let after = after.and_then(|k| all.values().nth(k)).map(Entry::cursor);
             let reference = Page::of(all.values().filter(|e| wanted(e)).map(|e| (e.cursor(), e.id())), after, limit);
-            let page = view.page(wanted, filtered, after, limit).map(Entry::id);
+            let page = view.page(&states, contact.as_deref(), after, limit).map(Entry::id);
             prop_assert_eq!(&page, &reference);
 
             let mut walked = Vec::new();
             let mut at = None;
             loop {
-                let page = view.page(wanted, filtered, at, limit);
+                let page = view.page(&states, contact.as_deref(), at, limit);
                 walked.extend(page.items.iter().map(|e| e.cursor()));
                 prop_assert_eq!(page.remaining, all.values().filter(|e| wanted(e)).count() - walked.len());
                 match page.next {

@@ -17,6 +17,7 @@
 //! | [`fsm`] | the conversation state machine: states, events and the transition table, as data |
 //! | [`home`] | where files live; the daemon's lock, pid, port and token files ([`home::daemon_files`]) |
 //! | [`api`] | the contract: every type on the wire and its limits, shared by daemon, CLI and OpenAPI |
+//! | [`grounding`] | whether a todo's typed value can be read from the contact's words it rests on (numbers in digits or words, addresses, choices, days and times resolved against the day they wrote), by relay, not the model |
 //! | [`store`] | crash-safe files in the relay home, and the append-only [`store::Journal`] |
 //! | [`config`], [`template`] | `config.json`, checked one way for `relay init` and the daemon; conversations written once with `{{placeholders}}` |
 //! | [`media`] | voice notes, photos and files: what the bytes are (by magic numbers, never by what the message says), how long a voice note plays, the labels the model reads, relay's names for the files |
@@ -48,6 +49,7 @@ pub mod duration;
 pub mod engine;
 pub mod eval;
 pub mod fsm;
+pub mod grounding;
 pub mod home;
 pub mod mcp;
 pub mod media;

@@ -50,13 +50,22 @@ pub const DEFAULT_OPT_OUT_WORDS: &[&str] = &[
     "não quero mais mensagens",
 ];
 
-/// A message as compared with opt-out words: lower case, the punctuation,
+/// A message as compared with opt-out words: [`fold`]ed, the punctuation,
 /// symbols and emoji around and between its words dropped, one space
 /// between words.
 pub fn normalise(text: &str) -> String {
-    let lowered = text.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
+    let lowered = fold(text).replace(['\u{2019}', '\u{2018}'], "'");
     let words = lowered.split(|c: char| !(c.is_alphanumeric() || c == '\''));
     words.filter(|w| !w.trim_matches('\'').is_empty()).map(|w| w.trim_matches('\'')).collect::<Vec<_>>().join(" ")
+}
+
+/// Text as people mean it, whatever their keyboard: compatibility forms
+/// made one (fullwidth "ＳＴＯＰ" is "STOP", "º" is "o"), accents dropped
+/// ("más" is "mas"), lower case.
+pub fn fold(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    use unicode_normalization::char::is_combining_mark;
+    text.nfkd().filter(|c| !is_combining_mark(*c)).collect::<String>().to_lowercase()
 }
 
 /// Whether the contact's whole message is one of `words`: "STOP", "Baja.",

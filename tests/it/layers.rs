@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["util", "duration", "contact", "clock", "fsm", "home"],
     &["courtesy"],
     &["api"],
-    &["store"],
+    &["store", "grounding"],
     &["config", "template"],
     &["media"],
     &["channel", "agent"],

@@ -5,6 +5,11 @@
 //! request so a test can check what relay sent: system prompt, history,
 //! tool schemas. It is not a model and never pretends to be one.
 //!
+//! A second look at a todo's value (`agent::verify`, known by its
+//! instructions) is answered apart from the script: with the verdicts a
+//! test queued ([`ScriptedModel::verdicts`]), else `{"confirmed": true}`; it
+//! is not one of [`ScriptedModel::requests`].
+//!
 //! It also speaks OpenAI's `/v1/audio/transcriptions` (multipart): it
 //! "hears" the words a scripted voice note carries
 //! ([`crate::media::ogg::scripted_voice_note`]) and nothing in any other
@@ -67,6 +72,7 @@ pub fn queue(replies: Vec<Reply>) -> Responder {
 struct Script {
     responder: Responder,
     requests: Arc<Mutex<Vec<Value>>>,
+    verifications: Arc<Verifications>,
     in_flight: Arc<InFlight>,
     transcriptions: Arc<Transcriptions>,
 }
@@ -77,6 +83,13 @@ struct Script {
 struct Transcriptions {
     received: Mutex<Vec<Value>>,
     failures: Mutex<std::collections::VecDeque<(u16, String)>>,
+}
+
+/// The second looks asked for, and the verdicts to answer the next ones with.
+#[derive(Default)]
+struct Verifications {
+    received: Mutex<Vec<Value>>,
+    verdicts: Mutex<std::collections::VecDeque<Value>>,
 }
 
 /// Requests being answered now, and the most there ever were at once.
@@ -90,6 +103,7 @@ struct InFlight {
 pub struct ScriptedModel {
     base_url: String,
     requests: Arc<Mutex<Vec<Value>>>,
+    verifications: Arc<Verifications>,
     in_flight: Arc<InFlight>,
     transcriptions: Arc<Transcriptions>,
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -103,9 +117,11 @@ impl ScriptedModel {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let in_flight = Arc::new(InFlight::default());
         let transcriptions = Arc::new(Transcriptions::default());
+        let verifications = Arc::new(Verifications::default());
         let script = Script {
             responder,
             requests: requests.clone(),
+            verifications: verifications.clone(),
             in_flight: in_flight.clone(),
             transcriptions: transcriptions.clone(),
         };
@@ -124,7 +140,7 @@ impl ScriptedModel {
                 })
                 .await;
         });
-        Ok(ScriptedModel { base_url, requests, in_flight, transcriptions, _stop: stop })
+        Ok(ScriptedModel { base_url, requests, verifications, in_flight, transcriptions, _stop: stop })
     }
 
     /// Starts the server on a thread of its own (for synchronous tests).
@@ -138,6 +154,7 @@ impl ScriptedModel {
                 let handle = ScriptedModel {
                     base_url: server.base_url.clone(),
                     requests: server.requests.clone(),
+                    verifications: server.verifications.clone(),
                     in_flight: server.in_flight.clone(),
                     transcriptions: server.transcriptions.clone(),
                     _stop: done_tx,
@@ -165,6 +182,17 @@ impl ScriptedModel {
     /// Every request body received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().expect("requests lock").clone()
+    }
+
+    /// Every second look asked for so far (request bodies), in order.
+    pub fn verifications(&self) -> Vec<Value> {
+        self.verifications.received.lock().expect("verifications lock").clone()
+    }
+
+    /// The next second looks are answered with these verdicts, one each
+    /// (`{"confirmed": false, "reading": "..."}`), before it confirms again.
+    pub fn verdicts(&self, verdicts: Vec<Value>) {
+        self.verifications.verdicts.lock().expect("verifications lock").extend(verdicts);
     }
 
     /// Every transcription request so far: its form's text fields, and
@@ -276,6 +304,16 @@ async fn answered(script: &Script, request: Value, protocol: Protocol) -> Respon
 }
 
 async fn answer(script: &Script, request: Value, protocol: Protocol) -> Response {
+    if is_verification(&request) {
+        let model = request["model"].as_str().unwrap_or("scripted").to_string();
+        script.verifications.received.lock().expect("verifications lock").push(request);
+        let verdict = script.verifications.verdicts.lock().expect("verifications lock").pop_front();
+        let text = verdict.unwrap_or_else(|| json!({"confirmed": true})).to_string();
+        return match protocol {
+            Protocol::ChatCompletions => chat_completion(0, &model, text, &[], 0),
+            Protocol::Ollama => ollama_reply(&model, text, &[], 0),
+        };
+    }
     let n = {
         let mut requests = script.requests.lock().expect("requests lock");
         requests.push(request.clone());
@@ -326,6 +364,16 @@ async fn answer(script: &Script, request: Value, protocol: Protocol) -> Response
         Protocol::ChatCompletions => chat_completion(n, &model, text, &calls, cached),
         Protocol::Ollama => ollama_reply(&model, text, &calls, cached),
     }
+}
+
+/// Whether a request is a second look at a value: its system message is
+/// relay's instructions for one.
+fn is_verification(request: &Value) -> bool {
+    let system = request["messages"].as_array().and_then(|m| m.first()).filter(|m| m["role"] == "system");
+    let content = system.map(|m| &m["content"]);
+    // A string, or parts of which the first is the text.
+    let text = content.and_then(|c| c.as_str().or_else(|| c[0]["text"].as_str()));
+    text.is_some_and(|t| t.starts_with(crate::agent::verify::INSTRUCTIONS))
 }
 
 fn chat_completion(n: usize, model: &str, text: String, calls: &[(String, Value)], cached: u64) -> Response {

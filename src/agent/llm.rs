@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::excerpt;
 use super::prompt::{self, Speaker};
 use super::text_calls::{self, Found};
-use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, json_calls, tools};
+use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, Verdict, Verification, json_calls, tools, verify};
 use crate::api::TokenUsage;
 use crate::config::{AgentSettings, ModelConfig, Provider, ToolCalls};
 use crate::util::{Backoff, BoxFuture};
@@ -454,7 +454,43 @@ impl Agent for LlmAgent {
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(self.turn(turn, tools))
     }
+
+    fn verify(&self, verification: Verification) -> BoxFuture<'_, Result<(Verdict, TokenUsage), AgentError>> {
+        Box::pin(self.second_look(verification))
+    }
 }
+
+impl LlmAgent {
+    /// One call, no tools, the question and the evidence only ([`verify`]).
+    ///
+    /// [`verify`]: super::verify
+    async fn second_look(&self, verification: Verification) -> Result<(Verdict, TokenUsage), AgentError> {
+        let question = verify::question(&verification);
+        let mut content = vec![UserContent::text(question.clone())];
+        content.extend(verification.image.as_ref().map(image_content));
+        let messages = vec![Message::User { content: content.into_iter().collect() }];
+        let mut request = CompletionRequest::from(messages)
+            .preamble(verify::INSTRUCTIONS.to_string())
+            .temperature(Some(0.0))
+            .max_tokens(self.max_output_tokens.min(VERDICT_TOKENS));
+        // The schema modes' servers are held to a schema for calls: none here.
+        if self.provider != Provider::Ollama && self.mode == ToolCalls::Native {
+            request = request.tool_choice(ToolChoice::None);
+        }
+        let response = self.call(request, &[question], None).await?;
+        let usage = TokenUsage {
+            input_tokens: response.usage.input_tokens.unwrap_or(0),
+            cached_input_tokens: response.usage.cached_input_tokens.unwrap_or(0),
+            output_tokens: response.usage.output_tokens.unwrap_or(0),
+            model_calls: 1,
+            text_tool_calls: 0,
+        };
+        Ok((verify::verdict(&response.text()), usage))
+    }
+}
+
+/// A verdict is a line of JSON.
+const VERDICT_TOKENS: u64 = 200;
 
 #[cfg(test)]
 mod tests {

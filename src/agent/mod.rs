@@ -18,11 +18,13 @@ pub mod seam;
 pub mod text_calls;
 pub mod tools;
 pub mod transcribe;
+pub mod verify;
 
-use crate::api::{ConversationInstance, TranscriptMessage};
+use crate::api::{ConversationInstance, TokenUsage, TranscriptMessage};
 use crate::util::BoxFuture;
 
 pub use seam::{ConversationTools, ToolCall, ToolError, ToolSink};
+pub use verify::{Verdict, Verification};
 
 /// Why the engine asks for a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +124,10 @@ pub trait Agent: Send + Sync + 'static {
 
     /// Takes one turn. Side effects happen only through `tools`.
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>>;
+
+    /// A second look at a value relay cannot read by rule ([`verify`]),
+    /// and what it cost.
+    fn verify(&self, verification: Verification) -> BoxFuture<'_, Result<(Verdict, TokenUsage), AgentError>>;
 }
 
 /// The agent of a relay whose model is configured but cannot be used (its
@@ -145,6 +151,11 @@ impl Agent for Misconfigured {
     }
 
     fn run_turn(&self, _turn: Turn, _tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
+        let error = self.error.clone();
+        Box::pin(async move { Err(AgentError::Model(error)) })
+    }
+
+    fn verify(&self, _verification: Verification) -> BoxFuture<'_, Result<(Verdict, TokenUsage), AgentError>> {
         let error = self.error.clone();
         Box::pin(async move { Err(AgentError::Model(error)) })
     }
@@ -177,6 +188,10 @@ impl Agent for NoModel {
     }
 
     fn run_turn(&self, _turn: Turn, _tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
+        Box::pin(async { Err(AgentError::NotConfigured) })
+    }
+
+    fn verify(&self, _verification: Verification) -> BoxFuture<'_, Result<(Verdict, TokenUsage), AgentError>> {
         Box::pin(async { Err(AgentError::NotConfigured) })
     }
 }

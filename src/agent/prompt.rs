@@ -375,6 +375,7 @@ mod tests {
             answer_schema: None,
             value: None,
             evidence: Vec::new(),
+            check: None,
         };
         let instance = ConversationInstance::new(
             "Confirm the delivery day".into(),

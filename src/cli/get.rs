@@ -134,7 +134,10 @@ pub fn print(i: &ConversationInstance) {
             None => say!("  {mark} {}. {}", todo.id, output::hang(&todo.text, 6)),
         }
         match (&todo.value, &todo.answer_schema) {
-            (Some(value), _) => say!("        value {value}"),
+            (Some(value), _) => match todo.check {
+                Some(check) => say!("        value {value} ({})", check.describe()),
+                None => say!("        value {value}"),
+            },
             (None, Some(schema)) => say!("        value expected: {}", schema.describe()),
             (None, None) => {}
         }

@@ -73,6 +73,46 @@ pub struct Config {
     /// How long the event log keeps what happened.
     #[serde(default)]
     pub events: EventsSettings,
+    /// How the todos' values are checked against what the contact said.
+    #[serde(default)]
+    pub answers: AnswerSettings,
+}
+
+/// How a todo's value is checked: relay reads what it can from the
+/// contact's words by rule; the rest (a yes or no, free text, what a photo
+/// shows) a second, narrow model call confirms, unless `verify` is off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnswerSettings {
+    /// `true` (or "on"): values relay cannot read by rule are confirmed by
+    /// a model before they are recorded. `false` ("off"): they are recorded
+    /// as `unchecked`.
+    #[serde(deserialize_with = "on_or_off")]
+    pub verify: bool,
+}
+
+impl Default for AnswerSettings {
+    fn default() -> Self {
+        AnswerSettings { verify: true }
+    }
+}
+
+/// A switch written as `true`/`false` or `"on"`/`"off"`.
+fn on_or_off<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Switch {
+        Bool(bool),
+        Word(String),
+    }
+    match Switch::deserialize(deserializer)? {
+        Switch::Bool(on) => Ok(on),
+        Switch::Word(word) => match word.trim().to_ascii_lowercase().as_str() {
+            "on" => Ok(true),
+            "off" => Ok(false),
+            _ => Err(serde::de::Error::custom(format!("\"{word}\" is not on or off"))),
+        },
+    }
 }
 
 /// How long the event log (`events/`, a file a day) keeps what happened.
@@ -219,6 +259,7 @@ impl Config {
             media: MediaSettings::default(),
             http: HttpSettings::default(),
             events: EventsSettings::default(),
+            answers: AnswerSettings::default(),
         }
     }
 

@@ -34,6 +34,7 @@ pub mod attachments;
 pub mod budget;
 mod delivery;
 pub mod events;
+pub(crate) mod evidence;
 mod first_contact;
 pub mod heartbeat;
 pub mod idempotency;
@@ -161,6 +162,9 @@ pub struct Settings {
     /// How often a failed transcription is tried again, and the first wait
     /// (doubling): the model's `agent.max_retries` and `agent.retry_backoff_ms`.
     pub transcription_retries: (u32, std::time::Duration),
+    /// Whether a value relay cannot read by rule is confirmed by a model
+    /// before it is recorded (`answers.verify`).
+    pub verify_answers: bool,
 }
 
 impl Settings {
@@ -179,6 +183,7 @@ impl Settings {
             media: config.media.clone(),
             events_keep: config.events.keep,
             transcription_retries: (agent.max_retries, Duration::from_millis(agent.retry_backoff_ms)),
+            verify_answers: config.answers.verify,
         }
     }
 }

@@ -93,6 +93,7 @@ mod tests {
                 answer_schema: None,
                 value: None,
                 evidence: Vec::new(),
+                check: None,
             })
             .collect()
     }

@@ -37,6 +37,7 @@ pub(super) fn new_instance(
             answer_schema: todo.answer_schema,
             value: None,
             evidence: Vec::new(),
+            check: None,
         });
     }
     let overrides = request.heartbeat_config.unwrap_or_default();

@@ -321,6 +321,7 @@ mod tests {
             answer_schema: None,
             value: None,
             evidence: Vec::new(),
+            check: None,
         };
         let mut instance =
             ConversationInstance::new("o".into(), "+56912345678".into(), vec![todo], HeartbeatConfig::default());

@@ -125,6 +125,11 @@ fn written_days(text: &str, today: NaiveDate) -> Vec<NaiveDate> {
         days.extend(ymd(&c[1], &c[2], &c[3]));
     }
     for c in NUMERIC.captures_iter(text) {
+        // Not the month and day of an ISO date ("2024-03-01" holds "03-01").
+        let start = c.get(0).expect("the match").start();
+        if text[..start].ends_with(['-', '/', '.']) {
+            continue;
+        }
         let years = match c.get(3) {
             Some(y) if y.as_str().len() == 2 => vec![2000 + y.as_str().parse::<i32>().unwrap_or(0)],
             Some(y) => vec![y.as_str().parse().unwrap_or(0)],

@@ -210,10 +210,10 @@ fn in_words(n: u32, language: usize) -> String {
             0 if r < 20 => EN[r as usize].into(),
             0 => [EN_TENS[(r / 10) as usize], EN[(r % 10) as usize]].join("-").replace("-zero", ""),
             1 if r < 30 => ES[r as usize].into(),
-            1 if r % 10 == 0 => ES_TENS[(r / 10) as usize].into(),
+            1 if r.is_multiple_of(10) => ES_TENS[(r / 10) as usize].into(),
             1 => format!("{} y {}", ES_TENS[(r / 10) as usize], ES[(r % 10) as usize]),
             _ if r < 20 => PT[r as usize].into(),
-            _ if r % 10 == 0 => PT_TENS[(r / 10) as usize].into(),
+            _ if r.is_multiple_of(10) => PT_TENS[(r / 10) as usize].into(),
             _ => format!("{} e {}", PT_TENS[(r / 10) as usize], PT[(r % 10) as usize]),
         }
     };

@@ -28,7 +28,7 @@ fn a_typed_todo_refuses_a_value_that_does_not_fit_and_keeps_one_that_does() {
         Reply::Text(String::new()),
         Reply::Tools(vec![mark("1", "next Friday", json!("next Friday"))]),
         Reply::Tools(vec![
-            quoting(mark("1", "Friday", json!("2026-11-27")), "FRIDAY morning,"),
+            quoting(mark("1", "Friday", json!("2026-12-04")), "FRIDAY 4 december 2026,"),
             mark("2", "in the evening", json!("evening")),
             mark("3", "yes", json!(true)),
         ]),
@@ -61,17 +61,22 @@ fn a_typed_todo_refuses_a_value_that_does_not_fit_and_keeps_one_that_does() {
     assert_eq!(created["todos"][1]["answer_schema"]["enum"], json!(["morning", "afternoon"]));
 
     relay.wait_for(id, "the first message", |i| i["state"] == "WAITING_FOR_REPLY");
-    relay.ok(&["sandbox", "say", CONTACT, "Friday morning, and yes, someone will be home"]);
+    relay.ok(&["sandbox", "say", CONTACT, "Friday 4 December 2026, morning, and yes, someone will be home"]);
     let done = relay.wait_for_state(id, "COMPLETED");
     let values: Vec<&Value> = done["todos"].as_array().unwrap().iter().map(|t| &t["value"]).collect();
-    assert_eq!(values, [&json!("2026-11-27"), &json!("morning"), &json!(true)]);
+    assert_eq!(values, [&json!("2026-12-04"), &json!("morning"), &json!(true)]);
+    let checks: Vec<&Value> = done["todos"].as_array().unwrap().iter().map(|t| &t["check"]).collect();
+    assert_eq!(checks, [&json!("resolved"), &json!("verbatim"), &json!("verified")], "how each value was read");
     assert_eq!(done["todos"][0]["answer"], "Friday", "the words stay beside the value");
     // The evidence: the contact's words as they wrote them, in their message;
     // with no quote, the answer's own words where the contact wrote them.
-    let said = "Friday morning, and yes, someone will be home";
+    let said = "Friday 4 December 2026, morning, and yes, someone will be home";
     let message = relay.transcript(id).into_iter().find(|m| m["role"] == "contact").unwrap();
     let evidence = |n: usize| done["todos"][n]["evidence"].clone();
-    assert_eq!(evidence(0), json!([{"message_id": message["id"], "untrusted_contact_text": "Friday morning,"}]));
+    assert_eq!(
+        evidence(0),
+        json!([{"message_id": message["id"], "untrusted_contact_text": "Friday 4 December 2026,"}])
+    );
     assert_eq!(evidence(1), json!([{"message_id": message["id"], "untrusted_contact_text": "morning,"}]));
     assert_eq!(evidence(2), json!([{"message_id": message["id"], "untrusted_contact_text": "yes,"}]));
     assert!(said.contains("yes,"));
@@ -91,7 +96,7 @@ fn a_typed_todo_refuses_a_value_that_does_not_fit_and_keeps_one_that_does() {
     let invented = told(5);
     assert!(invented.contains("the contact never wrote \"mornings are best\""), "{invented}");
     let shown = relay.ok(&["get", id]);
-    assert!(shown.contains("value \"2026-11-27\""), "{shown}");
+    assert!(shown.contains("value \"2026-12-04\" (read from their words)"), "{shown}");
 }
 
 /// `--answer` belongs to the `--todo` before it; one that is not, or a kind
@@ -142,4 +147,161 @@ fn a_templates_todos_keep_their_answers() {
     let todos = relay.get(id.trim())["todos"].clone();
     assert_eq!(todos[0]["answer_schema"], json!({"type": "string", "format": "date"}));
     assert!(todos[1]["answer_schema"].is_null());
+}
+
+/// A value its evidence does not say is refused, however real the quote:
+/// relay reads numbers, addresses and days from the quoted words itself,
+/// and a yes or no goes to a second look that sees only the todo and the
+/// evidence. The report says how each value was established.
+#[test]
+fn a_value_its_quoted_words_do_not_say_is_refused_and_the_report_says_how_each_was_read() {
+    let said = "we are 3 people, my email is alice@example.com, and nobody is home on Friday";
+    let marks = |people: Value, email: &str, home: bool| {
+        Reply::Tools(vec![
+            quoting(mark("1", "3 people", people), "3 people"),
+            quoting(mark("2", "their email", json!(email)), "my email is alice@example.com"),
+            quoting(mark("3", "nobody is home", json!(home)), "nobody is home on Friday"),
+        ])
+    };
+    let (relay, model) = with_model(queue(vec![
+        Reply::tool("send_message", json!({"text": "Hi! How many are you, your email, and is someone home?"})),
+        Reply::Text(String::new()),
+        marks(json!(7), "bob@evil.example", true),
+        marks(json!(3), "alice@example.com", false),
+        Reply::tool("end_conversation", json!({"reason": "all answered", "outcome": "achieved"})),
+    ]));
+    model.verdicts(vec![json!({"confirmed": false, "reading": "nobody is home on Friday: no"})]);
+    let id = relay.ok(&[
+        "create",
+        "--objective",
+        "Plan the visit of the inspector",
+        "--contact",
+        CONTACT,
+        "--todo",
+        "How many people",
+        "--answer",
+        "integer",
+        "--todo",
+        "Their email",
+        "--answer",
+        "email",
+        "--todo",
+        "Someone is home on Friday",
+        "--answer",
+        "yes-no",
+    ]);
+    let id = id.trim();
+    relay.wait_for(id, "the first message", |i| i["state"] == "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, said]);
+    let done = relay.wait_for_state(id, "COMPLETED");
+    let todos = done["todos"].as_array().unwrap();
+    let got: Vec<(&Value, &Value)> = todos.iter().map(|t| (&t["value"], &t["check"])).collect();
+    assert_eq!(
+        got,
+        [
+            (&json!(3), &json!("verbatim")),
+            (&json!("alice@example.com"), &json!("verbatim")),
+            (&json!(false), &json!("verified"))
+        ]
+    );
+    // The model read why each wrong value was refused.
+    let requests = model.requests();
+    let told: String =
+        requests[3]["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(told.contains("the value 7 is not what their words say (7 is not in their words)"), "{told}");
+    assert!(told.contains("the value \"bob@evil.example\" is not what their words say"), "{told}");
+    assert!(told.contains("does not find the value true in them (nobody is home on Friday: no)"), "{told}");
+    // The second looks saw the todo and the evidence, not the conversation.
+    let looks = model.verifications();
+    assert_eq!(looks.len(), 2, "one refused, one confirmed: {looks:?}");
+    let asked = looks[0].to_string();
+    assert!(asked.contains("Someone is home on Friday") && asked.contains("nobody is home on Friday"), "{asked}");
+    assert!(!asked.contains("inspector") && !asked.contains("How many are you"), "{asked}");
+    assert!(!asked.contains("mark_todo_item"), "no tools and none of relay's instructions to the agent: {asked}");
+}
+
+/// A valid 1x1 PNG: the photo of the meter.
+const PHOTO: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00,
+    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+fn reading_from(media: &str) -> (String, Value) {
+    let args = json!({"todo_id": "1", "status": "completed", "answer": "12345", "value": 12345, "media": media});
+    ("mark_todo_item".to_string(), args)
+}
+
+/// Runs the meter conversation: the contact sends a photo captioned "the
+/// meter", the agent records 12345 from it; then, if refused, asks, and
+/// records it from the words the contact writes. The conversation at its end.
+fn meter_reading(vision: bool) -> (Value, crate::support::Relay, relay::scripted_model::ScriptedModel) {
+    let (relay, model) = crate::support::model::started_with(
+        queue(vec![
+            Reply::tool("send_message", json!({"text": "Hi! Could you send me the meter reading?"})),
+            Reply::Text(String::new()),
+            Reply::Tools(vec![reading_from("m1")]),
+            Reply::tool("send_message", json!({"text": "Could you write the number for me?"})),
+            Reply::Text(String::new()),
+            Reply::Tools(vec![quoting(mark("1", "12345", json!(12345)), "it reads 12345")]),
+            Reply::tool("end_conversation", json!({"reason": "done", "outcome": "achieved"})),
+        ]),
+        json!({}),
+        move |config| config["model"]["vision"] = json!(vision),
+    );
+    let id = relay.ok(&[
+        "create",
+        "--objective",
+        "Get the meter reading",
+        "--contact",
+        CONTACT,
+        "--todo",
+        "The meter reading",
+        "--answer",
+        "integer",
+    ]);
+    let id = id.trim().to_string();
+    relay.wait_for(&id, "the first message", |i| i["state"] == "WAITING_FOR_REPLY");
+    let photo = relay.path().join("meter.png");
+    std::fs::write(&photo, PHOTO).unwrap();
+    relay.ok(&["sandbox", "say", CONTACT, "the meter", "--image", photo.to_str().unwrap()]);
+    let done = relay.wait_for(&id, "the value recorded or a question asked", |i| {
+        i["todos"][0]["value"].is_number()
+            || i["state"] == "WAITING_FOR_REPLY" && i["usage"]["model_calls"].as_u64() > Some(2)
+    });
+    if done["todos"][0]["value"].is_number() {
+        return (done, relay, model);
+    }
+    relay.ok(&["sandbox", "say", CONTACT, "it reads 12345"]);
+    let done = relay.wait_for(&id, "the value recorded", |i| i["todos"][0]["value"].is_number());
+    (done, relay, model)
+}
+
+/// A value resting on a photo the model was never shown (`model.vision`
+/// off) is refused: it can only be the model's guess. Written by the
+/// contact, it is taken as their words.
+#[test]
+fn a_value_resting_on_a_photo_the_model_was_not_shown_is_refused() {
+    let (done, _relay, model) = meter_reading(false);
+    assert_eq!((&done["todos"][0]["value"], &done["todos"][0]["check"]), (&json!(12345), &json!("verbatim")));
+    assert_eq!(done["todos"][0]["evidence"][0]["untrusted_contact_text"], "it reads 12345");
+    let told = model.requests()[3].to_string();
+    assert!(told.contains("rests on m1, which you were not shown"), "{told}");
+    assert!(model.verifications().is_empty());
+}
+
+/// A model that sees the photo has what it shows confirmed by a second look
+/// that is shown the photo too.
+#[test]
+fn a_value_read_from_a_photo_the_model_saw_is_confirmed_by_a_look_at_the_photo() {
+    let (done, _relay, model) = meter_reading(true);
+    let todo = &done["todos"][0];
+    assert_eq!(
+        (&todo["value"], &todo["check"], &todo["evidence"][0]["media"]),
+        (&json!(12345), &json!("verified"), &json!("m1"))
+    );
+    let looks = model.verifications();
+    assert_eq!(looks.len(), 1);
+    assert!(looks[0].to_string().contains("data:image/png;base64"), "the photo was shown: {}", looks[0]);
 }

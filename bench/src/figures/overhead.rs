@@ -10,8 +10,8 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use relay::agent::{Agent, AgentError, ConversationTools, ToolCall, Turn};
-use relay::api::{ChannelStatus, CreateInstanceRequest, HeartbeatOverrides, NewTodo};
+use relay::agent::{Agent, AgentError, ConversationTools, ToolCall, Turn, Verdict, Verification};
+use relay::api::{ChannelStatus, CreateInstanceRequest, HeartbeatOverrides, NewTodo, TokenUsage};
 use relay::channel::{Channel, ChannelError, InboundMessage, InboundSink, Sent};
 use relay::contact::Contact;
 use relay::engine::{Engine, Settings};
@@ -46,6 +46,11 @@ impl Agent for ProbeAgent {
             tools.call(call).await.map_err(|e| AgentError::Model(e.to_string()))?;
             Ok(())
         })
+    }
+
+    /// The probe marks no todo, so it is never asked.
+    fn verify(&self, _verification: Verification) -> BoxFuture<'_, Result<(Verdict, TokenUsage), AgentError>> {
+        Box::pin(async { Err(AgentError::NotConfigured) })
     }
 }
 

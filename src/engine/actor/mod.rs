@@ -16,7 +16,9 @@
 //! - [`operator`]: pause, resume, cancel, answer, `relay send`;
 //! - [`sends`]: messages to the contact, recorded then sent in the background;
 //! - [`turns`]: the agent's turns, started, ended and stopped;
-//! - [`tool_effects`]: what the agent's tools do;
+//! - [`marks`]: `mark_todo_item`, an answer recorded only on what someone
+//!   said, and its value read from their words or confirmed by a model;
+//! - [`tool_effects`]: what the agent's other tools do;
 //! - [`budget`]: a conversation's turn and token budgets spent, and its
 //!   deadline;
 //! - [`media`]: contacts' files, fetched beside the conversation;
@@ -27,6 +29,7 @@
 
 mod budget;
 mod courtesy;
+mod marks;
 mod media;
 mod operator;
 mod queue;
@@ -47,6 +50,7 @@ use crate::agent::{AgentError, ToolCall, ToolError};
 use crate::api::{ConversationInstance, CreateInstanceResponse, Role, TokenUsage, TranscriptMessage};
 use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent, SentUpdate};
 use crate::contact::Contact;
+pub(crate) use marks::Marked;
 use turns::RunningTurn;
 
 type Reply<T> = oneshot::Sender<T>;
@@ -72,6 +76,14 @@ pub(crate) enum Msg {
         turn: u64,
         call: ToolCall,
         reply: ToolReply,
+    },
+    /// `mark_todo_item`, with whether a model already confirmed its value.
+    Mark {
+        id: Uuid,
+        turn: u64,
+        call: ToolCall,
+        verified: bool,
+        reply: Reply<Result<marks::Marked, ToolError>>,
     },
     Usage {
         id: Uuid,
@@ -115,9 +127,11 @@ impl Msg {
     fn conversation(&self) -> Option<Uuid> {
         match self {
             Msg::Create { instance, .. } => Some(instance.id),
-            Msg::Operator { id, .. } | Msg::Tool { id, .. } | Msg::Usage { id, .. } | Msg::TurnDone { id, .. } => {
-                Some(*id)
-            }
+            Msg::Operator { id, .. }
+            | Msg::Tool { id, .. }
+            | Msg::Mark { id, .. }
+            | Msg::Usage { id, .. }
+            | Msg::TurnDone { id, .. } => Some(*id),
             Msg::Sent { message, .. } => Some(message.instance_id),
             Msg::SentUpdate { instance, .. } => Some(*instance),
             Msg::MediaDone { message } => Some(message.instance_id),
@@ -387,17 +401,18 @@ impl Actor {
                     tracing::debug!(instance = %id, %error, "attachment not sent");
                 }
             }
-            Msg::Tool { id, turn, call, reply } => {
-                let records = matches!(call, ToolCall::MarkTodoItem { .. });
-                let result = self.tool(id, turn, call);
+            Msg::Mark { id, turn, call, verified, reply } => {
+                let result = self.mark_todo(id, turn, call, verified);
                 // Having recorded what the contact said, the turn may answer it.
-                if records
-                    && result.is_ok()
+                if matches!(result, Ok(marks::Marked::Done(_)))
                     && let Some(running) = self.turn.as_mut().filter(|t| t.number == turn)
                 {
                     running.may_send = true;
                 }
                 let _ = reply.send(result);
+            }
+            Msg::Tool { id, turn, call, reply } => {
+                let _ = reply.send(self.tool(id, turn, call));
             }
             Msg::Sent { message, result, waiter } => self.sent(message, result, waiter),
             Msg::SentUpdate { instance, message, update, done } => {

@@ -85,7 +85,12 @@ impl Actor {
         answering.reverse();
         self.turns_started += 1;
         let turn = self.turns_started;
-        let tools = ConversationTools::new(ActorTools { actor: self.me.clone(), instance: id, turn });
+        let tools = ConversationTools::new(ActorTools {
+            actor: self.me.clone(),
+            instance: id,
+            turn,
+            agent: self.shared.agent.clone(),
+        });
         let (agent, me, shared) = (self.shared.agent.clone(), self.me.clone(), self.shared.clone());
         tracing::debug!(instance = %id, ?kind, "turn started");
         let task = tokio::spawn(async move {

@@ -45,6 +45,7 @@ pub(super) fn settings() -> Settings {
         media: Default::default(),
         events_keep: Duration::from_secs(90 * 86_400),
         transcription_retries: (0, Duration::from_millis(10)),
+        verify_answers: true,
     }
 }
 

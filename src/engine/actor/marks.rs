@@ -1,0 +1,530 @@
+//! `mark_todo_item`: what the agent learned is recorded on a todo only when
+//! it rests on what someone said. An answer rests on the contact's words
+//! (its quote, found in what they wrote, or a file they sent) or on the
+//! operator's answer to a question; a typed value is also read from those
+//! words by relay ([`crate::grounding`]), or, when relay cannot read it by
+//! rule, confirmed by a second, narrow model call (`agent::verify`), so the
+//! Main Agent can act on `value` without reading the chat.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::Actor;
+use super::tool_effects::their_words;
+use crate::agent::{ToolCall, ToolError, TurnImage, Verification};
+use crate::api::limits;
+use crate::api::{
+    AnswerSchema, EventData, Evidence, MediaInfo, MediaKind, MediaStatus, Role, TodoItem, TodoStatus,
+    TranscriptMessage, ValueCheck,
+};
+use crate::engine::evidence::{contains_words, copies_instructions, quoted_piece, repeats, rests_on, states};
+use crate::engine::{EngineError, bounded_text};
+use crate::grounding::{self, Reading, Said};
+
+/// What a `mark_todo_item` call came to.
+pub(crate) enum Marked {
+    /// Recorded (or refused): the text the model sees.
+    Done(String),
+    /// relay cannot read the value by rule: a model must confirm it first,
+    /// and the call is made again with its verdict.
+    Verify(Box<Verification>),
+}
+
+/// A contact's file an answer rests on: the evidence, and what the model
+/// was given of it (its caption, a voice note's transcript).
+struct FileEvidence {
+    evidence: Evidence,
+    media: Box<MediaInfo>,
+}
+
+/// The words an answer rests on, and what they are.
+struct Grounds {
+    evidence: Vec<Evidence>,
+    file: Option<FileEvidence>,
+}
+
+impl Actor {
+    /// Runs `mark_todo_item` for turn `turn`. `verified`: a model already
+    /// confirmed the value from its evidence ([`Marked::Verify`]).
+    pub(super) fn mark_todo(
+        &mut self,
+        id: Uuid,
+        turn: u64,
+        call: ToolCall,
+        verified: bool,
+    ) -> Result<Marked, ToolError> {
+        self.check_turn(id, turn)?;
+        let ToolCall::MarkTodoItem { todo_id, status, answer, value, quote, media } = call else {
+            unreachable!("only mark_todo_item is routed here")
+        };
+        let refused = |e: EngineError| ToolError(e.to_string());
+        let instance = &self.convs[self.index(id).map_err(refused)?];
+        let todo = todo_of(&instance.todos, &todo_id)?;
+        let value = typed_value(todo, value, status)?;
+        let answer = answer.map(|a| bounded_text("answer", a, limits::MAX_NOTE_CHARS)).transpose().map_err(refused)?;
+        // An answer is what someone told relay: the contact, or the operator
+        // answering a question. Without an answer a completed todo may be an
+        // action done ("Tell them the parcel comes Friday"); a skipped
+        // todo's words say why it was skipped, and are the model's own.
+        let told =
+            instance.last_contact_message.is_some() || instance.earlier_questions.iter().any(|q| q.answer.is_some());
+        let learned = answer.as_ref().filter(|_| status != TodoStatus::Skipped);
+        if (learned.is_some() || value.is_some()) && !told {
+            return Err(ToolError(format!(
+                "todo {todo_id} is not marked: the contact has not written yet, so there is no answer to record. \
+                 Record only what they tell you"
+            )));
+        }
+        let answered = self.answered(id);
+        let file = media.map(|m| self.find_media(id, &todo_id, &m)).transpose()?;
+        self.refuse_the_models_words(&todo_id, learned, quote.as_deref(), file.is_some(), &answered)?;
+        let grounds = self.grounds(id, &todo_id, learned, &value, quote.as_deref(), file, &answered)?;
+        // A quote backs the answer it comes with, not any answer.
+        if let (Some(quote), Some(learned)) = (&quote, learned) {
+            rests_on(learned, quote).map_err(|why| {
+                ToolError(format!(
+                    "todo {todo_id} is not marked: the answer {learned:?} says what the quote does not ({why}). \
+                     Record as the answer what the contact told you, in their words"
+                ))
+            })?;
+        }
+        let check = match (&value, todo.answer_schema.as_ref()) {
+            (Some(value), Some(schema)) => match self.ground(id, todo, schema, value, &grounds, verified)? {
+                Ok(check) => Some(check),
+                Err(verification) => return Ok(Marked::Verify(verification)),
+            },
+            _ => None,
+        };
+        let answered_ids: Vec<Uuid> = answered.iter().map(|m| m.message_id).collect();
+        let mark = Recorded { todo_id, status, answer, value, check, evidence: grounds.evidence, answered_ids };
+        self.record_mark(id, turn, mark).map(Marked::Done)
+    }
+
+    /// The contact's messages the running turn answers, else their latest:
+    /// what an answer rests on unless its quote is older.
+    fn answered(&self, id: Uuid) -> Vec<Evidence> {
+        let answering = self.turn.as_ref().map(|t| t.answering.clone()).unwrap_or_default();
+        if !answering.is_empty() {
+            return answering;
+        }
+        let latest = self.index(id).ok().and_then(|at| self.convs[at].last_contact_message.as_ref());
+        latest
+            .map(|m| Evidence {
+                message_id: m.message_id,
+                untrusted_contact_text: m.untrusted_contact_text.clone(),
+                media: None,
+            })
+            .into_iter()
+            .collect()
+    }
+
+    /// Refuses an answer that is the model's own words: what this turn wrote
+    /// to the contact (quoted or not), or a run of relay's instructions to
+    /// the model that the quote does not hold. (The other order, recorded
+    /// and then said, is taken back when it goes out: [`Actor::take_back_echoed`].)
+    fn refuse_the_models_words(
+        &self,
+        todo_id: &str,
+        learned: Option<&String>,
+        quote: Option<&str>,
+        file: bool,
+        answered: &[Evidence],
+    ) -> Result<(), ToolError> {
+        let Some(answer) = learned else { return Ok(()) };
+        let turn_said = self.turn.as_ref().map(|t| t.said.as_slice()).unwrap_or_default();
+        if turn_said.iter().any(|m| repeats(m, answer)) {
+            return Err(ToolError(format!(
+                "todo {todo_id} is not marked: {answer:?} is what you wrote to the contact in this turn, not what \
+                 they told you. Record as the answer the contact's own words{}",
+                answer_from(answered)
+            )));
+        }
+        // Without a quote or a file the answer must be found in the
+        // contact's messages, which is check enough.
+        let cited = quote.or(file.then_some(""));
+        if let Some(run) = cited.and_then(|cited| copies_instructions(answer, cited)) {
+            return Err(ToolError(format!(
+                "todo {todo_id} is not marked: {answer:?} repeats relay's instructions to you (\"{run}\"), not what \
+                 the contact said. Record as the answer the contact's own words{}",
+                answer_from(answered)
+            )));
+        }
+        Ok(())
+    }
+
+    /// What the answer rests on: the contact's file; or their words (the
+    /// quote, else the answer or value itself, found in what they wrote);
+    /// or the operator's answer to a question (no evidence). A value or an
+    /// answer that rests on nobody's words is refused.
+    #[allow(clippy::too_many_arguments)]
+    fn grounds(
+        &self,
+        id: Uuid,
+        todo_id: &str,
+        learned: Option<&String>,
+        value: &Option<Value>,
+        quote: Option<&str>,
+        file: Option<FileEvidence>,
+        answered: &[Evidence],
+    ) -> Result<Grounds, ToolError> {
+        if let Some(file) = file {
+            return Ok(Grounds { evidence: vec![file.evidence.clone()], file: Some(file) });
+        }
+        let words = |evidence: Vec<Evidence>| Ok(Grounds { evidence, file: None });
+        // A yes or no is found only through its quote.
+        let value_words = value.as_ref().and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+        let own_words = learned.cloned().or(value_words);
+        let ask_for_quote = |why: &str| {
+            ToolError(format!(
+                "todo {todo_id} is not marked: {why}: add quote, the contact's exact words (a few are enough). \
+                 Record only what they wrote{}",
+                answer_from(answered)
+            ))
+        };
+        let instance = &self.convs[self.index(id).map_err(|e| ToolError(e.to_string()))?];
+        let operator_said = |words: &str| {
+            let wanted = crate::courtesy::normalise(words);
+            let said = instance.earlier_questions.iter().filter_map(|q| q.answer.as_deref());
+            !wanted.is_empty() && said.map(crate::courtesy::normalise).any(|said| said.contains(&wanted))
+        };
+        match (quote, own_words.as_deref()) {
+            (Some(quote), _) => match self.find_quote(id, todo_id, quote, answered) {
+                Ok(found) => words(vec![found]),
+                Err(_) if operator_said(quote) => words(Vec::new()),
+                Err(refusal) => Err(refusal),
+            },
+            (None, Some(own)) if self.turn_wrote(own) => Err(ask_for_quote(
+                "you wrote these words to the contact yourself in this turn, so they cannot show what the contact said",
+            )),
+            (None, Some(own)) => match self.find_quote(id, todo_id, own, answered) {
+                Ok(found) => words(vec![found]),
+                Err(_) if operator_said(own) => words(Vec::new()),
+                Err(_) => Err(ask_for_quote("say which of the contact's words this answer rests on")),
+            },
+            (None, None) if value.is_some() => {
+                Err(ask_for_quote("say which of the contact's words this value rests on"))
+            }
+            (None, None) => words(Vec::new()),
+        }
+    }
+}
+
+/// A mark that passed every check, to be recorded.
+struct Recorded {
+    todo_id: String,
+    status: TodoStatus,
+    answer: Option<String>,
+    value: Option<Value>,
+    check: Option<ValueCheck>,
+    evidence: Vec<Evidence>,
+    /// The contact's messages the turn answers: what a mark with no
+    /// evidence of its own rests on.
+    answered_ids: Vec<Uuid>,
+}
+
+impl Actor {
+    /// Writes a checked mark to the todo, keeps the todo as it was before
+    /// for [`Actor::take_back_echoed`], and says so in the event log.
+    fn record_mark(&mut self, id: Uuid, turn: u64, mark: Recorded) -> Result<String, ToolError> {
+        let Recorded { todo_id, status, answer, value, check, evidence, answered_ids } = mark;
+        let at = self.index(id).map_err(|e| ToolError(e.to_string()))?;
+        let before = todo_of(&self.convs[at].todos, &todo_id)?.clone();
+        let learned_now = answer.is_some() && status != TodoStatus::Skipped;
+        let recorded = answer.clone();
+        self.update(id, |i| {
+            let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
+            // A skipped todo's words are why it was skipped, the model's own:
+            // taken up again, it has no answer.
+            if todo.status == TodoStatus::Skipped && status != TodoStatus::Skipped {
+                todo.answer = None;
+                todo.answer_message_ids.clear();
+                todo.evidence.clear();
+                todo.check = None;
+            }
+            todo.status = status;
+            if answer.is_some() || value.is_some() {
+                todo.answer_message_ids = match evidence.is_empty() {
+                    true => answered_ids,
+                    false => evidence.iter().map(|e| e.message_id).collect(),
+                };
+            }
+            if answer.is_some() {
+                todo.answer = answer;
+            }
+            if value.is_some() {
+                todo.value = value;
+                todo.check = check;
+            }
+            if !evidence.is_empty() {
+                todo.evidence = evidence;
+            }
+        })
+        .map_err(|e| ToolError(e.to_string()))?;
+        if let Some(running) = self.turn.as_mut().filter(|t| learned_now && t.number == turn)
+            && !running.recorded.iter().any(|t| t.id == todo_id)
+        {
+            running.recorded.push(before);
+        }
+        self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: recorded });
+        Ok(format!("todo {todo_id} is now {}", status.as_str()))
+    }
+}
+
+/// The todo `todo_id` of `todos`, or a refusal naming the ids there are.
+fn todo_of<'a>(todos: &'a [TodoItem], todo_id: &str) -> Result<&'a TodoItem, ToolError> {
+    todos.iter().find(|t| t.id == todo_id).ok_or_else(|| {
+        let ids: Vec<&str> = todos.iter().map(|t| t.id.as_str()).collect();
+        ToolError(format!("there is no todo '{todo_id}'; the todo ids are {}", ids.join(", ")))
+    })
+}
+
+/// The value a mark may keep: one that fits the todo's answer schema, while
+/// the contact is there to be asked again; none for a todo without one.
+/// Completing a typed todo needs a value, unless it has one already.
+fn typed_value(todo: &TodoItem, value: Option<Value>, status: TodoStatus) -> Result<Option<Value>, ToolError> {
+    let todo_id = &todo.id;
+    match (&todo.answer_schema, value) {
+        (Some(schema), Some(value)) => {
+            schema.admits(&value).map_err(|why| ToolError(typed_refusal(todo_id, schema, &why)))?;
+            Ok(Some(value))
+        }
+        (Some(schema), None) if status == TodoStatus::Completed && todo.value.is_none() => Err(ToolError(format!(
+            "todo {todo_id} is not marked: it needs its answer as value, {}. Work it out from the conversation \
+             (relative days from the conversation's time), or ask the contact",
+            schema.describe()
+        ))),
+        (None, _) | (Some(_), None) => Ok(None),
+    }
+}
+
+impl Actor {
+    /// How `value` rests on its grounds: the operator's answer; read from
+    /// the contact's words by rule; confirmed by a model (`verified`); or
+    /// not checked (`answers.verify` off). `Err` inside: a model must
+    /// confirm it first. A value the words contradict, or that rests on a
+    /// file the model was never shown, is refused.
+    fn ground(
+        &self,
+        id: Uuid,
+        todo: &TodoItem,
+        schema: &AnswerSchema,
+        value: &Value,
+        grounds: &Grounds,
+        verified: bool,
+    ) -> Result<Result<ValueCheck, Box<Verification>>, ToolError> {
+        let Some(first) = grounds.evidence.first() else { return Ok(Ok(ValueCheck::Operator)) };
+        let todo_id = &todo.id;
+        let words = match &grounds.file {
+            Some(file) => file_words(&file.media),
+            None => grounds.evidence.iter().map(|e| e.untrusted_contact_text.as_str()).collect::<Vec<_>>().join("\n"),
+        };
+        let written = self.written_at(id, first.message_id);
+        let zone = self.index(id).ok().and_then(|at| self.convs[at].contact_time.as_ref()?.time_zone.parse().ok());
+        let on = written.with_timezone(&zone.unwrap_or(chrono_tz::UTC));
+        let photo = grounds.file.as_ref().filter(|f| f.media.kind == MediaKind::Photo);
+        let shown = photo.and_then(|f| self.image_of(&f.media, f.evidence.message_id));
+        let unseen = |reference: &str| {
+            ToolError(format!(
+                "todo {todo_id} is not marked: the value {value} rests on {reference}, which you were not shown \
+                 (only its label): ask the contact to write it"
+            ))
+        };
+        let reading = grounding::read(schema, value, Said { words: &words, on: on.date_naive() });
+        match reading {
+            Ok(Reading::Verbatim) => return Ok(Ok(ValueCheck::Verbatim)),
+            Ok(Reading::Resolved) => return Ok(Ok(ValueCheck::Resolved)),
+            _ if verified => return Ok(Ok(ValueCheck::Verified)),
+            // What a photo shows is for a model that sees it to say.
+            _ if photo.is_some() && shown.is_none() => return Err(unseen(&photo.expect("a photo").media.reference)),
+            // A model must look: below.
+            Ok(Reading::Unreadable) => {}
+            Err(_) if shown.is_some() => {}
+            Err(why) => {
+                return Err(ToolError(format!(
+                    "todo {todo_id} is not marked: the value {value} is not what their words say ({why}). Record \
+                     the value their words give, or ask the contact{}",
+                    answer_from(std::slice::from_ref(first))
+                )));
+            }
+        }
+        if !self.shared.settings.verify_answers {
+            return Ok(Ok(ValueCheck::Unchecked));
+        }
+        Ok(Err(Box::new(Verification {
+            todo: todo.text.clone(),
+            expects: schema.describe(),
+            value: value.clone(),
+            words,
+            written: on.format("%A %-d %B %Y, %H:%M").to_string(),
+            image: shown,
+        })))
+    }
+
+    /// When the contact wrote message `message_id` (now, if it cannot be read).
+    fn written_at(&self, id: Uuid, message_id: Uuid) -> DateTime<Utc> {
+        let latest = self.index(id).ok().and_then(|at| self.convs[at].last_contact_message.as_ref());
+        if let Some(latest) = latest.filter(|m| m.message_id == message_id) {
+            return latest.at;
+        }
+        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
+        transcript.iter().find(|m| m.id == message_id).map_or_else(crate::clock::now, |m| m.timestamp)
+    }
+
+    /// A contact's photo as the model would be shown it, when it may be
+    /// (`model.vision`, a type and size it takes).
+    fn image_of(&self, media: &MediaInfo, message_id: Uuid) -> Option<TurnImage> {
+        if !self.shared.agent.sees_images() {
+            return None;
+        }
+        let message = TranscriptMessage {
+            media: Some(Box::new(media.clone())),
+            ..TranscriptMessage::new(Uuid::nil(), Role::Contact, String::new())
+        };
+        let message = TranscriptMessage { id: message_id, ..message };
+        super::media::images_to_show(&self.shared, std::slice::from_ref(&message)).pop()
+    }
+}
+
+/// What the model was given of a contact's file: its caption, and a voice
+/// note's transcript.
+fn file_words(media: &MediaInfo) -> String {
+    [media.caption.as_deref(), media.transcript.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n")
+}
+/// [`their_words`] after an answer's refusal, with what to do with them.
+fn answer_from(answered: &[Evidence]) -> String {
+    their_words(answered).map_or_else(String::new, |words| {
+        format!(
+            ". The contact's latest words: {words}. Record them only where they answer the todo; if they do not, \
+             leave it pending and ask"
+        )
+    })
+}
+
+/// Why a typed value was refused, and what to do, for the model: "todo 2
+/// needs a date like "2026-11-27"; "next Friday" is not one: ...".
+fn typed_refusal(todo_id: &str, schema: &crate::api::AnswerSchema, why: &str) -> String {
+    format!(
+        "todo {todo_id} is not marked: its value must be {}; {why}. Work it out from the conversation (relative days \
+         from the conversation's time), or ask the contact",
+        schema.describe()
+    )
+}
+
+impl Actor {
+    /// Where the contact wrote `quote` in conversation `id`: the piece of
+    /// their message, as they wrote it. Case, spacing and punctuation aside,
+    /// it must be there: an answer no one wrote cannot cite anything. The
+    /// messages the turn answers are looked at first; the transcript is
+    /// read only for an older one.
+    fn find_quote(&self, id: Uuid, todo_id: &str, quote: &str, answered: &[Evidence]) -> Result<Evidence, ToolError> {
+        let wanted: Vec<String> = crate::courtesy::normalise(quote).split(' ').map(str::to_string).collect();
+        let found_in = |message_id: Uuid, text: &str| {
+            quoted_piece(text, &wanted).map(|piece| Evidence { message_id, untrusted_contact_text: piece, media: None })
+        };
+        let recent = answered.iter().rev().find_map(|m| found_in(m.message_id, &m.untrusted_contact_text));
+        let found = match recent {
+            Some(found) => Some(found),
+            None => {
+                let transcript = self.shared.store.read_transcript(id).map_err(|e| ToolError(e.to_string()))?;
+                transcript.iter().rev().filter(|m| m.role == Role::Contact).find_map(|m| found_in(m.id, &m.content))
+            }
+        };
+        found.ok_or_else(|| {
+            ToolError(format!(
+                "todo {todo_id} is not marked: the contact never wrote {quote:?}. Quote their exact words (a \
+                 few are enough){}",
+                answer_from(answered)
+            ))
+        })
+    }
+}
+
+impl Actor {
+    /// The contact's file `reference` (`m2`) in conversation `id`, kept, as
+    /// an answer's evidence: its message, its caption, and the reference.
+    fn find_media(&self, id: Uuid, todo_id: &str, reference: &str) -> Result<FileEvidence, ToolError> {
+        let transcript = self.shared.store.read_transcript(id).map_err(|e| ToolError(e.to_string()))?;
+        let files: Vec<&TranscriptMessage> =
+            transcript.iter().filter(|m| m.role == Role::Contact && m.media.is_some()).collect();
+        let wanted = reference.trim().to_ascii_lowercase();
+        let found = files.iter().find(|m| m.media.as_ref().is_some_and(|f| f.reference == wanted));
+        let Some(message) = found else {
+            let theirs: Vec<&str> =
+                files.iter().filter_map(|m| m.media.as_deref()).map(|f| f.reference.as_str()).collect();
+            let sent = match theirs.is_empty() {
+                true => "the contact has sent no file".to_string(),
+                false => format!("the contact's files are {}", theirs.join(", ")),
+            };
+            return Err(ToolError(format!("todo {todo_id} is not marked: there is no file {reference:?}; {sent}")));
+        };
+        let file = message.media.as_deref().expect("found by its media");
+        if file.status != MediaStatus::Stored {
+            return Err(ToolError(format!(
+                "todo {todo_id} is not marked: relay could not keep {} ({}); ask them to send it again",
+                file.reference,
+                file.status.as_str().replace('_', " ")
+            )));
+        }
+        let evidence = Evidence {
+            message_id: message.id,
+            untrusted_contact_text: file.caption.clone().unwrap_or_default(),
+            media: Some(file.reference.clone()),
+        };
+        Ok(FileEvidence { evidence, media: Box::new(file.clone()) })
+    }
+}
+
+impl Actor {
+    /// Whether the running turn wrote `words` to the contact: they are
+    /// within (case, spacing and punctuation aside) a message it sent.
+    fn turn_wrote(&self, words: &str) -> bool {
+        let wanted = crate::courtesy::normalise(words);
+        let sent = self.turn.as_ref().map(|t| t.said.as_slice()).unwrap_or_default();
+        !wanted.is_empty() && sent.iter().any(|said| contains_words(&crate::courtesy::normalise(said), &wanted))
+    }
+
+    /// After the turn's message `sent` went out: the answers this turn
+    /// recorded that the message says as sentences of their own
+    /// ([`states`]) are taken back (each todo as it was before the turn),
+    /// and the model is told why: a small model recorded "The order is
+    /// cancelled." as the delivery day, in the reply that then sent it. A
+    /// confirmation that repeats an answer ("Perfect: Friday around 3pm.")
+    /// leaves it.
+    pub(super) fn take_back_echoed(&mut self, id: Uuid, turn: u64, sent: &str) -> Option<String> {
+        let running = self.turn.as_mut().filter(|t| t.number == turn && t.instance == id)?;
+        let at = self.convs.iter().position(|c| c.id == id)?;
+        let todos = &self.convs[at].todos;
+        let echoed = |before: &TodoItem| {
+            let answer = todos.iter().find(|t| t.id == before.id)?.answer.as_deref()?;
+            states(sent, answer).then(|| (before.clone(), answer.to_string()))
+        };
+        let taken: Vec<(TodoItem, String)> = running.recorded.iter().filter_map(echoed).collect();
+        running.recorded.retain(|t| !taken.iter().any(|(before, _)| before.id == t.id));
+        let mut notes = Vec::new();
+        for (before, answer) in taken {
+            let restored = self.update(id, |i| {
+                if let Some(todo) = i.todos.iter_mut().find(|t| t.id == before.id) {
+                    *todo = before.clone();
+                }
+            });
+            if let Err(error) = restored {
+                tracing::error!(instance = %id, %error, "cannot take back an answer the agent wrote itself");
+                continue;
+            }
+            tracing::info!(instance = %id, todo = %before.id, "an answer the agent then wrote to the contact is taken back");
+            let (todo_id, status, previous) = (before.id.clone(), before.status, before.answer.clone());
+            self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: previous });
+            notes.push(format!(
+                "todo {todo_id} is {} again: {answer:?} is what you just wrote to the contact, not what they told \
+                 you. Record as the answer the contact's own words, or leave it and ask",
+                status.as_str()
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join(". "))
+    }
+}

@@ -146,6 +146,13 @@ fn check_courtesy(config: &Result<Config, ConfigError>, status: Option<&DaemonSt
              fewer people a day (courtesy.max_new_contacts_per_day)",
         ));
     }
+    if let Some(empty) = courtesy.no_opt_out_words() {
+        found.push((
+            empty.into(),
+            "remove courtesy.opt_out_words from config.json for the defaults (STOP, BAJA, PARAR, ...), or list the \
+             words your contacts use",
+        ));
+    }
     if courtesy.disclosure_off() {
         found.push((
             "courtesy.disclosure is off: contacts are not told that an automated assistant writes to them".into(),

@@ -36,6 +36,9 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         return report(ctx, running);
     }
     let config = ctx.config()?;
+    if let Some(empty) = config.courtesy.no_opt_out_words().filter(|_| !ctx.json) {
+        complain!("relay: warning: {empty} (remove it from config.json for the defaults)");
+    }
     if let Some(pid) = daemon_files::read_pid(home) {
         // No daemon holds the lock, so this pid file outlived its daemon.
         daemon_files::clean_up(home);

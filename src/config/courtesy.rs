@@ -124,6 +124,14 @@ impl CourtesySettings {
         }
     }
 
+    /// What is wrong with an empty `opt_out_words`, for `relay start` and
+    /// `relay doctor`; None when there are some.
+    pub fn no_opt_out_words(&self) -> Option<&'static str> {
+        self.opt_out_words.iter().all(|w| w.trim().is_empty()).then_some(
+            "courtesy.opt_out_words is empty: a contact who writes only STOP is not put on the do-not-contact list",
+        )
+    }
+
     pub fn disclosure_off(&self) -> bool {
         self.disclosure.trim().eq_ignore_ascii_case("off")
     }

@@ -159,10 +159,41 @@ mod tests {
             })
     }
 
+    /// `text` as typed on another keyboard: some letters fullwidth
+    /// ("ＳＴＯＰ"), some accents added or dropped ("mas", "nâo").
+    fn retyped(text: &str, fullwidth: &[bool], accents: &[bool]) -> String {
+        use unicode_normalization::UnicodeNormalization;
+        let bare: String = fold(text);
+        bare.chars()
+            .zip(fullwidth.iter().chain(std::iter::repeat(&false)))
+            .zip(accents.iter().chain(std::iter::repeat(&false)))
+            .map(|((c, wide), accent)| {
+                let c =
+                    if *accent && "aeiou".contains(c) { format!("{c}\u{301}").nfc().collect() } else { c.to_string() };
+                match c.chars().next() {
+                    Some(ch) if *wide && ch.is_ascii_graphic() && c.len() == 1 => {
+                        char::from_u32(ch as u32 - 0x21 + 0xFF01).map_or(c, String::from)
+                    }
+                    _ => c,
+                }
+            })
+            .collect()
+    }
+
     proptest! {
         #[test]
         fn a_message_that_is_only_an_opt_out_word_is_an_opt_out(message in opt_out_message()) {
             prop_assert!(is_opt_out(&message, &words()), "{:?}", message);
+        }
+
+        /// However it is typed (fullwidth letters, accents added or left
+        /// out), an opt-out word is one.
+        #[test]
+        fn an_opt_out_word_typed_fullwidth_or_with_other_accents_is_one(
+            message in opt_out_message(), fullwidth in any::<Vec<bool>>(), accents in any::<Vec<bool>>(),
+        ) {
+            let typed = retyped(&message, &fullwidth, &accents);
+            prop_assert!(is_opt_out(&typed, &words()), "{:?}", typed);
         }
 
         /// An opt-out word with other words around it is a sentence, not an
@@ -228,6 +259,9 @@ mod tests {
     #[test]
     fn the_issues_own_examples() {
         assert!(is_opt_out("STOP", &words()));
+        assert!(is_opt_out("ＳＴＯＰ", &words()));
+        assert!(is_opt_out("Stop.", &words()));
+        assert!(is_opt_out("no mas mensajes", &words()), "written without its accent");
         assert!(is_opt_out("Baja.", &words()));
         assert!(!is_opt_out("stop the delivery on Friday", &words()));
         assert!(!is_opt_out("", &words()));

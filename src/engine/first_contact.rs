@@ -18,6 +18,13 @@ use crate::contact::Contact;
 use crate::courtesy::first_contact::Gate;
 use crate::store::{FirstContactBook, StoreError};
 
+/// How recently a contact must have written for relay's first message to
+/// them to count as a reply (quiet hours do not hold it).
+pub(crate) const JUST_WROTE: chrono::Duration = chrono::Duration::hours(1);
+
+/// The contacts heard from are pruned to the last hour past this many.
+const HEARD_PRUNE_AT: usize = 1024;
+
 /// What relay asked WhatsApp last, in memory only: a restart asks again.
 #[derive(Debug, Default)]
 pub(super) struct Question {
@@ -154,6 +161,24 @@ impl Shared {
         if let Err(error) = self.first_contacts.know(contact.as_str()) {
             tracing::error!(%error, "cannot record that a number is known");
         }
+    }
+
+    /// `contact` wrote just now.
+    pub(super) fn heard_from(&self, contact: &Contact) {
+        let now = crate::clock::now();
+        let mut heard = self.heard.lock().expect("heard lock");
+        // Only the last hour matters: the map holds the contacts who wrote in it.
+        if heard.len() >= HEARD_PRUNE_AT {
+            heard.retain(|_, at| now - *at < JUST_WROTE);
+        }
+        heard.insert(contact.clone(), now);
+    }
+
+    /// Whether `contact` wrote within [`JUST_WROTE`]: relay's first message
+    /// to them is then a reply, and goes out even in their quiet hours.
+    pub(crate) fn just_wrote(&self, contact: &Contact) -> bool {
+        let heard = self.heard.lock().expect("heard lock");
+        heard.get(contact).is_some_and(|at| crate::clock::now() - *at < JUST_WROTE)
     }
 
     /// A message reached `contact`'s phone: it is not new, and if it was, a

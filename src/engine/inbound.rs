@@ -47,10 +47,14 @@ impl Shared {
     /// A message no conversation takes is not answered, but it is kept
     /// where the operator can read it (`unrouted.jsonl`).
     /// A file is not fetched (there is no conversation to keep it in): what
-    /// it was and its caption are kept.
-    pub(crate) fn keep_unrouted(&self, message: InboundMessage) {
+    /// it was and its caption are kept. A message that is only an opt-out
+    /// word puts the number on the do-not-contact list all the same (STOP
+    /// counts wherever it comes); returns whether it did.
+    pub(crate) fn keep_unrouted(&self, message: InboundMessage) -> bool {
         let InboundMessage { from, text, media, .. } = message;
         tracing::info!(contact = %from, "message from a contact with no live conversation; kept in unrouted.jsonl");
+        let words = media.as_ref().map_or(text.as_str(), |m| m.caption.as_deref().unwrap_or_default());
+        let opts_out = crate::courtesy::is_opt_out(words, &self.settings.courtesy.opt_out_words);
         let text = match media {
             Some(media) => crate::media::label::unrouted(media.kind, media.caption.as_deref()),
             None => text,
@@ -61,6 +65,27 @@ impl Shared {
                 self.unrouted.fetch_add(1, Ordering::Relaxed);
             }
             Err(error) => tracing::error!(%error, "cannot keep an unrouted message"),
+        }
+        if opts_out {
+            self.opted_out_between(&from);
+        }
+        opts_out
+    }
+
+    /// `contact` wrote an opt-out word when no conversation was live: the
+    /// number goes on the do-not-contact list.
+    fn opted_out_between(&self, contact: &crate::contact::Contact) {
+        let entry = crate::courtesy::OptOut {
+            contact: contact.to_string(),
+            since: crate::clock::now(),
+            source: crate::courtesy::OptOutSource::Contact,
+            reason: "the contact's message was an opt-out word (no conversation was live)".into(),
+            instance_id: None,
+            overrides: Vec::new(),
+        };
+        match self.opt_outs.add(entry) {
+            Ok(_) => tracing::info!(contact = %contact, "the number is on the do-not-contact list"),
+            Err(error) => tracing::error!(contact = %contact, %error, "cannot record an opt-out"),
         }
     }
 }

@@ -227,6 +227,9 @@ pub(crate) struct Shared {
     pub(crate) first_contacts: crate::store::FirstContactBook,
     /// The last question to WhatsApp about its lock (see `first_contact.rs`).
     reach_out: Mutex<first_contact::Question>,
+    /// When each contact last wrote, in the last hour or so: a first message
+    /// to someone who just wrote is a reply (see `first_contact.rs`).
+    heard: Mutex<HashMap<Contact, chrono::DateTime<chrono::Utc>>>,
     pub(crate) events: Arc<events::EventLog>,
     /// Who turns voice notes into words (`media.transcription`), if anyone.
     pub(crate) transcriber: Option<Arc<crate::agent::transcribe::Transcriber>>,
@@ -370,6 +373,7 @@ impl Engine {
                 opt_outs,
                 first_contacts,
                 reach_out: Mutex::new(Default::default()),
+                heard: Mutex::new(HashMap::new()),
                 events,
                 transcriber,
                 watched: Mutex::new(HashMap::new()),
@@ -772,6 +776,7 @@ impl Engine {
         let contact = message.from.clone();
         // Whoever wrote is no longer a new contact, conversation or not.
         self.shared.know(&contact);
+        self.shared.heard_from(&contact);
         // A contact has an actor exactly while it has conversations not yet ended.
         let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);
         if !has_actor {

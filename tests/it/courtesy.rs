@@ -109,6 +109,48 @@ async fn a_follow_up_due_at_02_00_moves_to_09_00_but_a_reply_at_02_00_goes_out()
     assert!(reply.1 - night < chrono::Duration::minutes(1), "the reply waited: {sent:?}");
 }
 
+/// At 02:00 their time, a first message to someone who wrote a minute ago
+/// is a reply and goes out; one to someone who did not write waits for 09:00.
+#[tokio::test(start_paused = true)]
+async fn a_first_message_to_someone_who_just_wrote_goes_out_in_quiet_hours() {
+    relay::clock::pretend(utc("2026-01-15T05:00:00Z"));
+    let w = SandboxWorld::start(polite_agent(), quiet_nights());
+    w.say(CONTACT, "Hi, is my parcel coming?").await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let id = w.engine.create(request(Duration::from_secs(24 * 3600))).await.unwrap().id;
+    until_state(&w.engine, id, State::WaitingForReply).await;
+    assert_eq!(sent_by_agent(&w, id).len(), 1, "the first message went out at 02:00");
+
+    let silent = CreateInstanceRequest { target_contact: "+56987654321".into(), ..request(Duration::from_secs(3600)) };
+    let held = w.engine.create(silent).await.unwrap().id;
+    let held = until(&w.engine, held, |i| i.waiting_for.is_some()).await;
+    assert_eq!((held.state, held.waiting_for), (State::Created, Some(WaitReason::QuietHours)));
+}
+
+/// "ＳＴＯＰ" when no conversation is live (the last one ended) puts the
+/// number on the do-not-contact list all the same: the next create is
+/// refused. The message is still kept with the unrouted ones.
+#[tokio::test(start_paused = true)]
+async fn stop_written_between_conversations_opts_the_number_out() {
+    let w = SandboxWorld::start(polite_agent(), any_hour());
+    let id = w.engine.create(request(Duration::from_secs(3600))).await.unwrap().id;
+    until_state(&w.engine, id, State::WaitingForReply).await;
+    let cancelled = w.engine.cancel(&id.to_string()).await.unwrap();
+    assert!(cancelled.state.is_terminal(), "{:?}", cancelled.state);
+
+    w.say(CONTACT, "ＳＴＯＰ").await;
+    let listed = w.engine.opt_outs();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!((listed[0].contact.as_str(), listed[0].instance_id), (CONTACT, None));
+    assert_eq!(w.engine.unrouted_count(), 1);
+    let refused = w.engine.create(request(Duration::from_secs(3600))).await.unwrap_err();
+    assert!(matches!(refused, EngineError::OptedOut(_)), "{refused}");
+
+    // A sentence with "stop" in it, between conversations, is kept and lists nothing.
+    w.say("+56987654321", "stop by on Friday?").await;
+    assert_eq!(w.engine.opt_outs().len(), 1);
+}
+
 /// A number with no zone of its own and no `--tz` takes courtesy.default_tz,
 /// and says so.
 #[tokio::test(start_paused = true)]

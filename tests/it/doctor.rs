@@ -318,4 +318,16 @@ fn the_courtesy_check_warns_of_a_disclosure_that_is_off_or_names_no_one() {
     let fine = courtesy(&relay);
     assert_eq!(fine["status"], "ok", "{fine}");
     assert!(fine["detail"].as_str().unwrap().ends_with("the disclosure names Ana Pérez"), "{fine}");
+
+    // No opt-out words: STOP would no longer stop anything. Said by doctor and by start.
+    relay.edit_config(|config| config["courtesy"]["opt_out_words"] = serde_json::json!([]));
+    let no_words = courtesy(&relay);
+    assert_eq!(no_words["status"], "warning");
+    assert!(no_words["detail"].as_str().unwrap().contains("courtesy.opt_out_words is empty"), "{no_words}");
+    assert!(no_words["fix"].as_str().unwrap().contains("for the defaults"), "{no_words}");
+    let started = relay.run(&["start"]);
+    assert_eq!(started.code, 0);
+    let warned = &started.stderr;
+    assert!(warned.contains("warning: courtesy.opt_out_words is empty"), "{warned}");
+    relay.ok(&["stop"]);
 }

@@ -31,7 +31,7 @@ pub(super) enum FirstMessage {
 
 impl Actor {
     /// Whether `instance`'s first message may go out now: not in the
-    /// contact's quiet hours, and for a new contact (a number relay has
+    /// contact's quiet hours (unless they just wrote), and for a new contact (a number relay has
     /// never reached nor heard from), not while WhatsApp's reach-out lock
     /// holds, nor past the day's cap on first contacts.
     pub(super) fn first_message(&self, instance: &ConversationInstance) -> FirstMessage {
@@ -46,7 +46,8 @@ impl Actor {
         }
         let now = crate::clock::now();
         let open = instance.contact_time.as_ref().map_or(now, |t| t.open_at(now));
-        if open > now {
+        // To someone who just wrote, the first message is a reply.
+        if open > now && !self.shared.just_wrote(&self.contact) {
             return FirstMessage::Hold(WaitReason::QuietHours, open);
         }
         match self.shared.first_contact_gate(&self.contact) {

@@ -245,7 +245,13 @@ impl Actor {
 
     pub(super) fn inbound(&mut self, message: InboundMessage) -> Delivery {
         let Some(live) = self.holder() else {
-            self.shared.keep_unrouted(message);
+            // An opt-out word ends the conversations queued for them too.
+            if self.shared.keep_unrouted(message) {
+                let reason = "the contact's message was an opt-out word".to_string();
+                if let Err(error) = self.opt_out(crate::courtesy::OptOutSource::Contact, None, reason) {
+                    tracing::error!(%error, "cannot record an opt-out");
+                }
+            }
             return Delivery::NoConversation;
         };
         let (id, state) = (live.id, live.state);

@@ -192,6 +192,10 @@ pub enum Event {
     ManualSend,
     /// Operator: `relay answer`, to the agent's question. (addition)
     OperatorAnswers,
+    /// The operator wrote to the contact on their own WhatsApp (the phone,
+    /// WhatsApp Desktop), not through relay: they take the conversation
+    /// over, and the agent is silent until resumed. (addition)
+    OperatorWrites,
     /// The contact asked not to be contacted (an opt-out word, or the
     /// agent's `contact_opted_out`), or the operator put the number on the
     /// do-not-contact list. (addition)
@@ -208,7 +212,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 24] = [
+    pub const ALL: [Event; 25] = [
         Event::AgentSendsFirstMessage,
         Event::ContactHasActiveInstance,
         Event::PriorInstanceTerminal,
@@ -229,6 +233,7 @@ impl Event {
         Event::Cancel,
         Event::ManualSend,
         Event::OperatorAnswers,
+        Event::OperatorWrites,
         Event::OptedOut,
         Event::FirstMessageRefused,
         Event::BudgetExhausted,
@@ -257,6 +262,7 @@ impl Event {
             Event::Cancel => "cancel",
             Event::ManualSend => "manual_send",
             Event::OperatorAnswers => "operator_answers",
+            Event::OperatorWrites => "operator_writes",
             Event::OptedOut => "opted_out",
             Event::FirstMessageRefused => "first_message_refused",
             Event::BudgetExhausted => "budget_exhausted",
@@ -275,6 +281,7 @@ impl Event {
             Event::Cancel => "cancel",
             Event::ManualSend => "send",
             Event::OperatorAnswers => "answer",
+            Event::OperatorWrites => "hand the conversation to the operator",
             Event::AgentSendsFirstMessage | Event::PriorInstanceTerminal => "start the conversation",
             Event::ContactHasActiveInstance => "queue the conversation",
             Event::MessageSent | Event::FollowupSent => "record a sent message",
@@ -321,6 +328,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Created,                E::AgentSendsFirstMessage,   To(S::Active)),
     (S::Created,                E::ContactHasActiveInstance, To(S::Queued)),
     (S::Created,                E::Pause,                    To(S::Paused)),
+    (S::Created,                E::OperatorWrites,           To(S::Paused)),                 // addition
     (S::Created,                E::Cancel,                   To(S::Failed)),
     (S::Created,                E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::Created,                E::Expired,                  To(S::Abandoned)),              // addition
@@ -339,6 +347,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::Active,                 E::UnrecoverableError,       To(S::Failed)),
     (S::Active,                 E::ManualSend,               Stay),                          // addition
     (S::Active,                 E::Pause,                    To(S::Paused)),
+    (S::Active,                 E::OperatorWrites,           To(S::Paused)),                 // addition
     (S::Active,                 E::Cancel,                   To(S::Failed)),
     (S::Active,                 E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::Active,                 E::BudgetExhausted,          To(S::Abandoned)),              // addition
@@ -351,6 +360,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForReply,        E::ManualSend,               Stay),                          // addition
     (S::WaitingForReply,        E::NotDelivered,             To(S::NeedsHumanIntervention)), // addition
     (S::WaitingForReply,        E::Pause,                    To(S::Paused)),
+    (S::WaitingForReply,        E::OperatorWrites,           To(S::Paused)),                 // addition
     (S::WaitingForReply,        E::Cancel,                   To(S::Failed)),
     (S::WaitingForReply,        E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::WaitingForReply,        E::FirstMessageRefused,      To(S::Created)),                // addition
@@ -362,6 +372,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::WaitingForAgent,        E::UnrecoverableError,       To(S::Failed)),                 // addition
     (S::WaitingForAgent,        E::ManualSend,               Stay),                          // addition
     (S::WaitingForAgent,        E::Pause,                    To(S::Paused)),
+    (S::WaitingForAgent,        E::OperatorWrites,           To(S::Paused)),                 // addition
     (S::WaitingForAgent,        E::Cancel,                   To(S::Failed)),
     (S::WaitingForAgent,        E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::WaitingForAgent,        E::BudgetExhausted,          To(S::Abandoned)),              // addition
@@ -376,6 +387,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::HeartbeatScheduled,     E::UnrecoverableError,       To(S::Failed)),                 // addition
     (S::HeartbeatScheduled,     E::ManualSend,               Stay),                          // addition
     (S::HeartbeatScheduled,     E::Pause,                    To(S::Paused)),
+    (S::HeartbeatScheduled,     E::OperatorWrites,           To(S::Paused)),                 // addition
     (S::HeartbeatScheduled,     E::Cancel,                   To(S::Failed)),
     (S::HeartbeatScheduled,     E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::HeartbeatScheduled,     E::BudgetExhausted,          To(S::Abandoned)),              // addition
@@ -383,6 +395,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
 
     (S::Paused,                 E::Resume,                   Previous),
     (S::Paused,                 E::ManualSend,               Stay),                          // addition
+    (S::Paused,                 E::OperatorWrites,           Stay),                          // addition
     (S::Paused,                 E::Cancel,                   To(S::Failed)),
     (S::Paused,                 E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::Paused,                 E::Expired,                  To(S::Abandoned)),              // addition
@@ -391,6 +404,7 @@ pub const TABLE: &[(State, Event, Target)] = &[
     (S::NeedsHumanIntervention, E::ManualSend,               To(S::Active)),
     (S::NeedsHumanIntervention, E::OperatorAnswers,          To(S::Active)),                 // addition
     (S::NeedsHumanIntervention, E::Pause,                    To(S::Paused)),
+    (S::NeedsHumanIntervention, E::OperatorWrites,           Stay),                          // addition
     (S::NeedsHumanIntervention, E::Cancel,                   To(S::Failed)),
     (S::NeedsHumanIntervention, E::OptedOut,                 To(S::Abandoned)),              // addition
     (S::NeedsHumanIntervention, E::Expired,                  To(S::Abandoned)),              // addition
@@ -556,6 +570,14 @@ mod tests {
         (S::Paused, E::ManualSend, Stay),
         (S::NeedsHumanIntervention, E::OperatorAnswers, To(S::Active)),
         (S::WaitingForReply, E::NotDelivered, To(S::NeedsHumanIntervention)),
+        // The operator writing on their own phone takes the conversation over.
+        (S::Created, E::OperatorWrites, To(S::Paused)),
+        (S::Active, E::OperatorWrites, To(S::Paused)),
+        (S::WaitingForReply, E::OperatorWrites, To(S::Paused)),
+        (S::WaitingForAgent, E::OperatorWrites, To(S::Paused)),
+        (S::HeartbeatScheduled, E::OperatorWrites, To(S::Paused)),
+        (S::Paused, E::OperatorWrites, Stay),
+        (S::NeedsHumanIntervention, E::OperatorWrites, Stay),
         // An opt-out ends every conversation with the contact, wherever it is.
         (S::Created, E::OptedOut, To(S::Abandoned)),
         (S::Queued, E::OptedOut, To(S::Abandoned)),

@@ -50,7 +50,9 @@ pub enum EventData {
     /// `untrusted_contact_text`.
     Media { message_id: Uuid, untrusted_contact_text: String, media: Box<super::MediaInfo> },
     /// relay wrote to the contact (the agent, or the operator with `relay send`),
-    /// once the channel answered: `sent` or `failed`.
+    /// once the channel answered: `sent` or `failed`. Or the operator wrote
+    /// to them on their own WhatsApp (`outside_relay`: the phone, WhatsApp
+    /// Desktop), and the conversation is theirs until resumed.
     MessageOut {
         message_id: Uuid,
         role: Role,
@@ -58,6 +60,8 @@ pub enum EventData {
         send_status: SendStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delivery_error: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        outside_relay: bool,
     },
     /// What became of a message relay sent, after the channel took it: a
     /// receipt from the contact's phone (`delivered`, `read`, `played`), a
@@ -171,6 +175,7 @@ mod tests {
                 text: "hi".into(),
                 send_status: SendStatus::Sent,
                 delivery_error: None,
+                outside_relay: false,
             },
             EventData::MessageStatus {
                 message_id: id,

@@ -19,12 +19,17 @@ pub struct SandboxSayRequest {
     /// A photo, voice note or file the contact sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<SandboxMedia>,
+    /// The operator writes this to `contact` on their own phone, not the
+    /// contact to relay: recorded as the operator's, and the conversation
+    /// pauses (as WhatsApp shows relay the operator's own messages).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_operator: bool,
 }
 
 impl SandboxSayRequest {
     /// `contact` writes `text`.
     pub fn text(contact: impl Into<String>, text: impl Into<String>) -> SandboxSayRequest {
-        SandboxSayRequest { contact: contact.into(), text: text.into(), media: None }
+        SandboxSayRequest { contact: contact.into(), text: text.into(), media: None, from_operator: false }
     }
 }
 

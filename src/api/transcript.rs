@@ -108,6 +108,10 @@ pub struct TranscriptMessage {
     /// none, and a transcript in memory need not carry its room.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<Box<super::MediaInfo>>,
+    /// The operator wrote it on their own WhatsApp (the phone, WhatsApp
+    /// Desktop), not through relay (`role: manual`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_relay: bool,
 }
 
 /// A message from a contact with no live conversation: kept, not answered.
@@ -133,6 +137,7 @@ impl TranscriptMessage {
             delivered_at: None,
             read_at: None,
             media: None,
+            outside_relay: false,
         }
     }
 

@@ -27,11 +27,14 @@ pub struct InboundMessage {
     /// A photo, voice note or file, fetched by the engine after the message
     /// is recorded (its caption is in `media`, not `text`).
     pub media: Option<InboundMedia>,
+    /// Written by the operator on their own WhatsApp (the phone, WhatsApp
+    /// Desktop) in `from`'s chat, not by the contact.
+    pub by_operator: bool,
 }
 
 impl InboundMessage {
     pub fn new(from: Contact, text: impl Into<String>) -> InboundMessage {
-        InboundMessage { from, text: text.into(), reference: None, media: None }
+        InboundMessage { from, text: text.into(), reference: None, media: None, by_operator: false }
     }
 
     /// A message that is `media` (with its caption, if any).

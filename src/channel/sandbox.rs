@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Channel, ChannelError, Delivery, InboundMedia, InboundMessage, InboundSink, OutgoingMedia, Sent, SentUpdate,
+    Channel, ChannelError, Delivery, InboundMedia, InboundMessage, InboundSink, MessageRef, OutgoingMedia, Sent,
+    SentUpdate,
 };
 use crate::api::{ChannelStatus, OutboxEntry, OutboxMedia, PhoneAction, PhoneResponse, SandboxLockState, SendStatus};
 use crate::contact::Contact;
@@ -193,10 +194,17 @@ impl SandboxChannel {
         self.deliver(InboundMessage::with_media(from, media)).await
     }
 
-    async fn deliver(&self, message: InboundMessage) -> Delivery {
-        // (see `say` and `say_media`)
+    /// `message` reaches relay: the contact's (their phone comes online and
+    /// reads what it holds), or the operator's own, written on their phone
+    /// in the contact's chat (with a WhatsApp-like id of its own).
+    pub async fn deliver(&self, mut message: InboundMessage) -> Delivery {
         let from = message.from.clone();
         let Some(sink) = self.inbound.get() else { return Delivery::NoConversation };
+        if message.by_operator {
+            let id = format!("3EB0{}", uuid::Uuid::new_v4().simple()).to_uppercase();
+            message.reference = Some(MessageRef { chat: from.to_string(), id });
+            return sink.deliver(message).await;
+        }
         let was_offline = self.phones.lock().expect("phones lock").offline.contains(from.as_str());
         if was_offline && let Err(error) = self.phone(&from, PhoneAction::Online).await {
             tracing::warn!(%error, "cannot bring a sandbox phone online");

@@ -99,6 +99,9 @@ fn readable(event: &ConversationEvent) -> String {
                 output::truncate(untrusted_contact_text, 80)
             )
         }
+        EventData::MessageOut { text, outside_relay: true, .. } => {
+            format!("operator wrote on their own WhatsApp: \"{}\"", output::truncate(text, 80))
+        }
         EventData::MessageOut { role, text, send_status, .. } => {
             let who = match role {
                 crate::api::Role::Manual => "operator",

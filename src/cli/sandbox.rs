@@ -25,6 +25,11 @@ pub enum Command {
         file: Box<SaidFile>,
         #[command(flatten)]
         claims: Box<FileClaims>,
+        /// The operator writes this to CONTACT on their own phone (relay is
+        /// one linked device of their number): recorded as the operator's,
+        /// and the conversation pauses until `relay resume`.
+        #[arg(long)]
+        from_operator: bool,
     },
     /// List what relay sent to contacts, oldest first.
     Outbox {
@@ -121,7 +126,7 @@ impl SaidFile {
 pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
     let client = ctx.client()?;
     match command {
-        Command::Say { contact, text, file, claims } => {
+        Command::Say { contact, text, file, claims, from_operator } => {
             let claims = *claims;
             let media = match (*file).given() {
                 None => None,
@@ -142,17 +147,24 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                     })
                 }
             };
-            let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media };
+            let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media, from_operator };
             let said = client.sandbox_say(&request).await?;
             if ctx.json {
                 output::json(&said);
             } else {
-                match said.instance_id {
-                    Some(id) => say!("Delivered to conversation {id}."),
-                    None => say!(
+                match (said.instance_id, from_operator) {
+                    (Some(id), false) => say!("Delivered to conversation {id}."),
+                    (None, false) => say!(
                         "{} has no live conversation: not answered, kept in unrouted.jsonl (as on WhatsApp).",
                         said.contact
                     ),
+                    (Some(id), true) => say!(
+                        "Recorded in conversation {id} as yours; it is paused until `relay resume {}`.",
+                        &id.to_string()[..8]
+                    ),
+                    (None, true) => {
+                        say!("{} has no live conversation: your message is not routed (as on WhatsApp).", said.contact)
+                    }
                 }
             }
         }

@@ -67,6 +67,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         // WhatsApp's ticks, after the message: ✓ the server has it, ✓✓ the
         // contact's phone has it.
         let mark = match m.send_status {
+            _ if m.outside_relay => "  (on the operator's own WhatsApp)",
             Some(SendStatus::Sent) => "  ✓",
             Some(SendStatus::Delivered) => "  ✓✓",
             Some(SendStatus::Read) => "  ✓✓ read",

@@ -53,6 +53,11 @@ impl SentIndex {
     /// Updates held for sends not recorded yet (they are, within moments).
     const EARLY: usize = 256;
 
+    /// Whether relay sent the message with this channel id.
+    pub(super) fn holds(&self, channel_id: &str) -> bool {
+        self.by_channel_id.contains_key(channel_id)
+    }
+
     /// The index as `sent-ids.jsonl` left it, compacted if it has grown.
     pub(super) fn load(store: &Store) -> Result<SentIndex, StoreError> {
         let journal = store.sent_ids();

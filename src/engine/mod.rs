@@ -774,13 +774,25 @@ impl Engine {
     /// as soon as it may. Contacts with no live conversation are ignored.
     pub async fn deliver(&self, message: InboundMessage) -> Delivery {
         let contact = message.from.clone();
-        // Whoever wrote is no longer a new contact, conversation or not.
+        // Whoever wrote, or was written to from the operator's phone, is no
+        // longer a new contact, conversation or not.
         self.shared.know(&contact);
-        self.shared.heard_from(&contact);
+        if message.by_operator {
+            // relay's own message, seen again (an echo), is not the operator's.
+            let id = message.reference.as_ref().map(|r| r.id.as_str()).unwrap_or_default();
+            if self.shared.sent.lock().expect("sent lock").holds(id) {
+                return Delivery::NoConversation;
+            }
+        } else {
+            self.shared.heard_from(&contact);
+        }
         // A contact has an actor exactly while it has conversations not yet ended.
         let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);
         if !has_actor {
-            self.shared.keep_unrouted(message);
+            // The operator's own message to someone with no live conversation is theirs alone.
+            if !message.by_operator {
+                self.shared.keep_unrouted(message);
+            }
             return Delivery::NoConversation;
         }
         // The actor keeps the message itself if none of its conversations takes it.

@@ -168,6 +168,33 @@ async fn answered_messages_are_marked_read_and_sent_ids_recorded() {
     assert_eq!(transcript[1].channel_message_id.as_deref(), Some("IN-1"));
 }
 
+/// The account's own messages come back from WhatsApp's other devices:
+/// relay's own send, seen again, is not the operator's and changes nothing;
+/// one relay did not send is the operator's, and pauses the conversation.
+#[tokio::test(start_paused = true)]
+async fn relays_own_message_echoed_is_not_the_operators_and_the_operators_is() {
+    let channel = FakeChannel::default();
+    channel.then(Ok(Sent { message_id: Some("WA-1".into()) }));
+    let w = world(channel, says("Hi!"));
+    let id = create(&w).await;
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    let own = |id: &str, text: &str| InboundMessage {
+        reference: Some(MessageRef { chat: "contact-chat".into(), id: id.into() }),
+        by_operator: true,
+        ..InboundMessage::new(contact(), text)
+    };
+    assert_eq!(w.engine.deliver(own("WA-1", "Hi!")).await, Delivery::NoConversation, "relay's own, echoed");
+    assert_eq!(w.engine.get(&id.to_string()).unwrap().state, State::WaitingForReply);
+    assert_eq!(w.engine.transcript(&id.to_string()).unwrap().len(), 1);
+
+    assert_eq!(w.engine.deliver(own("PHONE-1", "Ana here")).await, Delivery::Delivered(id));
+    let paused = until(&w.engine, id, |i| i.state == State::Paused).await;
+    assert_eq!(paused.history.last().unwrap().trigger, "operator_writes");
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    assert_eq!((transcript[1].role, transcript[1].outside_relay), (Role::Manual, true));
+    assert!(w.channel.read.lock().unwrap().is_empty(), "the operator's own message is not marked read");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_message_refused_after_it_was_sent_is_marked_in_the_transcript() {
     let channel = FakeChannel::default();

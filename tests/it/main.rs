@@ -40,6 +40,7 @@ mod mcp_sdk;
 mod media;
 mod model_settings;
 mod openapi;
+mod operator_phone;
 mod optout;
 mod paging;
 mod private_context;

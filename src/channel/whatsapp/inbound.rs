@@ -1,8 +1,11 @@
 //! What relay takes from WhatsApp's incoming messages, and what it ignores.
 //!
 //! relay talks 1:1 with the contacts of its conversations, so it ignores
-//! its own messages (sent from the phone or another linked device), groups,
-//! status updates, broadcast lists and newsletters. A photo, voice note,
+//! groups, status updates, broadcast lists and newsletters. relay is one
+//! linked device of the operator's number: what the operator writes to a
+//! contact on another of its devices (the phone, WhatsApp Desktop) comes
+//! here too, and is taken as the operator's (`by_operator`), with the
+//! contact the chat is with; a note to self is ignored. A photo, voice note,
 //! video or file comes with what its message says of it and how to fetch it
 //! ([`media_of`]); the engine fetches it later. A location, contact card or
 //! reaction becomes a short placeholder (`[location]`), so the agent knows
@@ -35,6 +38,8 @@ pub struct Incoming {
     /// WhatsApp's id of the message, and its chat (for the read receipt).
     pub id: String,
     pub chat: Jid,
+    /// The operator wrote it on another device of the account, to `sender`.
+    pub by_operator: bool,
 }
 
 /// What relay does with one incoming message.
@@ -47,8 +52,10 @@ pub enum Routed {
 
 pub fn route(message: &wa::Message, info: &MessageInfo) -> Routed {
     let source = &info.source;
-    if source.is_from_me {
-        return Routed::Ignore("sent by this account");
+    // The account's own message to someone else: the operator writing on another device.
+    let by_operator = source.is_from_me;
+    if by_operator && source.recipient.is_none() {
+        return Routed::Ignore("sent by this account to itself");
     }
     if source.is_group || source.chat.is_group() {
         return Routed::Ignore("group message");
@@ -70,10 +77,11 @@ pub fn route(message: &wa::Message, info: &MessageInfo) -> Routed {
     let Some(text) = text else {
         return Routed::Ignore("no text and no media relay knows (a protocol message, an edit, a call...)");
     };
-    let Some(sender) = sender_of(source) else {
+    let sender = if by_operator { contact_of_chat(info) } else { sender_of(source) };
+    let Some(sender) = sender else {
         return Routed::Ignore("the sender is neither a phone number nor a LID");
     };
-    Routed::Take(Incoming { sender, text, media, id: info.id.to_string(), chat: source.chat.clone() })
+    Routed::Take(Incoming { sender, text, media, id: info.id.to_string(), chat: source.chat.clone(), by_operator })
 }
 
 /// The sender as a phone number when the message says which: the sender
@@ -86,6 +94,16 @@ fn sender_of(source: &whatsapp_rust::types::message::MessageSource) -> Option<Se
         return Some(Sender::Phone(contact));
     }
     source.sender.is_lid().then(|| Sender::Lid(source.sender.to_non_ad()))
+}
+
+/// Whom the operator wrote to: the contact the 1:1 chat is with (its phone
+/// number, the one the envelope names beside a LID, or the LID to look up).
+fn contact_of_chat(info: &MessageInfo) -> Option<Sender> {
+    let chat = &info.source.chat;
+    if let Some(contact) = jid::contact_of(chat).or_else(|| info.peer_recipient_pn.as_ref().and_then(jid::contact_of)) {
+        return Some(Sender::Phone(contact));
+    }
+    chat.is_lid().then(|| Sender::Lid(chat.to_non_ad()))
 }
 
 /// The text of a message, or a placeholder for what relay does not fetch
@@ -313,11 +331,41 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_operator_writing_to_a_contact_on_another_device_is_the_operators() {
+        const OPERATOR: &str = "56900000001";
+        // As whatsapp-rust parses it: from the account's phone (device 0),
+        // to the contact; the chat is the contact's.
+        let mut phone = info(Jid::pn(OPERATOR), None);
+        phone.source.is_from_me = true;
+        phone.source.recipient = Some(Jid::pn(NUMBER));
+        phone.source.chat = Jid::pn(NUMBER);
+        let incoming = taken(route(&wa::Message::text("Ana here: Friday is fine"), &phone));
+        assert!(incoming.by_operator);
+        assert_eq!(incoming.sender, Sender::Phone(Contact::parse(&format!("+{NUMBER}")).unwrap()));
+        assert_eq!(incoming.text, "Ana here: Friday is fine");
+        // A chat addressed by LID: the envelope names the contact's number.
+        let mut lid = phone.clone();
+        lid.source.recipient = Some(Jid::lid(LID));
+        lid.source.chat = Jid::lid(LID);
+        lid.peer_recipient_pn = Some(Jid::pn(NUMBER));
+        assert_eq!(taken(route(&wa::Message::text("hi"), &lid)).sender, incoming.sender);
+        lid.peer_recipient_pn = None;
+        assert_eq!(taken(route(&wa::Message::text("hi"), &lid)).sender, Sender::Lid(Jid::lid(LID)));
+        // The contact's own message is never the operator's.
+        assert!(!taken(route(&wa::Message::text("hi"), &info(Jid::pn(NUMBER), None))).by_operator);
+        // Nor is one of the operator's to a group.
+        let mut group = phone.clone();
+        group.source.chat = "120363025246125888@g.us".parse().unwrap();
+        group.source.is_group = true;
+        assert_eq!(route(&wa::Message::text("hi"), &group), Routed::Ignore("group message"));
+    }
+
+    #[test]
     fn own_group_status_broadcast_and_newsletter_messages_are_ignored() {
         let text = wa::Message::text("hi");
         let mut own = info(Jid::pn(NUMBER), None);
         own.source.is_from_me = true;
-        assert_eq!(route(&text, &own), Routed::Ignore("sent by this account"));
+        assert_eq!(route(&text, &own), Routed::Ignore("sent by this account to itself"));
 
         let mut group = info(Jid::pn(NUMBER), None);
         group.source.chat = "120363025246125888@g.us".parse().unwrap();

@@ -437,7 +437,8 @@ async fn take(link: &Arc<dyn Link>, message: &wa::Message, info: &MessageInfo) -
             fetch: fetch(link.clone(), source),
         }
     });
-    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media })
+    let by_operator = incoming.by_operator;
+    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media, by_operator })
 }
 
 /// How the engine fetches `media`: through the link, each call a download

@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 
 use super::{ApiResult, App, Body, invalid, sandbox};
 use crate::api::*;
-use crate::channel::Delivery;
+use crate::channel::{Delivery, InboundMessage};
 use crate::contact::Contact;
 use crate::daemon::error::ApiError;
 
@@ -22,10 +22,10 @@ pub(super) async fn sandbox_say(
 ) -> ApiResult<Json<SandboxSayResponse>> {
     let sandbox = sandbox(&app)?;
     let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
-    let delivered = match request.media {
+    let message = match request.media {
         None => {
             let text = crate::engine::bounded_text("message", request.text, crate::api::limits::MAX_MESSAGE_CHARS)?;
-            sandbox.say(contact.clone(), text).await
+            InboundMessage::new(contact.clone(), text)
         }
         Some(media) => {
             let caption = request.text.trim();
@@ -38,9 +38,10 @@ pub(super) async fn sandbox_say(
                 invalid(format!("there is no upload {} (each is used once, and kept an hour)", media.upload_id))
             })?;
             let caption = (!caption.is_empty()).then(|| caption.to_string());
-            sandbox.say_media(contact.clone(), crate::channel::sandbox::file_from_phone(media, bytes, caption)).await
+            InboundMessage::with_media(contact.clone(), crate::channel::sandbox::file_from_phone(media, bytes, caption))
         }
     };
+    let delivered = sandbox.deliver(InboundMessage { by_operator: request.from_operator, ..message }).await;
     let instance_id = match delivered {
         Delivery::Delivered(id) => Some(id),
         Delivery::NoConversation => None,

@@ -5,7 +5,8 @@ use uuid::Uuid;
 
 use super::transitions::allowed;
 use super::{Actor, Op, OperatorReply, SendWaiter};
-use crate::api::{ConversationInstance, EventData, Role, State, TranscriptMessage};
+use crate::api::{ConversationInstance, EventData, Role, SendStatus, State, TranscriptMessage};
+use crate::channel::{Delivery, InboundMessage};
 use crate::engine::{EngineError, heartbeat};
 use crate::fsm::Event;
 
@@ -34,6 +35,37 @@ impl Actor {
             Op::Answer { text } => self.answer(id, text).map(|instance| (instance, None)),
             Op::Send { .. } | Op::SendFile { .. } => unreachable!("handled by start_manual_send"),
         }
+    }
+
+    /// The operator wrote to the contact on their own WhatsApp (the phone,
+    /// WhatsApp Desktop): recorded in the live conversation as theirs, and
+    /// the conversation is theirs (PAUSED) until they resume it, so the agent
+    /// does not write over them. Without a live conversation it is not routed.
+    pub(super) fn operator_wrote(&mut self, message: InboundMessage) -> Delivery {
+        let Some(id) = self.holder().map(|live| live.id) else { return Delivery::NoConversation };
+        let text = match &message.media {
+            // Not fetched: the operator has the file on their phone.
+            Some(media) => crate::media::label::unrouted(media.kind, media.caption.as_deref()),
+            None => message.text,
+        };
+        let recorded = TranscriptMessage {
+            channel_message_id: message.reference.map(|r| r.id),
+            send_status: Some(SendStatus::Sent),
+            outside_relay: true,
+            ..TranscriptMessage::new(id, Role::Manual, text)
+        };
+        if let Err(error) = self.shared.store.append_message(&recorded) {
+            tracing::error!(instance = %id, %error, "cannot record the operator's message");
+            return Delivery::NotRecorded(error.to_string());
+        }
+        tracing::info!(instance = %id, "the operator wrote from their own WhatsApp; the conversation is theirs");
+        self.shared.emit(id, super::sends::message_out(&recorded));
+        self.abort_turn_of(id);
+        let reason = "the operator wrote to the contact from their own WhatsApp".to_string();
+        if let Err(error) = self.transition(id, Event::OperatorWrites, Some(reason), |_| {}) {
+            tracing::info!(instance = %id, %error, "the operator's message is recorded; the state stays");
+        }
+        Delivery::Delivered(id)
     }
 
     /// `relay answer`: the agent's pending question gets the operator's

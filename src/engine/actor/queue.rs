@@ -60,7 +60,7 @@ fn hold(live: &ConversationInstance, reason: WaitReason, until: DateTime<Utc>) -
 impl Actor {
     /// The conversation that holds the contact now, if any: the one a
     /// contact's message goes to. The rest are queued behind it.
-    fn holder(&self) -> Option<&Arc<ConversationInstance>> {
+    pub(super) fn holder(&self) -> Option<&Arc<ConversationInstance>> {
         self.convs.iter().find(|c| c.holds_contact())
     }
 
@@ -244,6 +244,9 @@ impl Actor {
     }
 
     pub(super) fn inbound(&mut self, message: InboundMessage) -> Delivery {
+        if message.by_operator {
+            return self.operator_wrote(message);
+        }
         let Some(live) = self.holder() else {
             // An opt-out word ends the conversations queued for them too.
             if self.shared.keep_unrouted(message) {

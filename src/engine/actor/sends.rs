@@ -394,12 +394,13 @@ pub(super) fn same_text(text: &str) -> String {
 }
 
 /// The event of a message relay sent (or failed to).
-fn message_out(message: &TranscriptMessage) -> EventData {
+pub(super) fn message_out(message: &TranscriptMessage) -> EventData {
     EventData::MessageOut {
         message_id: message.id,
         role: message.role,
         text: message.content.clone(),
         send_status: message.send_status.unwrap_or(SendStatus::Sent),
         delivery_error: message.delivery_error.clone(),
+        outside_relay: message.outside_relay,
     }
 }

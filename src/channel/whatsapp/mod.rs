@@ -305,7 +305,8 @@ impl Arrivals {
                         tracing::info!(id = %key.id, "a WhatsApp message delivered again; taken already");
                         continue;
                     }
-                    let reference = inbound.reference.clone();
+                    // The operator's own message is not the contact's to mark read.
+                    let reference = inbound.reference.clone().filter(|_| !inbound.by_operator);
                     let delivery = sink.deliver(inbound).await;
                     // Not written down: let a repeat have its chance.
                     if !matches!(delivery, Delivery::NotRecorded(_))

@@ -338,6 +338,11 @@ impl Client {
         self.request(Method::POST, "/sandbox/messages", Some(request)).await
     }
 
+    /// `POST /sandbox/acts`.
+    pub async fn sandbox_act(&self, request: &crate::api::SandboxActRequest) -> Result<SandboxSayResponse, Error> {
+        self.request(Method::POST, "/sandbox/acts", Some(request)).await
+    }
+
     /// `GET /sandbox/outbox?...`.
     pub async fn sandbox_outbox(&self, query: &OutboxQuery) -> Result<Vec<OutboxEntry>, Error> {
         self.request(Method::GET, &with_query("/sandbox/outbox", query), None::<&()>).await

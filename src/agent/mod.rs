@@ -7,6 +7,7 @@
 //! [`AgentError::NotConfigured`], and the engine hands the conversation to a
 //! human (NEEDS_HUMAN_INTERVENTION), who can drive it with `relay send`.
 
+pub mod acts;
 pub mod excerpt;
 pub mod guard;
 pub mod json_calls;

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Turn, TurnKind};
-use crate::api::{Role, SendStatus};
+use crate::api::{Role, SendStatus, TranscriptMessage};
 
 /// Who said a chat turn, as the model sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,14 +81,17 @@ pub fn history(turn: &Turn, budget_chars: usize) -> (Vec<ChatTurn>, usize) {
         keep += 1;
     }
     let omitted = spoken.len() - keep;
+    let by_id: std::collections::HashMap<uuid::Uuid, &TranscriptMessage> =
+        turn.transcript.iter().map(|m| (m.id, m)).collect();
+    let todos = &turn.instance.todos;
     let mut turns: Vec<ChatTurn> = Vec::new();
     for message in &spoken[omitted..] {
         let image = shown(message.id);
         let (speaker, text) = match message.role {
-            Role::Contact => match image {
-                Some(at) => (Speaker::Contact, turn.images[at].label.clone()),
-                None => (Speaker::Contact, message.content.clone()),
-            },
+            Role::Contact => {
+                let words = image.map_or(message.content.as_str(), |at| turn.images[at].label.as_str());
+                (Speaker::Contact, super::acts::contact_message(message, words, &by_id, todos))
+            }
             Role::Agent => (Speaker::Relay, message.content.clone()),
             Role::Manual => (Speaker::Relay, format!("[written by the human operator] {}", message.content)),
             Role::System => unreachable!("filtered above"),

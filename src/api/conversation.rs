@@ -113,6 +113,10 @@ pub struct Evidence {
     /// when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<String>,
+    /// The contact later edited or deleted that message: the answer rests
+    /// on words they took back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<super::Withdrawal>,
 }
 
 /// How a conversation ended.

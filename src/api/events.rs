@@ -43,6 +43,9 @@ pub enum EventData {
         untrusted_contact_text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         media: Option<Box<super::MediaInfo>>,
+        /// A reaction, reply, edit, deletion or call, and the message it acts on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        act: Option<Box<super::ContactAct>>,
     },
     /// A contact's file changed: fetched and kept (`stored`, with the
     /// transcript of a voice note), not fetched (`failed`, `too_large`), or
@@ -159,7 +162,7 @@ mod tests {
         let data = [
             EventData::Created { state: State::Created, target_contact: "+56912345678".into() },
             EventData::Transition { from: State::Created, to: State::Active, trigger: "t".into(), reason: None },
-            EventData::MessageIn { message_id: id, untrusted_contact_text: "hi".into(), media: None },
+            EventData::MessageIn { message_id: id, untrusted_contact_text: "hi".into(), media: None, act: None },
             EventData::Media {
                 message_id: id,
                 untrusted_contact_text: "[photo m1, not shown to you] the meter".into(),

@@ -24,12 +24,55 @@ pub struct SandboxSayRequest {
     /// pauses (as WhatsApp shows relay the operator's own messages).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_operator: bool,
+    /// The message this one replies to (quotes): a transcript id, or a
+    /// unique start of one, in the contact's live conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 4)]
+    pub reply_to: Option<String>,
+}
+
+/// Sandbox only: a simulated contact acts on the chat: reacts to, edits or
+/// deletes a message, or calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxActRequest {
+    #[schema(min_length = 1)]
+    pub contact: String,
+    pub act: SandboxAct,
+    /// The message acted on (not for `call`): a transcript id, or a unique
+    /// start of one, in the contact's live conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 4)]
+    pub message: Option<String>,
+    /// `react`: the emoji; empty takes the reaction back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 16)]
+    pub emoji: Option<String>,
+    /// `edit`: the message's new text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 4096)]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxAct {
+    React,
+    Edit,
+    Delete,
+    Call,
 }
 
 impl SandboxSayRequest {
     /// `contact` writes `text`.
     pub fn text(contact: impl Into<String>, text: impl Into<String>) -> SandboxSayRequest {
-        SandboxSayRequest { contact: contact.into(), text: text.into(), media: None, from_operator: false }
+        SandboxSayRequest {
+            contact: contact.into(),
+            text: text.into(),
+            media: None,
+            from_operator: false,
+            reply_to: None,
+        }
     }
 }
 

@@ -112,6 +112,51 @@ pub struct TranscriptMessage {
     /// Desktop), not through relay (`role: manual`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub outside_relay: bool,
+    /// What the contact's message did besides writing: reacted to, replied
+    /// to, edited or deleted a message of the chat, or called. `content`
+    /// holds their own words only (a reaction's emoji, an edit's new text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Box<ContactAct>>,
+    /// The contact later edited or deleted this message: its words are no
+    /// longer what they say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withdrawn: Option<Withdrawal>,
+}
+
+/// What a contact's message did to the chat besides writing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ContactAct {
+    pub kind: ActKind,
+    /// The chat's message it acts on (this transcript's id), when relay has
+    /// it: the message reacted or replied to, edited or deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<Uuid>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActKind {
+    /// A reaction; the emoji is the message's `content`.
+    Reaction,
+    /// A reaction taken back.
+    ReactionRemoved,
+    /// A reply that quotes `message_id`.
+    Reply,
+    /// `message_id`, edited: `content` is its new text.
+    Edit,
+    /// `message_id`, deleted for everyone.
+    Deletion,
+    /// A voice or video call from the contact (relay never answers one:
+    /// the operator's phone rings as usual).
+    Call,
+}
+
+/// How a contact took back one of their messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Withdrawal {
+    Edited,
+    Deleted,
 }
 
 /// A message from a contact with no live conversation: kept, not answered.
@@ -138,6 +183,8 @@ impl TranscriptMessage {
             read_at: None,
             media: None,
             outside_relay: false,
+            act: None,
+            withdrawn: None,
         }
     }
 

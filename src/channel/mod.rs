@@ -30,11 +30,29 @@ pub struct InboundMessage {
     /// Written by the operator on their own WhatsApp (the phone, WhatsApp
     /// Desktop) in `from`'s chat, not by the contact.
     pub by_operator: bool,
+    /// What the message does to the chat besides writing `text`.
+    pub act: Option<InboundAct>,
+}
+
+/// What a message does to the chat besides writing, by the channel's ids
+/// of the messages it acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InboundAct {
+    /// A reaction to message `to`; `None` takes it back. (The emoji is the text.)
+    Reaction { to: String, removed: bool },
+    /// A message quoting message `to`.
+    Reply { to: String },
+    /// Message `of`, edited: `text` is its new text.
+    Edit { of: String },
+    /// Message `of`, deleted for everyone.
+    Deletion { of: String },
+    /// A call from the contact.
+    Call,
 }
 
 impl InboundMessage {
     pub fn new(from: Contact, text: impl Into<String>) -> InboundMessage {
-        InboundMessage { from, text: text.into(), reference: None, media: None, by_operator: false }
+        InboundMessage { from, text: text.into(), reference: None, media: None, by_operator: false, act: None }
     }
 
     /// A message that is `media` (with its caption, if any).

@@ -200,9 +200,10 @@ impl SandboxChannel {
     pub async fn deliver(&self, mut message: InboundMessage) -> Delivery {
         let from = message.from.clone();
         let Some(sink) = self.inbound.get() else { return Delivery::NoConversation };
+        // Every message has a WhatsApp-like id, which a reaction or an edit names.
+        let id = format!("3EB0{}", uuid::Uuid::new_v4().simple()).to_uppercase();
+        message.reference.get_or_insert(MessageRef { chat: from.to_string(), id });
         if message.by_operator {
-            let id = format!("3EB0{}", uuid::Uuid::new_v4().simple()).to_uppercase();
-            message.reference = Some(MessageRef { chat: from.to_string(), id });
             return sink.deliver(message).await;
         }
         let was_offline = self.phones.lock().expect("phones lock").offline.contains(from.as_str());

@@ -1,13 +1,13 @@
-//! `relay sandbox say|outbox|offline|online|read|lock|unlock`: play a
-//! contact (and their phone, and WhatsApp's reach-out lock) on the sandbox
+//! `relay sandbox say|react|edit|delete|call|outbox|offline|online|read|lock|unlock`:
+//! play a contact (and their phone, and WhatsApp's reach-out lock) on the sandbox
 //! channel, and read what relay sent. For trying relay and for tests; on
 //! the WhatsApp channel the daemon refuses them.
 
 use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::{
-    MediaKind, OutboxQuery, PhoneAction, PhoneRequest, SandboxLockRequest, SandboxLockState, SandboxMedia,
-    SandboxSayRequest,
+    MediaKind, OutboxQuery, PhoneAction, PhoneRequest, SandboxAct, SandboxActRequest, SandboxLockRequest,
+    SandboxLockState, SandboxMedia, SandboxSayRequest, SandboxSayResponse,
 };
 use crate::contact::Contact;
 
@@ -30,6 +30,38 @@ pub enum Command {
         /// and the conversation pauses until `relay resume`.
         #[arg(long)]
         from_operator: bool,
+        /// The message this one replies to (quotes): an id `relay transcript
+        /// --json` shows, or its first 8 characters.
+        #[arg(long, value_name = "MESSAGE")]
+        reply_to: Option<String>,
+    },
+    /// CONTACT reacts to MESSAGE with EMOJI ("" takes the reaction back).
+    React {
+        /// The simulated contact, e.g. +56912345678.
+        contact: String,
+        /// An id `relay transcript --json` shows, or its first 8 characters.
+        message: String,
+        emoji: String,
+    },
+    /// CONTACT edits their MESSAGE to TEXT.
+    Edit {
+        /// The simulated contact, e.g. +56912345678.
+        contact: String,
+        /// An id `relay transcript --json` shows, or its first 8 characters.
+        message: String,
+        text: String,
+    },
+    /// CONTACT deletes their MESSAGE for everyone.
+    Delete {
+        /// The simulated contact, e.g. +56912345678.
+        contact: String,
+        /// An id `relay transcript --json` shows, or its first 8 characters.
+        message: String,
+    },
+    /// CONTACT calls (relay never answers: the operator's phone rings).
+    Call {
+        /// The simulated contact, e.g. +56912345678.
+        contact: String,
     },
     /// List what relay sent to contacts, oldest first.
     Outbox {
@@ -126,7 +158,21 @@ impl SaidFile {
 pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
     let client = ctx.client()?;
     match command {
-        Command::Say { contact, text, file, claims, from_operator } => {
+        Command::React { contact, message, emoji } => {
+            let request = act(contact, SandboxAct::React, Some(message), Some(emoji), None);
+            delivered(ctx, client.sandbox_act(&request).await?);
+        }
+        Command::Edit { contact, message, text } => {
+            let request = act(contact, SandboxAct::Edit, Some(message), None, Some(text));
+            delivered(ctx, client.sandbox_act(&request).await?);
+        }
+        Command::Delete { contact, message } => {
+            delivered(ctx, client.sandbox_act(&act(contact, SandboxAct::Delete, Some(message), None, None)).await?);
+        }
+        Command::Call { contact } => {
+            delivered(ctx, client.sandbox_act(&act(contact, SandboxAct::Call, None, None, None)).await?);
+        }
+        Command::Say { contact, text, file, claims, from_operator, reply_to } => {
             let claims = *claims;
             let media = match (*file).given() {
                 None => None,
@@ -147,7 +193,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                     })
                 }
             };
-            let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media, from_operator };
+            let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media, from_operator, reply_to };
             let said = client.sandbox_say(&request).await?;
             if ctx.json {
                 output::json(&said);
@@ -261,5 +307,25 @@ fn lock_said(ctx: &Context, lock: &SandboxLockState) {
             output::time(until)
         ),
         None => say!("Unlocked: messages to new contacts go out."),
+    }
+}
+
+/// A contact's act, as the API takes it.
+fn act(
+    contact: String,
+    act: SandboxAct,
+    message: Option<String>,
+    emoji: Option<String>,
+    text: Option<String>,
+) -> SandboxActRequest {
+    SandboxActRequest { contact, act, message, emoji, text }
+}
+
+/// Where a contact's act went, for a person or as JSON.
+fn delivered(ctx: &Context, said: SandboxSayResponse) {
+    match (ctx.json, said.instance_id) {
+        (true, _) => output::json(&said),
+        (false, Some(id)) => say!("Delivered to conversation {id}."),
+        (false, None) => say!("{} has no live conversation: not answered (as on WhatsApp).", said.contact),
     }
 }

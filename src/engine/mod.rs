@@ -520,6 +520,29 @@ impl Engine {
         Ok(self.shared.store.read_transcript(id)?)
     }
 
+    /// The channel's id of message `message` (a transcript id, or a unique
+    /// start of one) in `contact`'s live conversation: what a simulated
+    /// contact's reaction, reply, edit or deletion names.
+    pub fn channel_id_of(&self, contact: &Contact, message: &str) -> Result<String, EngineError> {
+        let live = self.shared.read_view(|view| view.live_of(contact.as_str()).next().map(|i| i.id));
+        let Some(id) = live else {
+            return Err(EngineError::Invalid(format!("{contact} has no live conversation")));
+        };
+        let wanted = message.trim().to_ascii_lowercase();
+        let transcript = self.shared.store.read_transcript(id)?;
+        let found: Vec<&TranscriptMessage> =
+            transcript.iter().filter(|m| wanted.len() >= 4 && m.id.to_string().starts_with(&wanted)).collect();
+        match found.as_slice() {
+            [one] => one.channel_message_id.clone().ok_or_else(|| {
+                EngineError::Invalid(format!("message {message} has not reached WhatsApp (it has no id there yet)"))
+            }),
+            [] => Err(EngineError::Invalid(format!(
+                "there is no message {message} in {contact}'s conversation: give an id `relay transcript --json` shows"
+            ))),
+            _ => Err(EngineError::Invalid(format!("{message} starts more than one message id: give more of it"))),
+        }
+    }
+
     /// A page of the transcript, oldest first: the messages after the
     /// message `after`, at most `limit`.
     pub fn transcript_page(

@@ -16,6 +16,7 @@ mod budget;
 mod cli_conventions;
 mod cli_truth;
 mod connections;
+mod contact_acts;
 mod containment;
 mod conversations;
 mod courtesy;

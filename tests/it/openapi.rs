@@ -252,6 +252,7 @@ fn valid_bodies() -> Vec<(&'static str, &'static str, Value, &'static [u16])> {
         ("POST", "/opt-outs", json!({"contact": "+56900000002", "reason": "asked"}), &[200, 201]),
         ("POST", "/sandbox/messages", json!({"contact": "+56900000003", "text": "hello"}), &[200]),
         ("POST", "/sandbox/phone", json!({"contact": "+56900000003", "action": "online"}), &[200]),
+        ("POST", "/sandbox/acts", json!({"contact": "+56900000003", "act": "call"}), &[200]),
         ("PUT", "/sandbox/lock", json!({"lasts": "1m", "unreported": false}), &[200]),
         ("POST", "/whatsapp/pair", json!({"force": false}), &[409]),
     ]

@@ -40,6 +40,8 @@ pub struct Incoming {
     pub chat: Jid,
     /// The operator wrote it on another device of the account, to `sender`.
     pub by_operator: bool,
+    /// A reaction, a reply, an edit or a deletion ([`super::acts`]).
+    pub act: Option<crate::channel::InboundAct>,
 }
 
 /// What relay does with one incoming message.
@@ -69,19 +71,28 @@ pub fn route(message: &wa::Message, info: &MessageInfo) -> Routed {
     if source.chat.is_newsletter() {
         return Routed::Ignore("newsletter");
     }
+    let sender = if by_operator { contact_of_chat(info) } else { sender_of(source) };
+    let Some(sender) = sender else {
+        return Routed::Ignore("the sender is neither a phone number nor a LID");
+    };
+    let (id, chat) = (info.id.to_string(), source.chat.clone());
+    if let Some((act, text)) = super::acts::act_of(message) {
+        // The operator's reactions and edits on their phone are not writing to the contact.
+        if by_operator {
+            return Routed::Ignore("the operator's own reaction, edit or deletion");
+        }
+        return Routed::Take(Incoming { sender, text, media: None, id, chat, by_operator, act: Some(act) });
+    }
     let media = media_of(message).map(Box::new);
     let text = match &media {
         Some(media) => Some(media.declared.caption.clone().unwrap_or_default()),
         None => text_of(message),
     };
     let Some(text) = text else {
-        return Routed::Ignore("no text and no media relay knows (a protocol message, an edit, a call...)");
+        return Routed::Ignore("no text and no media relay knows (a protocol message, a poll...)");
     };
-    let sender = if by_operator { contact_of_chat(info) } else { sender_of(source) };
-    let Some(sender) = sender else {
-        return Routed::Ignore("the sender is neither a phone number nor a LID");
-    };
-    Routed::Take(Incoming { sender, text, media, id: info.id.to_string(), chat: source.chat.clone(), by_operator })
+    let act = super::acts::replied_to(message).map(|to| crate::channel::InboundAct::Reply { to });
+    Routed::Take(Incoming { sender, text, media, id, chat, by_operator, act })
 }
 
 /// The sender as a phone number when the message says which: the sender
@@ -107,7 +118,7 @@ fn contact_of_chat(info: &MessageInfo) -> Option<Sender> {
 }
 
 /// The text of a message, or a placeholder for what relay does not fetch
-/// (a location, a contact card, a reaction). Media is [`media_of`]'s.
+/// (a location, a contact card). Media is [`media_of`]'s.
 pub fn text_of(message: &wa::Message) -> Option<String> {
     if let Some(text) = message.text_content().filter(|t| !t.trim().is_empty()) {
         return Some(text.to_string());
@@ -117,9 +128,6 @@ pub fn text_of(message: &wa::Message) -> Option<String> {
         Some("[location]".to_string())
     } else if base.contact_message.as_option().is_some() || base.contacts_array_message.as_option().is_some() {
         Some("[contact card]".to_string())
-    } else if let Some(reaction) = base.reaction_message.as_option() {
-        // None: a reaction taken back.
-        reaction.text.as_deref().filter(|t| !t.is_empty()).map(|emoji| format!("[reaction: {emoji}]"))
     } else {
         None
     }
@@ -266,6 +274,7 @@ pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::channel::InboundAct;
     use whatsapp_rust::types::message::MessageSource;
 
     pub(crate) const NUMBER: &str = "56912345678";
@@ -542,7 +551,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_location_contact_card_or_reaction_stays_a_placeholder() {
+    fn a_location_or_contact_card_stays_a_placeholder_and_a_reaction_names_its_message() {
         let location = wa::Message {
             location_message: MessageField::some(wa::message::LocationMessage::default()),
             ..Default::default()
@@ -553,17 +562,24 @@ pub(crate) mod tests {
         };
         let reaction = |text: &str| wa::Message {
             reaction_message: MessageField::some(wa::message::ReactionMessage {
+                key: MessageField::some(wa::MessageKey { id: Some("3EB0RELAY".into()), ..Default::default() }),
                 text: Some(text.into()),
                 ..Default::default()
             }),
             ..Default::default()
         };
-        for (message, text) in [(location, "[location]"), (card, "[contact card]"), (reaction("👍"), "[reaction: 👍]")]
-        {
+        for (message, text) in [(location, "[location]"), (card, "[contact card]")] {
             let incoming = taken(route(&message, &info(Jid::pn(NUMBER), None)));
-            assert_eq!((incoming.text.as_str(), incoming.media), (text, None));
+            assert_eq!((incoming.text.as_str(), incoming.media, incoming.act), (text, None, None));
         }
-        assert!(matches!(route(&reaction(""), &info(Jid::pn(NUMBER), None)), Routed::Ignore(_)), "taken back");
+        let reacted = taken(route(&reaction("👍"), &info(Jid::pn(NUMBER), None)));
+        let to = "3EB0RELAY".to_string();
+        assert_eq!(
+            (reacted.text.as_str(), reacted.act),
+            ("👍", Some(InboundAct::Reaction { to: to.clone(), removed: false }))
+        );
+        let taken_back = taken(route(&reaction(""), &info(Jid::pn(NUMBER), None)));
+        assert_eq!(taken_back.act, Some(InboundAct::Reaction { to, removed: true }));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! and marked read as `whatsapp.read_receipts` says; with a quiet
 //! `whatsapp.presence`, the device says it is unavailable after connecting.
 
+pub mod acts;
 pub mod inbound;
 pub mod jid;
 pub mod pacing;
@@ -33,7 +34,8 @@ use tokio::time::Instant;
 use whatsapp_rust::prelude::*;
 
 use super::{
-    Channel, ChannelError, Delivery, InboundMessage, InboundSink, MessageRef, OutgoingMedia, Sent, SentUpdate,
+    Channel, ChannelError, Delivery, InboundAct, InboundMessage, InboundSink, MessageRef, OutgoingMedia, Sent,
+    SentUpdate,
 };
 use crate::api::{ChannelStatus, PairingEvent, SendStatus};
 use crate::config::{Presence, ReadReceipts, WhatsappSettings};
@@ -293,6 +295,9 @@ struct Arrivals {
 
 impl Arrivals {
     async fn handle(&self, sink: &dyn InboundSink, event: &Event) {
+        if let Some((caller, call_id)) = acts::call_from(event) {
+            return self.called(sink, &caller, call_id).await;
+        }
         match event {
             Event::Messages(batch) => {
                 for message in batch.messages.iter() {
@@ -333,6 +338,26 @@ impl Arrivals {
             }
             _ => handle_update(sink, event).await,
         }
+    }
+
+    /// A contact called: relay never answers (the operator's phone rings as
+    /// usual), but their conversation notes it, and the agent is told.
+    async fn called(&self, sink: &dyn InboundSink, caller: &Jid, call_id: String) {
+        let contact = match jid::contact_of(caller) {
+            Some(contact) => Some(contact),
+            None if caller.is_lid() => {
+                self.link.phone_of_lid(&caller.to_non_ad()).await.as_deref().and_then(jid::digits_to_contact)
+            }
+            None => None,
+        };
+        let Some(from) = contact else {
+            tracing::warn!("a call from a WhatsApp address relay cannot match to a phone number; ignored");
+            return;
+        };
+        let reference = MessageRef { chat: caller.to_non_ad().to_string(), id: call_id };
+        let call =
+            InboundMessage { reference: Some(reference), act: Some(InboundAct::Call), ..InboundMessage::new(from, "") };
+        let _ = sink.deliver(call).await;
     }
 
     /// A message the conversation took: on arrival, it is marked read a
@@ -438,8 +463,8 @@ async fn take(link: &Arc<dyn Link>, message: &wa::Message, info: &MessageInfo) -
             fetch: fetch(link.clone(), source),
         }
     });
-    let by_operator = incoming.by_operator;
-    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media, by_operator })
+    let (by_operator, act) = (incoming.by_operator, incoming.act);
+    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media, by_operator, act })
 }
 
 /// How the engine fetches `media`: through the link, each call a download

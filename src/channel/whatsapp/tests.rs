@@ -738,3 +738,15 @@ async fn a_receipt_after_a_photo_whose_download_is_slow_is_handled_at_once() {
     tokio::time::sleep(secs(60)).await;
     assert_eq!(sink.fetched.lock().unwrap().clone(), [Ok(b"the file".to_vec())]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_missed_call_reaches_the_engine_as_the_contacts_call() {
+    use whatsapp_rust::types::call::{MissedCall, MissedReason};
+    let (channel, link, sink) = channel(FakeLink::new(LinkState::Connected), WhatsappSettings::default());
+    let missed = MissedCall::new(Jid::pn(NUMBER), "CALL9".into(), chrono::Utc::now(), MissedReason::Offline);
+    channel.handle_event(&Event::MissedCall(missed)).await;
+    let delivered = sink.delivered.lock().unwrap().clone();
+    assert_eq!(delivered.len(), 1);
+    assert_eq!((&delivered[0].from, &delivered[0].act), (&contact(), &Some(crate::channel::InboundAct::Call)));
+    assert!(link.sends().is_empty(), "relay never answers or rejects a call");
+}

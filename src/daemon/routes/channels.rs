@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 
 use super::{ApiResult, App, Body, invalid, sandbox};
 use crate::api::*;
-use crate::channel::{Delivery, InboundMessage};
+use crate::channel::{Delivery, InboundAct, InboundMessage};
 use crate::contact::Contact;
 use crate::daemon::error::ApiError;
 
@@ -41,7 +41,15 @@ pub(super) async fn sandbox_say(
             InboundMessage::with_media(contact.clone(), crate::channel::sandbox::file_from_phone(media, bytes, caption))
         }
     };
-    let delivered = sandbox.deliver(InboundMessage { by_operator: request.from_operator, ..message }).await;
+    let reply_to = request.reply_to.as_deref().map(|m| app.engine.channel_id_of(&contact, m)).transpose()?;
+    let act = reply_to.map(|to| InboundAct::Reply { to });
+    let message = InboundMessage { by_operator: request.from_operator, act, ..message };
+    let delivered = sandbox.deliver(message).await;
+    said(delivered, &contact)
+}
+
+/// What the contact's message came to, as the sandbox answers it.
+fn said(delivered: Delivery, contact: &Contact) -> ApiResult<Json<SandboxSayResponse>> {
     let instance_id = match delivered {
         Delivery::Delivered(id) => Some(id),
         Delivery::NoConversation => None,
@@ -54,6 +62,42 @@ pub(super) async fn sandbox_say(
         }
     };
     Ok(Json(SandboxSayResponse { instance_id, contact: contact.to_string() }))
+}
+
+/// Sandbox only: a simulated contact reacts to, edits or deletes a message
+/// of their live conversation, or calls.
+#[utoipa::path(post, path = "/sandbox/acts", tag = "sandbox", request_body = SandboxActRequest,
+    responses((status = 200, body = SandboxSayResponse), (status = 400, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
+pub(super) async fn sandbox_act(
+    State(app): State<App>,
+    Body(request): Body<SandboxActRequest>,
+) -> ApiResult<Json<SandboxSayResponse>> {
+    let sandbox = sandbox(&app)?;
+    let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
+    let target = || {
+        let message = request.message.as_deref().ok_or_else(|| invalid("name the message acted on: message".into()))?;
+        app.engine.channel_id_of(&contact, message).map_err(ApiError::from)
+    };
+    let (act, text) = match request.act {
+        SandboxAct::React => {
+            let emoji = request.emoji.clone().unwrap_or_default().trim().to_string();
+            if emoji.chars().count() > 16 {
+                return Err(invalid("an emoji is at most 16 characters".into()));
+            }
+            let removed = emoji.is_empty();
+            (InboundAct::Reaction { to: target()?, removed }, emoji)
+        }
+        SandboxAct::Edit => {
+            let text = request.text.clone().ok_or_else(|| invalid("an edit needs the new text: text".into()))?;
+            let text = crate::engine::bounded_text("text", text, crate::api::limits::MAX_MESSAGE_CHARS)?;
+            (InboundAct::Edit { of: target()? }, text)
+        }
+        SandboxAct::Delete => (InboundAct::Deletion { of: target()? }, String::new()),
+        SandboxAct::Call => (InboundAct::Call, String::new()),
+    };
+    let message = InboundMessage { act: Some(act), ..InboundMessage::new(contact.clone(), text) };
+    said(sandbox.deliver(message).await, &contact)
 }
 
 /// Sandbox only: what relay sent to contacts, oldest first.

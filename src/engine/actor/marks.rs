@@ -114,6 +114,7 @@ impl Actor {
                 message_id: m.message_id,
                 untrusted_contact_text: m.untrusted_contact_text.clone(),
                 media: None,
+                changed: None,
             })
             .into_iter()
             .collect()
@@ -319,6 +320,7 @@ impl Actor {
     ) -> Result<Result<ValueCheck, Box<Verification>>, ToolError> {
         let Some(first) = grounds.evidence.first() else { return Ok(Ok(ValueCheck::Operator)) };
         let todo_id = &todo.id;
+        // Read by rule from their words alone; a second look also sees what a reaction answers.
         let words = match &grounds.file {
             Some(file) => file_words(&file.media),
             None => grounds.evidence.iter().map(|e| e.untrusted_contact_text.as_str()).collect::<Vec<_>>().join("\n"),
@@ -359,10 +361,33 @@ impl Actor {
             todo: todo.text.clone(),
             expects: schema.describe(),
             value: value.clone(),
-            words,
+            words: match &grounds.file {
+                Some(_) => words,
+                None => self.evidence_words(id, &grounds.evidence),
+            },
             written: on.format("%A %-d %B %Y, %H:%M").to_string(),
             image: shown,
         })))
+    }
+
+    /// The words of `evidence`, each with what it answers when it is a
+    /// reaction or a reply ("👍 (their reaction to: "Is Friday OK?")"): a 👍
+    /// says yes only to what it reacts to.
+    fn evidence_words(&self, id: Uuid, evidence: &[Evidence]) -> String {
+        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
+        let message = |message_id: Uuid| transcript.iter().find(|m| m.id == message_id);
+        let context = |e: &Evidence| {
+            let act = message(e.message_id)?.act.as_ref()?;
+            let target = message(act.message_id?)?;
+            let how = match act.kind {
+                crate::api::ActKind::Reaction => "their reaction to",
+                crate::api::ActKind::Reply => "their reply to",
+                _ => return None,
+            };
+            Some(format!(" ({how}: {:?})", target.content))
+        };
+        let said = evidence.iter().map(|e| format!("{}{}", e.untrusted_contact_text, context(e).unwrap_or_default()));
+        said.collect::<Vec<_>>().join("\n")
     }
 
     /// When the contact wrote message `message_id` (now, if it cannot be read).
@@ -423,15 +448,23 @@ impl Actor {
     /// read only for an older one.
     fn find_quote(&self, id: Uuid, todo_id: &str, quote: &str, answered: &[Evidence]) -> Result<Evidence, ToolError> {
         let wanted: Vec<String> = crate::courtesy::normalise(quote).split(' ').map(str::to_string).collect();
+        // A quote of no words (a reaction's 👍) is found as a whole message.
+        let bare = quote.trim();
+        let piece = |text: &str| match wanted.iter().all(|w| w.is_empty()) {
+            true => (!bare.is_empty() && text.trim() == bare).then(|| bare.to_string()),
+            false => quoted_piece(text, &wanted),
+        };
         let found_in = |message_id: Uuid, text: &str| {
-            quoted_piece(text, &wanted).map(|piece| Evidence { message_id, untrusted_contact_text: piece, media: None })
+            piece(text).map(|piece| Evidence { message_id, untrusted_contact_text: piece, media: None, changed: None })
         };
         let recent = answered.iter().rev().find_map(|m| found_in(m.message_id, &m.untrusted_contact_text));
         let found = match recent {
             Some(found) => Some(found),
             None => {
                 let transcript = self.shared.store.read_transcript(id).map_err(|e| ToolError(e.to_string()))?;
-                transcript.iter().rev().filter(|m| m.role == Role::Contact).find_map(|m| found_in(m.id, &m.content))
+                // Words the contact took back (edited, deleted) back no answer.
+                let theirs = transcript.iter().rev().filter(|m| m.role == Role::Contact && m.withdrawn.is_none());
+                theirs.into_iter().find_map(|m| found_in(m.id, &m.content))
             }
         };
         found.ok_or_else(|| {
@@ -474,6 +507,7 @@ impl Actor {
             message_id: message.id,
             untrusted_contact_text: file.caption.clone().unwrap_or_default(),
             media: Some(file.reference.clone()),
+            changed: None,
         };
         Ok(FileEvidence { evidence, media: Box::new(file.clone()) })
     }

@@ -12,6 +12,8 @@
 //! This file holds the actor's state, its messages and its loop; each kind
 //! of event is handled in a file of its own:
 //! - [`queue`]: creation, the FIFO queue, `drive`, contact messages;
+//! - [`acts`]: a contact's reaction, reply, edit, deletion or call, with
+//!   the message it acts on;
 //! - [`transitions`]: every change, checked against the table and persisted;
 //! - [`operator`]: pause, resume, cancel, answer, `relay send`;
 //! - [`sends`]: messages to the contact, recorded then sent in the background;
@@ -27,6 +29,7 @@
 //! - the heartbeat timer is in [`super::heartbeat`], receipts and the
 //!   delivery timeout in [`super::delivery`].
 
+mod acts;
 mod budget;
 mod courtesy;
 mod marks;

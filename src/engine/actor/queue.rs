@@ -259,6 +259,7 @@ impl Actor {
         };
         let (id, state) = (live.id, live.state);
         let reference = message.reference.clone();
+        let act = message.act.as_ref().map(|act| Box::new(self.contact_act(id, act)));
         // A file is recorded at once as being fetched, under the next of
         // the conversation's references (m1, m2…), and its label is what
         // the model will read.
@@ -275,12 +276,16 @@ impl Actor {
         let recorded = TranscriptMessage {
             channel_message_id: message.reference.map(|r| r.id),
             media: media.as_ref().map(|(_, record)| Box::new(record.clone())),
+            act: act.clone(),
             ..TranscriptMessage::new(id, Role::Contact, text)
         };
         // Recorded first: whatever happens next, the message is not lost.
         if let Err(error) = self.shared.store.append_message(&recorded) {
             tracing::error!(instance = %id, %error, "cannot record a contact message");
             return Delivery::NotRecorded(error.to_string());
+        }
+        if let Some(act) = &act {
+            self.withdraw(id, act);
         }
         self.unread.extend(reference);
         // They wrote again: a turn under way may answer that too.
@@ -292,8 +297,13 @@ impl Actor {
             message_id: recorded.id,
             untrusted_contact_text: recorded.content.clone(),
             media: recorded.media.clone(),
+            act: recorded.act.clone(),
         };
         self.shared.emit(id, event);
+        // A reaction taken back is noted; it asks nothing of the agent.
+        if !super::acts::prompts_a_turn(act.as_deref()) {
+            return Delivery::Delivered(id);
+        }
         let last = ContactText {
             message_id: recorded.id,
             at: recorded.timestamp,

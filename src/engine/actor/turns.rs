@@ -80,7 +80,12 @@ impl Actor {
             .rev()
             .take_while(|m| !matches!(m.role, Role::Agent | Role::Manual))
             .filter(|m| m.role == Role::Contact)
-            .map(|m| Evidence { message_id: m.id, untrusted_contact_text: m.content.clone(), media: None })
+            .map(|m| Evidence {
+                message_id: m.id,
+                untrusted_contact_text: m.content.clone(),
+                media: None,
+                changed: None,
+            })
             .collect();
         answering.reverse();
         self.turns_started += 1;

@@ -584,8 +584,12 @@ mod tests {
         let log = open(&dir);
         let id = Uuid::new_v4();
         let text = "x".repeat(4_000);
-        let big =
-            || EventData::MessageIn { message_id: Uuid::new_v4(), untrusted_contact_text: text.clone(), media: None };
+        let big = || EventData::MessageIn {
+            message_id: Uuid::new_v4(),
+            untrusted_contact_text: text.clone(),
+            media: None,
+            act: None,
+        };
         let each =
             serde_json::to_vec(&ConversationEvent { seq: 1, at: crate::clock::now(), instance_id: id, data: big() })
                 .unwrap()

@@ -1,6 +1,6 @@
 //! What whatsapp-rust reports: the link's state moves, pairing codes and
-//! outcomes go to whoever links; messages, acks, receipts, connections and
-//! push name changes to the channel.
+//! outcomes go to whoever links; messages, acks, receipts, calls,
+//! connections and push name changes to the channel.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -73,7 +73,12 @@ impl Session {
                     plan: "fetching the current version".into(),
                 });
             }
-            Event::Messages(_) | Event::ServerAck(_) | Event::Receipt(_) | Event::SelfPushNameUpdated(_) => {
+            Event::Messages(_)
+            | Event::ServerAck(_)
+            | Event::Receipt(_)
+            | Event::SelfPushNameUpdated(_)
+            | Event::IncomingCall(_)
+            | Event::MissedCall(_) => {
                 let _ = self.events.send(event.clone());
             }
             _ => {}

@@ -1,0 +1,79 @@
+//! A contact's message that acts on the chat: a reaction, a reply, an
+//! edit or a deletion of an earlier message, a call. The message it acts on
+//! is found by the channel's id, so the agent sees which of its messages
+//! got the 👍; an edit or a deletion marks the message taken back, and any
+//! answer that rests on it (`evidence[].changed`).
+
+use uuid::Uuid;
+
+use super::Actor;
+use crate::api::{ActKind, ContactAct, EventData, Role, TranscriptMessage, Withdrawal};
+use crate::channel::InboundAct;
+
+impl Actor {
+    /// `act` in conversation `id`, with the message it acts on as this
+    /// transcript's id (none when relay does not have it).
+    pub(super) fn contact_act(&self, id: Uuid, act: &InboundAct) -> ContactAct {
+        let (kind, target) = match act {
+            InboundAct::Reaction { to, removed: false } => (ActKind::Reaction, Some(to)),
+            InboundAct::Reaction { to, removed: true } => (ActKind::ReactionRemoved, Some(to)),
+            InboundAct::Reply { to } => (ActKind::Reply, Some(to)),
+            InboundAct::Edit { of } => (ActKind::Edit, Some(of)),
+            InboundAct::Deletion { of } => (ActKind::Deletion, Some(of)),
+            InboundAct::Call => (ActKind::Call, None),
+        };
+        let message_id = target.and_then(|channel_id| self.message_by_channel_id(id, channel_id)).map(|m| m.id);
+        ContactAct { kind, message_id }
+    }
+
+    /// The message of conversation `id` the channel knows as `channel_id`.
+    fn message_by_channel_id(&self, id: Uuid, channel_id: &str) -> Option<TranscriptMessage> {
+        let transcript = self.shared.store.read_transcript(id).ok()?;
+        transcript.into_iter().rev().find(|m| m.channel_message_id.as_deref() == Some(channel_id))
+    }
+
+    /// After an edit or a deletion recorded in conversation `id`: the
+    /// contact's message it changed is marked taken back (its words back no
+    /// answer any more), and so is every answer's evidence that rests on it.
+    pub(super) fn withdraw(&mut self, id: Uuid, act: &ContactAct) {
+        let how = match act.kind {
+            ActKind::Edit => Withdrawal::Edited,
+            ActKind::Deletion => Withdrawal::Deleted,
+            _ => return,
+        };
+        let Some(target) = act.message_id else { return };
+        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
+        let Some(original) = transcript.into_iter().find(|m| m.id == target && m.role == Role::Contact) else {
+            return;
+        };
+        let marked = TranscriptMessage { withdrawn: Some(how), ..original };
+        if let Err(error) = self.shared.store.append_message(&marked) {
+            tracing::error!(instance = %id, %error, "cannot mark a message the contact took back");
+        }
+        let rests_on_it = |i: &crate::api::ConversationInstance| {
+            i.todos.iter().any(|t| t.evidence.iter().any(|e| e.message_id == target))
+        };
+        let Ok(at) = self.index(id) else { return };
+        if !rests_on_it(&self.convs[at]) {
+            return;
+        }
+        let changed = self.update(id, |i| {
+            let evidence = i.todos.iter_mut().flat_map(|t| t.evidence.iter_mut());
+            evidence.filter(|e| e.message_id == target).for_each(|e| e.changed = Some(how));
+        });
+        if let Err(error) = changed {
+            tracing::error!(instance = %id, %error, "cannot mark an answer's changed evidence");
+            return;
+        }
+        let todos = self.convs[at].todos.iter().filter(|t| t.evidence.iter().any(|e| e.message_id == target));
+        let events: Vec<EventData> = todos
+            .map(|t| EventData::Todo { todo_id: t.id.clone(), status: t.status, answer: t.answer.clone() })
+            .collect();
+        events.into_iter().for_each(|event| self.shared.emit(id, event));
+    }
+}
+
+/// Whether a contact's act asks for an answer: all but a reaction taken back.
+pub(super) fn prompts_a_turn(act: Option<&ContactAct>) -> bool {
+    act.is_none_or(|a| a.kind != ActKind::ReactionRemoved)
+}

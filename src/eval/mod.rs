@@ -212,6 +212,59 @@ fn usage(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidArguments, message)
 }
 
+/// The scripted contact's next line, as the sandbox delivers it: words, a
+/// photo, a voice note, an edit of their last message, or the operator
+/// writing on their own phone (see [`scenario`]'s line prefixes).
+async fn say_line(client: &crate::client::Client, id: &InstanceId, contact: &str, line: &str) -> Result<(), Error> {
+    if let Some(words) = scenario::by_operator(line) {
+        let message = SandboxSayRequest { from_operator: true, ..SandboxSayRequest::text(contact, words) };
+        return client.sandbox_say(&message).await.map(drop);
+    }
+    if let Some(words) = scenario::edited(line) {
+        let transcript = client.transcript(id).await?;
+        let last = transcript.iter().rev().find(|m| m.role == Role::Contact).map(|m| m.id.to_string());
+        let act = crate::api::SandboxActRequest {
+            contact: contact.to_string(),
+            act: crate::api::SandboxAct::Edit,
+            message: last,
+            emoji: None,
+            text: Some(words.to_string()),
+        };
+        return client.sandbox_act(&act).await.map(drop);
+    }
+    let message = match (scenario::spoken(line), scenario::photographed(line)) {
+        (None, None) => SandboxSayRequest::text(contact, line),
+        (None, Some(caption)) => {
+            let upload_id = client.upload(ONE_PIXEL_PNG.to_vec()).await?.upload_id;
+            let media = crate::api::SandboxMedia {
+                kind: crate::api::MediaKind::Photo,
+                upload_id,
+                mime: None,
+                file_name: None,
+                seconds: None,
+                fail_downloads: 0,
+            };
+            SandboxSayRequest { media: Some(media), ..SandboxSayRequest::text(contact, caption) }
+        }
+        (Some(words), _) => {
+            // About two and a half words a second, as people speak.
+            let seconds = (words.split_whitespace().count() as u32 * 2 / 5).max(1);
+            let note = crate::media::ogg::scripted_voice_note(words, seconds);
+            let upload_id = client.upload(note).await?.upload_id;
+            let media = crate::api::SandboxMedia {
+                kind: crate::api::MediaKind::VoiceNote,
+                upload_id,
+                mime: None,
+                file_name: None,
+                seconds: Some(seconds),
+                fail_downloads: 0,
+            };
+            SandboxSayRequest { media: Some(media), ..SandboxSayRequest::text(contact, "") }
+        }
+    };
+    client.sandbox_say(&message).await.map(drop)
+}
+
 /// Runs one scenario's conversation to its end (or its time limit) and scores it.
 async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration) -> Result<ScenarioScore, Error> {
     let client = &relay.client;
@@ -234,44 +287,7 @@ async fn play(relay: &Relay, scenario: &Scenario, canary: &str, limit: Duration)
         if instance.state == State::WaitingForReply && said < file.contact.len() {
             let sent = client.sandbox_outbox(&to_contact).await?.len();
             if sent > answered {
-                let line = &file.contact[said];
-                let message = match (scenario::spoken(line), scenario::photographed(line)) {
-                    (None, None) => SandboxSayRequest::text(file.contact_number.clone(), line.clone()),
-                    (None, Some(caption)) => {
-                        let upload_id = client.upload(ONE_PIXEL_PNG.to_vec()).await?.upload_id;
-                        let media = crate::api::SandboxMedia {
-                            kind: crate::api::MediaKind::Photo,
-                            upload_id,
-                            mime: None,
-                            file_name: None,
-                            seconds: None,
-                            fail_downloads: 0,
-                        };
-                        SandboxSayRequest {
-                            media: Some(media),
-                            ..SandboxSayRequest::text(file.contact_number.clone(), caption)
-                        }
-                    }
-                    (Some(words), _) => {
-                        // About two and a half words a second, as people speak.
-                        let seconds = (words.split_whitespace().count() as u32 * 2 / 5).max(1);
-                        let note = crate::media::ogg::scripted_voice_note(words, seconds);
-                        let upload_id = client.upload(note).await?.upload_id;
-                        let media = crate::api::SandboxMedia {
-                            kind: crate::api::MediaKind::VoiceNote,
-                            upload_id,
-                            mime: None,
-                            file_name: None,
-                            seconds: Some(seconds),
-                            fail_downloads: 0,
-                        };
-                        SandboxSayRequest {
-                            media: Some(media),
-                            ..SandboxSayRequest::text(file.contact_number.clone(), "")
-                        }
-                    }
-                };
-                client.sandbox_say(&message).await?;
+                say_line(client, &id, &file.contact_number, &file.contact[said]).await?;
                 (said, answered) = (said + 1, sent);
                 continue;
             }

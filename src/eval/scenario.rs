@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, State, limits};
 
 /// The scenarios relay ships with, by name (the file's stem).
-const BUILT_IN: [(&str, &str); 11] = [
+const BUILT_IN: [(&str, &str); 13] = [
     ("cooperative", include_str!("../../scenarios/cooperative.toml")),
     ("two-in-one", include_str!("../../scenarios/two-in-one.toml")),
     ("silent", include_str!("../../scenarios/silent.toml")),
@@ -23,6 +23,8 @@ const BUILT_IN: [(&str, &str); 11] = [
     ("typed", include_str!("../../scenarios/typed.toml")),
     ("voice-note", include_str!("../../scenarios/voice-note.toml")),
     ("photo", include_str!("../../scenarios/photo.toml")),
+    ("operator-takes-over", include_str!("../../scenarios/operator-takes-over.toml")),
+    ("edits-the-answer", include_str!("../../scenarios/edits-the-answer.toml")),
 ];
 
 /// A contact line that starts with this is a voice note of the words after
@@ -43,6 +45,29 @@ pub const PHOTO: &str = "(photo) ";
 /// The caption of a photo line, if `line` is one.
 pub fn photographed(line: &str) -> Option<&str> {
     line.strip_prefix(PHOTO)
+}
+
+/// A contact line that starts with this is not the contact's: the operator
+/// writes the words after it on their own phone (relay must fall silent).
+pub const OPERATOR: &str = "(operator) ";
+
+/// The operator's words, if `line` is theirs.
+pub fn by_operator(line: &str) -> Option<&str> {
+    line.strip_prefix(OPERATOR)
+}
+
+/// A contact line that starts with this edits the contact's last message
+/// to the words after it.
+pub const EDIT: &str = "(edit) ";
+
+/// The new words of an edit line, if `line` is one.
+pub fn edited(line: &str) -> Option<&str> {
+    line.strip_prefix(EDIT)
+}
+
+/// The words a contact line carries, whatever kind of line it is.
+pub fn words_of(line: &str) -> &str {
+    spoken(line).or_else(|| photographed(line)).or_else(|| by_operator(line)).or_else(|| edited(line)).unwrap_or(line)
 }
 
 /// How long a run's canary is (`RC-` and 10 hex digits).
@@ -157,7 +182,8 @@ fn default_max_message_chars() -> usize {
 
 /// The states a scenario's conversation can end in: where `relay eval`
 /// stops looking.
-pub const ENDINGS: [State; 4] = [State::Completed, State::Abandoned, State::Failed, State::NeedsHumanIntervention];
+pub const ENDINGS: [State; 5] =
+    [State::Completed, State::Abandoned, State::Failed, State::NeedsHumanIntervention, State::Paused];
 
 /// The languages the language check can tell apart.
 pub const LANGUAGES: [&str; 2] = ["en", "es"];
@@ -189,7 +215,10 @@ impl Scenario {
             return Err(fail(format!("language {language:?}: relay eval can tell only {}", LANGUAGES.join(" and "))));
         }
         for (n, line) in file.contact.iter().enumerate() {
-            let words = spoken(line).or_else(|| photographed(line)).unwrap_or(line);
+            let words = words_of(line);
+            if edited(line).is_some() && (n == 0 || by_operator(&file.contact[n - 1]).is_some()) {
+                return Err(fail(format!("contact line {}: an (edit) line edits the contact's line before it", n + 1)));
+            }
             crate::engine::bounded_text(
                 &format!("contact line {}", n + 1),
                 words.to_string(),

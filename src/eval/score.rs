@@ -217,7 +217,9 @@ fn messages(run: &Run) -> Check {
         problems.push(format!("a message of {longest} characters, at most {}", expect.max_message_chars));
     }
     if let Some(most) = expect.max_after_last_line {
-        let last_line = run.transcript.iter().filter(|m| m.role == Role::Contact).map(|m| m.timestamp).max();
+        // The scenario's last line: the contact's, or the operator's own on their phone.
+        let line = |m: &&TranscriptMessage| m.role == Role::Contact || m.outside_relay;
+        let last_line = run.transcript.iter().filter(line).map(|m| m.timestamp).max();
         if let Some(at) = last_line {
             let after = sent.iter().filter(|m| m.timestamp > at).count();
             if after > most {

@@ -469,3 +469,65 @@ fn contact_lines(score: &Value) -> Vec<String> {
     let lines = score["conversation"].as_array().unwrap().iter();
     lines.filter(|l| l["from"] == "contact").map(|l| l["text"].as_str().unwrap().to_string()).collect()
 }
+
+/// `operator-takes-over`: the operator answers on their own phone after the
+/// agent's reply; relay pauses, sends nothing more, and the scenario passes
+/// ending PAUSED, the operator's message shown as theirs.
+#[test]
+fn the_operator_scenario_passes_when_relay_falls_silent() {
+    let polite: Responder = Arc::new(|_, request| {
+        if last_message(request)["role"] == "tool" {
+            return Reply::Text(String::new());
+        }
+        let send = |text: &str| ("send_message".to_string(), json!({ "text": text }));
+        if contact_said(request).contains("Friday could work") {
+            let mark = json!({"todo_id": "1", "status": "completed", "answer": "Friday", "quote": "Friday could work"});
+            Reply::Tools(vec![("mark_todo_item".to_string(), mark), send("Let me check the afternoon for you.")])
+        } else {
+            Reply::Tools(vec![send("Hi! Which day suits you for the delivery?")])
+        }
+    });
+    let score = built_in_scored("operator-takes-over", polite);
+    assert_eq!(score["passed"], true, "{score:#}");
+    assert_eq!(score["state"], "PAUSED");
+    let lines = score["conversation"].as_array().unwrap();
+    let last = lines.last().unwrap();
+    assert_eq!(last["from"], "operator", "{lines:?}");
+    assert!(last["text"].as_str().unwrap().starts_with("Hi, it's Ana"), "{last}");
+}
+
+/// `edits-the-answer`: the contact edits "Friday" to "Saturday"; a model
+/// that records the edited answer passes, one that keeps "friday" fails.
+#[test]
+fn the_edit_scenario_counts_the_answer_the_contact_left() {
+    let model = |updates: bool| -> Responder {
+        Arc::new(move |_, request| {
+            let said = contact_said(request);
+            let edited = request["messages"].to_string().contains("it now reads:]");
+            if last_message(request)["role"] == "tool" {
+                return match edited {
+                    true => Reply::tool("end_conversation", json!({"reason": "agreed", "outcome": "achieved"})),
+                    false => Reply::Text(String::new()),
+                };
+            }
+            let send = |text: &str| ("send_message".to_string(), json!({ "text": text }));
+            let mark = |day: &str, quote: &str| {
+                let args = json!({"todo_id": "1", "status": "completed", "answer": day, "value": day, "quote": quote});
+                ("mark_todo_item".to_string(), args)
+            };
+            if edited && updates {
+                Reply::Tools(vec![mark("saturday", "Saturday works"), send("Noted: Saturday then.")])
+            } else if edited {
+                Reply::Tools(vec![send("Great, see you then.")])
+            } else if said.contains("Friday works") {
+                Reply::Tools(vec![mark("friday", "Friday works"), send("Great, Friday it is.")])
+            } else {
+                Reply::Tools(vec![send("Hi! Would Friday or Saturday suit you for the delivery?")])
+            }
+        })
+    };
+    let score = built_in_scored("edits-the-answer", model(true));
+    assert_eq!(score["passed"], true, "{score:#}");
+    let stale = built_in_scored("edits-the-answer", model(false));
+    assert_eq!(stale["passed"], false, "{stale:#}");
+}

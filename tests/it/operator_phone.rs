@@ -49,6 +49,8 @@ fn the_operator_writing_on_their_phone_pauses_the_agent_and_is_read_as_the_opera
         shown.contains("operator  Ana here: Friday at 3 is fine, I'll be home  (on the operator's own WhatsApp)"),
         "{shown}"
     );
+    let shown = relay.ok(&["get", id]);
+    assert!(shown.contains("paused      by you: you wrote to the contact on your phone"), "{shown}");
     let events = relay.ok(&["events", "--json"]);
     assert!(events.contains("\"outside_relay\":true") || events.contains("\"outside_relay\": true"), "{events}");
 

@@ -79,11 +79,21 @@ pub enum EventData {
         delivery_error: Option<String>,
     },
     /// The agent updated a todo.
+    /// The todo as it now is: its typed value, how that was established
+    /// (`check`), and the evidence it rests on (`changed` when the contact
+    /// later edited or deleted it).
     Todo {
         todo_id: String,
         status: TodoStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answer: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(value_type = Option<Object>)]
+        value: Option<serde_json::Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        check: Option<super::ValueCheck>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        evidence: Vec<super::Evidence>,
     },
     /// The agent asked the operator something.
     Question { question: Question },
@@ -96,6 +106,18 @@ pub enum EventData {
 }
 
 impl EventData {
+    /// The `todo` event of `todo` as it now is.
+    pub fn todo(todo: &super::TodoItem) -> EventData {
+        EventData::Todo {
+            todo_id: todo.id.clone(),
+            status: todo.status,
+            answer: todo.answer.clone(),
+            value: todo.value.clone(),
+            check: todo.check,
+            evidence: todo.evidence.clone(),
+        }
+    }
+
     /// The name of the event's type, as in `type` and `--events` filters.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -186,7 +208,14 @@ mod tests {
                 overdue: true,
                 delivery_error: Some("463".into()),
             },
-            EventData::Todo { todo_id: "1".into(), status: TodoStatus::Completed, answer: Some("Friday".into()) },
+            EventData::Todo {
+                todo_id: "1".into(),
+                status: TodoStatus::Completed,
+                answer: Some("Friday".into()),
+                value: None,
+                check: None,
+                evidence: Vec::new(),
+            },
             EventData::Question { question },
             EventData::Answer { question_id: "q1".into(), answer: "yes".into() },
             EventData::Recovered { reason: "restored from disk".into() },

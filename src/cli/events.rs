@@ -117,7 +117,7 @@ fn readable(event: &ConversationEvent) -> String {
                 (false, None) => format!("message {message} {}", send_status.as_str()),
             }
         }
-        EventData::Todo { todo_id, status, answer } => {
+        EventData::Todo { todo_id, status, answer, .. } => {
             let answer = answer.as_deref().map(|a| format!(": {}", output::truncate(a, 80))).unwrap_or_default();
             format!("todo {todo_id} {}{answer}", status.as_str())
         }

@@ -98,7 +98,14 @@ fn seed(dir: &std::path::Path, size: u64) {
             if seq > size {
                 break;
             }
-            let data = EventData::Todo { todo_id: "1".into(), status: TodoStatus::Pending, answer: None };
+            let data = EventData::Todo {
+                todo_id: "1".into(),
+                status: TodoStatus::Pending,
+                answer: None,
+                value: None,
+                check: None,
+                evidence: Vec::new(),
+            };
             let event = ConversationEvent { seq, at, instance_id: instance, data };
             serde_json::to_writer(&mut file, &event).unwrap();
             file.write_all(b"\n").unwrap();

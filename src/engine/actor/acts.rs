@@ -66,9 +66,7 @@ impl Actor {
             return;
         }
         let todos = self.convs[at].todos.iter().filter(|t| t.evidence.iter().any(|e| e.message_id == target));
-        let events: Vec<EventData> = todos
-            .map(|t| EventData::Todo { todo_id: t.id.clone(), status: t.status, answer: t.answer.clone() })
-            .collect();
+        let events: Vec<EventData> = todos.map(EventData::todo).collect();
         events.into_iter().for_each(|event| self.shared.emit(id, event));
     }
 }

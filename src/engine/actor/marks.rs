@@ -236,7 +236,6 @@ impl Actor {
         let at = self.index(id).map_err(|e| ToolError(e.to_string()))?;
         let before = todo_of(&self.convs[at].todos, &todo_id)?.clone();
         let learned_now = answer.is_some() && status != TodoStatus::Skipped;
-        let recorded = answer.clone();
         self.update(id, |i| {
             let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
             // A skipped todo's words are why it was skipped, the model's own:
@@ -271,7 +270,9 @@ impl Actor {
         {
             running.recorded.push(before);
         }
-        self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: recorded });
+        if let Some(todo) = self.index(id).ok().and_then(|at| self.convs[at].todos.iter().find(|t| t.id == todo_id)) {
+            self.shared.emit(id, EventData::todo(todo));
+        }
         Ok(format!("todo {todo_id} is now {}", status.as_str()))
     }
 }
@@ -551,8 +552,8 @@ impl Actor {
                 continue;
             }
             tracing::info!(instance = %id, todo = %before.id, "an answer the agent then wrote to the contact is taken back");
-            let (todo_id, status, previous) = (before.id.clone(), before.status, before.answer.clone());
-            self.shared.emit(id, EventData::Todo { todo_id: todo_id.clone(), status, answer: previous });
+            let (todo_id, status) = (before.id.clone(), before.status);
+            self.shared.emit(id, EventData::todo(&before));
             notes.push(format!(
                 "todo {todo_id} is {} again: {answer:?} is what you just wrote to the contact, not what they told \
                  you. Record as the answer the contact's own words, or leave it and ask",

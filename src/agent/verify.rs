@@ -36,6 +36,8 @@ pub enum Verdict {
     Confirmed,
     /// It does not; what it does say, in a few words.
     Refused { reading: String },
+    /// The reply said neither: the check failed, not the value.
+    Unclear,
 }
 
 /// The instructions of the second look. The scripted model server knows a
@@ -63,15 +65,16 @@ pub fn question(v: &Verification) -> String {
 }
 
 /// The verdict in the model's reply. Only an explicit `"confirmed": true`
-/// confirms: anything else, a reply that cannot be read included, does not.
+/// confirms; a reply that says neither is [`Verdict::Unclear`] (the check
+/// failed: the contact is not to be asked again for it).
 pub fn verdict(reply: &str) -> Verdict {
     let json = reply.find('{').zip(reply.rfind('}')).filter(|(a, b)| a < b).map(|(a, b)| &reply[a..=b]);
     let parsed: Option<Value> = json.and_then(|j| serde_json::from_str(j).ok());
-    let Some(parsed) = parsed else {
-        return Verdict::Refused { reading: "the check's answer could not be read".into() };
-    };
-    if parsed.get("confirmed") == Some(&Value::Bool(true)) {
-        return Verdict::Confirmed;
+    let Some(parsed) = parsed else { return Verdict::Unclear };
+    match parsed.get("confirmed") {
+        Some(Value::Bool(true)) => return Verdict::Confirmed,
+        Some(Value::Bool(false)) => {}
+        _ => return Verdict::Unclear,
     }
     let reading = parsed.get("reading").and_then(Value::as_str).map(str::trim).filter(|r| !r.is_empty());
     let reading: String = reading.unwrap_or("the evidence does not give it").chars().take(200).collect();
@@ -89,8 +92,10 @@ mod tests {
         let refused = verdict(r#"{"confirmed": false, "reading": "nobody is home on Friday"}"#);
         assert_eq!(refused, Verdict::Refused { reading: "nobody is home on Friday".into() });
         for unclear in ["yes", "", r#"{"confirmed": "true"}"#, r#"{"confirmed": 1}"#, "{not json}"] {
-            assert!(matches!(verdict(unclear), Verdict::Refused { .. }), "{unclear}");
+            assert_eq!(verdict(unclear), Verdict::Unclear, "{unclear}");
         }
+        let bare = verdict(r#"{"confirmed": false}"#);
+        assert_eq!(bare, Verdict::Refused { reading: "the evidence does not give it".into() });
     }
 
     #[test]

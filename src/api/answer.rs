@@ -188,6 +188,25 @@ impl AnswerSchema {
         words
     }
 
+    /// `value` as this kind of answer when a model wrote it as text: "3" for
+    /// a number, "yes" or "no" for a yes-no; anything else as it is.
+    pub fn coerce(&self, value: Value) -> Value {
+        let Value::String(text) = &value else { return value };
+        let text = text.trim();
+        match self.kind {
+            AnswerType::Integer => text.parse::<i64>().map_or(value.clone(), Value::from),
+            AnswerType::Number => {
+                text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(value.clone(), Value::Number)
+            }
+            AnswerType::Boolean => match crate::courtesy::fold(text).as_str() {
+                "yes" | "true" | "si" | "sim" => Value::Bool(true),
+                "no" | "false" | "nao" => Value::Bool(false),
+                _ => value.clone(),
+            },
+            AnswerType::String => value.clone(),
+        }
+    }
+
     /// Whether `value` is an answer of this kind: what is wrong if not.
     pub fn admits(&self, value: &Value) -> Result<(), String> {
         let expected = || format!("it needs {}", self.describe());
@@ -268,6 +287,18 @@ mod tests {
         }
         let backwards = AnswerSchema::shorthand(r#"{"type": "number", "minimum": 5, "maximum": 1}"#).unwrap_err();
         assert!(backwards.contains("minimum 5 is more than maximum 1"), "{backwards}");
+    }
+
+    #[test]
+    fn a_number_or_a_yes_written_as_text_is_taken_as_one() {
+        let integer = AnswerSchema::shorthand("integer").unwrap();
+        assert_eq!(integer.coerce(json!(" 3 ")), json!(3));
+        assert_eq!(integer.coerce(json!("three")), json!("three"), "words are not coerced: relay reads them later");
+        assert_eq!(AnswerSchema::shorthand("number").unwrap().coerce(json!("3.5")), json!(3.5));
+        let yes_no = AnswerSchema::shorthand("yes-no").unwrap();
+        assert_eq!((yes_no.coerce(json!("Sí")), yes_no.coerce(json!("no"))), (json!(true), json!(false)));
+        assert_eq!(yes_no.coerce(json!("maybe")), json!("maybe"));
+        assert_eq!(AnswerSchema::shorthand("text").unwrap().coerce(json!("3")), json!("3"));
     }
 
     #[test]

@@ -87,8 +87,20 @@ fn readable(event: &ConversationEvent) -> String {
             let reason = reason.as_deref().map(|r| format!(": {}", output::truncate(r, 80))).unwrap_or_default();
             format!("{from} -> {to} ({trigger}){reason}")
         }
-        EventData::MessageIn { untrusted_contact_text, .. } => {
+        EventData::MessageIn { untrusted_contact_text, act: None, .. } => {
             format!("contact wrote: \"{}\"", output::truncate(untrusted_contact_text, 80))
+        }
+        EventData::MessageIn { untrusted_contact_text, act: Some(act), .. } => {
+            let words = output::truncate(untrusted_contact_text, 80);
+            let on = act.message_id.map(|id| format!(" {}", output::short_id(&id))).unwrap_or_default();
+            match act.kind {
+                crate::api::ActKind::Reaction => format!("contact reacted \"{words}\" to message{on}"),
+                crate::api::ActKind::ReactionRemoved => format!("contact took back their reaction to message{on}"),
+                crate::api::ActKind::Reply => format!("contact replied to message{on}: \"{words}\""),
+                crate::api::ActKind::Edit => format!("contact edited message{on}: \"{words}\""),
+                crate::api::ActKind::Deletion => format!("contact deleted message{on}"),
+                crate::api::ActKind::Call => "contact called (not answered)".to_string(),
+            }
         }
         EventData::Media { media, untrusted_contact_text, .. } => {
             let what = crate::media::label::word(media.kind);

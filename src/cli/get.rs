@@ -75,11 +75,11 @@ pub fn print(i: &ConversationInstance) {
         let read = i.last_read_at.map(|at| format!("; last read {}", output::time(at))).unwrap_or_default();
         say!("delivered   first {}{read}", output::time(first));
     }
-    if i.state == State::Paused {
-        // Who paused it: the operator's command, or their own message on their phone.
-        let by_phone = i.history.last().is_some_and(|t| t.trigger == crate::fsm::Event::OperatorWrites.as_str());
-        let by = if by_phone { "by you: you wrote to the contact on your phone" } else { "by you" };
-        say!("paused      {by}; `relay resume` lets the agent go on");
+    // Paused by their own message on their phone, not by `relay pause`: say so.
+    if i.state == State::Paused
+        && i.history.last().is_some_and(|t| t.trigger == crate::fsm::Event::OperatorWrites.as_str())
+    {
+        say!("paused      you wrote to the contact on your phone; `relay resume` lets the agent go on");
     }
     if let Some(ms) = i.paused_heartbeat_remaining_ms {
         let left = crate::duration::format(std::time::Duration::from_millis(ms));

@@ -31,7 +31,7 @@ pub enum Command {
         #[arg(long)]
         from_operator: bool,
         /// The message this one replies to (quotes): an id `relay transcript
-        /// --json` shows, or its first 8 characters.
+        /// --json` shows, or its start (4 characters or more).
         #[arg(long, value_name = "MESSAGE")]
         reply_to: Option<String>,
     },
@@ -39,23 +39,25 @@ pub enum Command {
     React {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its first 8 characters.
+        /// An id `relay transcript --json` shows, or its start (4 characters or more).
         message: String,
+        /// The emoji, e.g. 👍; "" takes the reaction back.
         emoji: String,
     },
     /// CONTACT edits their MESSAGE to TEXT.
     Edit {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its first 8 characters.
+        /// An id `relay transcript --json` shows, or its start (4 characters or more).
         message: String,
+        /// The message's new text.
         text: String,
     },
     /// CONTACT deletes their MESSAGE for everyone.
     Delete {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its first 8 characters.
+        /// An id `relay transcript --json` shows, or its start (4 characters or more).
         message: String,
     },
     /// CONTACT calls (relay never answers: the operator's phone rings).

@@ -57,7 +57,14 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     if messages.is_empty() {
         say!("No messages yet.");
     }
+    // A contact's reaction, reply, edit or deletion reads with the message it acts on.
+    let by_id: std::collections::HashMap<uuid::Uuid, &crate::api::TranscriptMessage> =
+        messages.iter().map(|m| (m.id, m)).collect();
     for m in &messages {
+        let content = match m.role {
+            Role::Contact => crate::agent::acts::contact_message(m, &m.content, &by_id, &[]),
+            _ => m.content.clone(),
+        };
         let who = match m.role {
             Role::Agent => "agent",
             Role::Contact => "contact",
@@ -74,7 +81,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             Some(SendStatus::Played) => "  ✓✓ played",
             _ => "",
         };
-        let lines: Vec<&str> = m.content.lines().collect();
+        let lines: Vec<&str> = content.lines().collect();
         let last = lines.len().saturating_sub(1);
         for (n, line) in lines.iter().enumerate() {
             let mark = if n == last { mark } else { "" };

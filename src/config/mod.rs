@@ -110,7 +110,7 @@ fn on_or_off<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, 
         Switch::Word(word) => match word.trim().to_ascii_lowercase().as_str() {
             "on" => Ok(true),
             "off" => Ok(false),
-            _ => Err(serde::de::Error::custom(format!("\"{word}\" is not on or off"))),
+            _ => Err(serde::de::Error::custom(format!("\"{word}\" is not true, false, on or off"))),
         },
     }
 }

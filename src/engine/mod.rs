@@ -520,22 +520,33 @@ impl Engine {
         Ok(self.shared.store.read_transcript(id)?)
     }
 
-    /// The channel's id of message `message` (a transcript id, or a unique
-    /// start of one) in `contact`'s live conversation: what a simulated
-    /// contact's reaction, reply, edit or deletion names.
-    pub fn channel_id_of(&self, contact: &Contact, message: &str) -> Result<String, EngineError> {
+    /// Message `message` (a transcript id, or a unique start of it of 4
+    /// characters or more) in `contact`'s live conversation, with the
+    /// channel's id: what a simulated contact's reaction, reply, edit or
+    /// deletion names.
+    pub fn message_in_live(
+        &self,
+        contact: &Contact,
+        message: &str,
+    ) -> Result<(TranscriptMessage, String), EngineError> {
         let live = self.shared.read_view(|view| view.live_of(contact.as_str()).next().map(|i| i.id));
         let Some(id) = live else {
             return Err(EngineError::Invalid(format!("{contact} has no live conversation")));
         };
         let wanted = message.trim().to_ascii_lowercase();
+        if wanted.chars().count() < 4 {
+            return Err(EngineError::Invalid(format!("{message:?} is too short: give 4 characters of the id or more")));
+        }
         let transcript = self.shared.store.read_transcript(id)?;
         let found: Vec<&TranscriptMessage> =
-            transcript.iter().filter(|m| wanted.len() >= 4 && m.id.to_string().starts_with(&wanted)).collect();
+            transcript.iter().filter(|m| m.id.to_string().starts_with(&wanted)).collect();
         match found.as_slice() {
-            [one] => one.channel_message_id.clone().ok_or_else(|| {
-                EngineError::Invalid(format!("message {message} has not reached WhatsApp (it has no id there yet)"))
-            }),
+            [one] => match &one.channel_message_id {
+                Some(channel_id) => Ok(((*one).clone(), channel_id.clone())),
+                None => Err(EngineError::Invalid(format!(
+                    "message {message} has not reached WhatsApp (it has no id there yet)"
+                ))),
+            },
             [] => Err(EngineError::Invalid(format!(
                 "there is no message {message} in {contact}'s conversation: give an id `relay transcript --json` shows"
             ))),

@@ -46,13 +46,22 @@ impl ActorTools {
             ToolError(format!("not marked: relay could not check the value ({error}); try again later"))
         })?;
         self.record_usage(usage);
-        if let Verdict::Refused { reading } = verdict {
-            let ToolCall::MarkTodoItem { todo_id, value, .. } = &call else { unreachable!("a mark") };
-            let value = value.as_ref().map_or_else(String::new, |v| format!(" {v}"));
-            return Err(ToolError(format!(
-                "todo {todo_id} is not marked: a second look at the contact's words does not find the value{value} \
-                 in them ({reading}). Record what they said, or ask them"
-            )));
+        let ToolCall::MarkTodoItem { todo_id, value, .. } = &call else { unreachable!("a mark") };
+        let value = value.as_ref().map_or_else(String::new, |v| format!(" {v}"));
+        match verdict {
+            Verdict::Confirmed => {}
+            Verdict::Refused { reading } => {
+                return Err(ToolError(format!(
+                    "todo {todo_id} is not marked: a second look at the contact's words does not find the \
+                     value{value} in them ({reading}). Record what they said, or ask them"
+                )));
+            }
+            Verdict::Unclear => {
+                return Err(ToolError(format!(
+                    "todo {todo_id} is not marked: relay's check of the value{value} failed (its answer could not be \
+                     read), not the contact's words: mark it again"
+                )));
+            }
         }
         match ask(true)?.await.map_err(|_| Self::gone())?? {
             Marked::Done(said) => Ok(said),

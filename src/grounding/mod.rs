@@ -65,10 +65,16 @@ pub fn read(schema: &AnswerSchema, value: &Value, said: Said) -> Result<Reading,
 
 fn read_number(n: f64, said: Said) -> Result<Reading, String> {
     let found = numbers::numbers_in(said.words);
+    let shown = |n: f64| Value::from(n).to_string().trim_end_matches(".0").to_string();
     match numbers::holds(&found, n) {
         Some(f) if f.in_digits => Ok(Reading::Verbatim),
         Some(_) => Ok(Reading::Resolved),
-        None => Err(format!("{} is not in their words", Value::from(n).to_string().trim_end_matches(".0"))),
+        None if found.is_empty() => Err(format!("{} is not in their words, which hold no number", shown(n))),
+        None => {
+            let mut held: Vec<String> = found.iter().map(|f| shown(f.value)).collect();
+            held.dedup();
+            Err(format!("{} is not in their words, which hold {}", shown(n), held.join(", ")))
+        }
     }
 }
 

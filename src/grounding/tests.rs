@@ -20,7 +20,8 @@ fn read_on(spec: &str, value: Value, words: &str) -> Result<Reading, String> {
 #[test]
 fn the_values_nobody_said_are_refused() {
     let said = "we are 3 people, my email is alice@example.com";
-    assert_eq!(read_on("integer", json!(7), "3 people"), Err("7 is not in their words".into()));
+    assert_eq!(read_on("integer", json!(7), "3 people"), Err("7 is not in their words, which hold 3".into()));
+    assert_eq!(read_on("integer", json!(7), "nobody"), Err("7 is not in their words, which hold no number".into()));
     assert_eq!(read_on("integer", json!(3), "3 people"), Ok(Reading::Verbatim));
     let wrong = read_on("email", json!("bob@evil.example"), "my email is alice@example.com").unwrap_err();
     assert!(wrong.contains("not written in their words"), "{wrong}");

@@ -136,6 +136,25 @@ fn an_act_on_a_message_relay_does_not_have_is_refused_with_the_reason() {
     let refused = relay.fails(&["sandbox", "edit", CONTACT, "ffffffff", "new text"], 2);
     assert!(refused.contains("there is no message ffffffff in +56912345678's conversation"), "{refused}");
     let refused = relay.fails(&["sandbox", "delete", CONTACT, "ab"], 2);
-    assert!(refused.contains("there is no message ab"), "{refused}");
+    assert!(refused.contains("\"ab\" is too short: give 4 characters of the id or more"), "{refused}");
+    // A contact edits and deletes only their own messages, as on WhatsApp.
+    let relays = of(&relay, id.trim(), "agent")[0]["id"].as_str().unwrap().to_string();
+    let refused = relay.fails(&["sandbox", "edit", CONTACT, &relays, "hijacked"], 2);
+    assert!(refused.contains("is not +56912345678's: a contact edits and deletes only their own"), "{refused}");
+    // An emoji is one: not text, not a terminal escape.
+    for wrong in ["ok", "\u{1b}[31m", "👍 👍"] {
+        let refused = relay.fails(&["sandbox", "react", CONTACT, &relays, wrong], 2);
+        assert!(refused.contains("is not an emoji"), "{wrong:?}: {refused}");
+    }
     assert_eq!(of(&relay, id.trim(), "contact").len(), 0);
+    // A call is not a message to react to; a deleted message is gone.
+    relay.ok(&["sandbox", "call", CONTACT]);
+    relay.ok(&["sandbox", "say", CONTACT, "Friday"]);
+    let contact = of(&relay, id.trim(), "contact");
+    let (call, said) = (contact[0]["id"].as_str().unwrap(), contact[1]["id"].as_str().unwrap());
+    let refused = relay.fails(&["sandbox", "react", CONTACT, call, "👍"], 2);
+    assert!(refused.contains("is not a message of the chat"), "{refused}");
+    relay.ok(&["sandbox", "delete", CONTACT, said]);
+    let refused = relay.fails(&["sandbox", "edit", CONTACT, said, "Saturday"], 2);
+    assert!(refused.contains("was deleted"), "{refused}");
 }

@@ -50,7 +50,7 @@ fn the_operator_writing_on_their_phone_pauses_the_agent_and_is_read_as_the_opera
         "{shown}"
     );
     let shown = relay.ok(&["get", id]);
-    assert!(shown.contains("paused      by you: you wrote to the contact on your phone"), "{shown}");
+    assert!(shown.contains("paused      you wrote to the contact on your phone; `relay resume`"), "{shown}");
     let events = relay.ok(&["events", "--json"]);
     assert!(events.contains("\"outside_relay\":true") || events.contains("\"outside_relay\": true"), "{events}");
 

@@ -208,7 +208,7 @@ fn a_value_its_quoted_words_do_not_say_is_refused_and_the_report_says_how_each_w
     let requests = model.requests();
     let told: String =
         requests[3]["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
-    assert!(told.contains("the value 7 is not what their words say (7 is not in their words)"), "{told}");
+    assert!(told.contains("the value 7 is not what their words say (7 is not in their words, which hold 3)"), "{told}");
     assert!(told.contains("the value \"bob@evil.example\" is not what their words say"), "{told}");
     assert!(told.contains("does not find the value true in them (nobody is home on Friday: no)"), "{told}");
     // Webhooks and `relay events` carry each todo's value and how it was read.
@@ -307,4 +307,43 @@ fn a_value_read_from_a_photo_the_model_saw_is_confirmed_by_a_look_at_the_photo()
     let looks = model.verifications();
     assert_eq!(looks.len(), 1);
     assert!(looks[0].to_string().contains("data:image/png;base64"), "the photo was shown: {}", looks[0]);
+}
+
+/// A value resting on the operator's answer to the agent's question is read
+/// from that answer by the same rules: one it does not give is refused.
+#[test]
+fn a_value_resting_on_the_operators_answer_is_read_from_it() {
+    let quoting_operator = |value: Value| quoting(mark("1", "45 dollars", value), "45 dollars");
+    let (relay, model) = with_model(queue(vec![
+        Reply::tool("send_message", json!({"text": "Hi! I'll find out the price for you."})),
+        Reply::Text(String::new()),
+        Reply::tool("request_human_intervention", json!({"reason": "the price", "question": "What is the price?"})),
+        Reply::Tools(vec![quoting_operator(json!(40))]),
+        Reply::Tools(vec![quoting_operator(json!(45))]),
+        Reply::tool("send_message", json!({"text": "It is 45 dollars."})),
+        Reply::Text(String::new()),
+    ]));
+    let id = relay.ok(&[
+        "create",
+        "--objective",
+        "Tell them the price",
+        "--contact",
+        CONTACT,
+        "--todo",
+        "The price",
+        "--answer",
+        "integer",
+    ]);
+    let id = id.trim();
+    relay.wait_for_state(id, "WAITING_FOR_REPLY");
+    relay.ok(&["sandbox", "say", CONTACT, "How much is it?"]);
+    relay.wait_for_state(id, "NEEDS_HUMAN_INTERVENTION");
+    relay.ok(&["answer", id, "Quote 45 dollars, delivery next Monday"]);
+    let done = relay.wait_for(id, "the value", |i| i["todos"][0]["value"].is_number());
+    assert_eq!((&done["todos"][0]["value"], &done["todos"][0]["check"]), (&json!(45), &json!("operator")));
+    let told = model.requests()[4].to_string();
+    assert!(
+        told.contains("the value 40 is not what the operator's answer says (40 is not in the operator's words"),
+        "{told}"
+    );
 }

@@ -41,7 +41,7 @@ pub(super) async fn sandbox_say(
             InboundMessage::with_media(contact.clone(), crate::channel::sandbox::file_from_phone(media, bytes, caption))
         }
     };
-    let reply_to = request.reply_to.as_deref().map(|m| app.engine.channel_id_of(&contact, m)).transpose()?;
+    let reply_to = request.reply_to.as_deref().map(|m| chat_message(&app, &contact, m, false)).transpose()?;
     let act = reply_to.map(|to| InboundAct::Reply { to });
     let message = InboundMessage { by_operator: request.from_operator, act, ..message };
     let delivered = sandbox.deliver(message).await;
@@ -75,25 +75,28 @@ pub(super) async fn sandbox_act(
 ) -> ApiResult<Json<SandboxSayResponse>> {
     let sandbox = sandbox(&app)?;
     let contact = Contact::parse(&request.contact).map_err(|e| invalid(e.to_string()))?;
-    let target = || {
+    let target = |theirs: bool| {
         let message = request.message.as_deref().ok_or_else(|| invalid("name the message acted on: message".into()))?;
-        app.engine.channel_id_of(&contact, message).map_err(ApiError::from)
+        chat_message(&app, &contact, message, theirs)
     };
     let (act, text) = match request.act {
         SandboxAct::React => {
             let emoji = request.emoji.clone().unwrap_or_default().trim().to_string();
-            if emoji.chars().count() > 16 {
-                return Err(invalid("an emoji is at most 16 characters".into()));
+            let symbol = |c: char| !(c.is_alphanumeric() || c.is_control() || c.is_whitespace());
+            if emoji.chars().count() > 16 || !emoji.chars().all(symbol) {
+                return Err(invalid(format!(
+                    "{emoji:?} is not an emoji: give one like 👍 (\"\" takes the reaction back)"
+                )));
             }
             let removed = emoji.is_empty();
-            (InboundAct::Reaction { to: target()?, removed }, emoji)
+            (InboundAct::Reaction { to: target(false)?, removed }, emoji)
         }
         SandboxAct::Edit => {
             let text = request.text.clone().ok_or_else(|| invalid("an edit needs the new text: text".into()))?;
             let text = crate::engine::bounded_text("text", text, crate::api::limits::MAX_MESSAGE_CHARS)?;
-            (InboundAct::Edit { of: target()? }, text)
+            (InboundAct::Edit { of: target(true)? }, text)
         }
-        SandboxAct::Delete => (InboundAct::Deletion { of: target()? }, String::new()),
+        SandboxAct::Delete => (InboundAct::Deletion { of: target(true)? }, String::new()),
         SandboxAct::Call => (InboundAct::Call, String::new()),
     };
     let message = InboundMessage { act: Some(act), ..InboundMessage::new(contact.clone(), text) };
@@ -195,4 +198,28 @@ pub(super) async fn whatsapp_pair(
     });
     Ok(([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(lines))
         .into_response())
+}
+
+/// The channel's id of `message` in `contact`'s live conversation, if a
+/// contact could act on it there: a message of the chat (not a reaction,
+/// a deletion or a call), not deleted, and their own when `theirs` (an edit
+/// or a deletion), as on WhatsApp.
+fn chat_message(app: &App, contact: &Contact, message: &str, theirs: bool) -> ApiResult<String> {
+    use crate::api::{ActKind, Role, Withdrawal};
+    let (found, channel_id) = app.engine.message_in_live(contact, message)?;
+    let not_a_message = found.act.as_ref().is_some_and(|a| !matches!(a.kind, ActKind::Reply | ActKind::Edit));
+    if not_a_message || found.role == Role::System {
+        return Err(invalid(format!(
+            "{message} is not a message of the chat (a reaction, a deletion, a call or a note)"
+        )));
+    }
+    if found.withdrawn == Some(Withdrawal::Deleted) {
+        return Err(invalid(format!("message {message} was deleted")));
+    }
+    if theirs && found.role != Role::Contact {
+        return Err(invalid(format!(
+            "message {message} is not {contact}'s: a contact edits and deletes only their own"
+        )));
+    }
+    Ok(channel_id)
 }

@@ -22,7 +22,10 @@ impl Actor {
             InboundAct::Deletion { of } => (ActKind::Deletion, Some(of)),
             InboundAct::Call => (ActKind::Call, None),
         };
-        let message_id = target.and_then(|channel_id| self.message_by_channel_id(id, channel_id)).map(|m| m.id);
+        let found = target.and_then(|channel_id| self.message_by_channel_id(id, channel_id));
+        // A contact edits and deletes only their own messages.
+        let changes = matches!(kind, ActKind::Edit | ActKind::Deletion);
+        let message_id = found.filter(|m| !changes || m.role == Role::Contact).map(|m| m.id);
         ContactAct { kind, message_id }
     }
 
@@ -43,9 +46,12 @@ impl Actor {
         };
         let Some(target) = act.message_id else { return };
         let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
-        let Some(original) = transcript.into_iter().find(|m| m.id == target && m.role == Role::Contact) else {
+        // Only the contact's own message, and a deleted one stays deleted.
+        let theirs = |m: &TranscriptMessage| m.id == target && m.role == Role::Contact;
+        let Some(original) = transcript.into_iter().find(theirs) else { return };
+        if original.withdrawn == Some(Withdrawal::Deleted) {
             return;
-        };
+        }
         let marked = TranscriptMessage { withdrawn: Some(how), ..original };
         if let Err(error) = self.shared.store.append_message(&marked) {
             tracing::error!(instance = %id, %error, "cannot mark a message the contact took back");

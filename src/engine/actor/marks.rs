@@ -6,21 +6,19 @@
 //! rule, confirmed by a second, narrow model call (`agent::verify`), so the
 //! Main Agent can act on `value` without reading the chat.
 
-use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::Actor;
 use super::tool_effects::their_words;
-use crate::agent::{ToolCall, ToolError, TurnImage, Verification};
+use crate::agent::{ToolCall, ToolError, Verification};
 use crate::api::limits;
 use crate::api::{
-    AnswerSchema, EventData, Evidence, MediaInfo, MediaKind, MediaStatus, Role, TodoItem, TodoStatus,
-    TranscriptMessage, ValueCheck,
+    AnswerFormat, EventData, Evidence, MediaInfo, MediaStatus, Role, TodoItem, TodoStatus, TranscriptMessage,
+    ValueCheck,
 };
 use crate::engine::evidence::{contains_words, copies_instructions, quoted_piece, repeats, rests_on, states};
 use crate::engine::{EngineError, bounded_text};
-use crate::grounding::{self, Reading, Said};
 
 /// What a `mark_todo_item` call came to.
 pub(crate) enum Marked {
@@ -33,15 +31,15 @@ pub(crate) enum Marked {
 
 /// A contact's file an answer rests on: the evidence, and what the model
 /// was given of it (its caption, a voice note's transcript).
-struct FileEvidence {
-    evidence: Evidence,
-    media: Box<MediaInfo>,
+pub(super) struct FileEvidence {
+    pub(super) evidence: Evidence,
+    pub(super) media: Box<MediaInfo>,
 }
 
 /// The words an answer rests on, and what they are.
-struct Grounds {
-    evidence: Vec<Evidence>,
-    file: Option<FileEvidence>,
+pub(super) struct Grounds {
+    pub(super) evidence: Vec<Evidence>,
+    pub(super) file: Option<FileEvidence>,
 }
 
 impl Actor {
@@ -292,6 +290,7 @@ fn typed_value(todo: &TodoItem, value: Option<Value>, status: TodoStatus) -> Res
     let todo_id = &todo.id;
     match (&todo.answer_schema, value) {
         (Some(schema), Some(value)) => {
+            let value = schema.coerce(value);
             schema.admits(&value).map_err(|why| ToolError(typed_refusal(todo_id, schema, &why)))?;
             Ok(Some(value))
         }
@@ -304,125 +303,8 @@ fn typed_value(todo: &TodoItem, value: Option<Value>, status: TodoStatus) -> Res
     }
 }
 
-impl Actor {
-    /// How `value` rests on its grounds: the operator's answer; read from
-    /// the contact's words by rule; confirmed by a model (`verified`); or
-    /// not checked (`answers.verify` off). `Err` inside: a model must
-    /// confirm it first. A value the words contradict, or that rests on a
-    /// file the model was never shown, is refused.
-    fn ground(
-        &self,
-        id: Uuid,
-        todo: &TodoItem,
-        schema: &AnswerSchema,
-        value: &Value,
-        grounds: &Grounds,
-        verified: bool,
-    ) -> Result<Result<ValueCheck, Box<Verification>>, ToolError> {
-        let Some(first) = grounds.evidence.first() else { return Ok(Ok(ValueCheck::Operator)) };
-        let todo_id = &todo.id;
-        // Read by rule from their words alone; a second look also sees what a reaction answers.
-        let words = match &grounds.file {
-            Some(file) => file_words(&file.media),
-            None => grounds.evidence.iter().map(|e| e.untrusted_contact_text.as_str()).collect::<Vec<_>>().join("\n"),
-        };
-        let written = self.written_at(id, first.message_id);
-        let zone = self.index(id).ok().and_then(|at| self.convs[at].contact_time.as_ref()?.time_zone.parse().ok());
-        let on = written.with_timezone(&zone.unwrap_or(chrono_tz::UTC));
-        let photo = grounds.file.as_ref().filter(|f| f.media.kind == MediaKind::Photo);
-        let shown = photo.and_then(|f| self.image_of(&f.media, f.evidence.message_id));
-        let unseen = |reference: &str| {
-            ToolError(format!(
-                "todo {todo_id} is not marked: the value {value} rests on {reference}, which you were not shown \
-                 (only its label): ask the contact to write it"
-            ))
-        };
-        let reading = grounding::read(schema, value, Said { words: &words, on: on.date_naive() });
-        match reading {
-            Ok(Reading::Verbatim) => return Ok(Ok(ValueCheck::Verbatim)),
-            Ok(Reading::Resolved) => return Ok(Ok(ValueCheck::Resolved)),
-            _ if verified => return Ok(Ok(ValueCheck::Verified)),
-            // What a photo shows is for a model that sees it to say.
-            _ if photo.is_some() && shown.is_none() => return Err(unseen(&photo.expect("a photo").media.reference)),
-            // A model must look: below.
-            Ok(Reading::Unreadable) => {}
-            Err(_) if shown.is_some() => {}
-            Err(why) => {
-                return Err(ToolError(format!(
-                    "todo {todo_id} is not marked: the value {value} is not what their words say ({why}). Record \
-                     the value their words give, or ask the contact{}",
-                    answer_from(std::slice::from_ref(first))
-                )));
-            }
-        }
-        if !self.shared.settings.verify_answers {
-            return Ok(Ok(ValueCheck::Unchecked));
-        }
-        Ok(Err(Box::new(Verification {
-            todo: todo.text.clone(),
-            expects: schema.describe(),
-            value: value.clone(),
-            words: match &grounds.file {
-                Some(_) => words,
-                None => self.evidence_words(id, &grounds.evidence),
-            },
-            written: on.format("%A %-d %B %Y, %H:%M").to_string(),
-            image: shown,
-        })))
-    }
-
-    /// The words of `evidence`, each with what it answers when it is a
-    /// reaction or a reply ("👍 (their reaction to: "Is Friday OK?")"): a 👍
-    /// says yes only to what it reacts to.
-    fn evidence_words(&self, id: Uuid, evidence: &[Evidence]) -> String {
-        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
-        let message = |message_id: Uuid| transcript.iter().find(|m| m.id == message_id);
-        let context = |e: &Evidence| {
-            let act = message(e.message_id)?.act.as_ref()?;
-            let target = message(act.message_id?)?;
-            let how = match act.kind {
-                crate::api::ActKind::Reaction => "their reaction to",
-                crate::api::ActKind::Reply => "their reply to",
-                _ => return None,
-            };
-            Some(format!(" ({how}: {:?})", target.content))
-        };
-        let said = evidence.iter().map(|e| format!("{}{}", e.untrusted_contact_text, context(e).unwrap_or_default()));
-        said.collect::<Vec<_>>().join("\n")
-    }
-
-    /// When the contact wrote message `message_id` (now, if it cannot be read).
-    fn written_at(&self, id: Uuid, message_id: Uuid) -> DateTime<Utc> {
-        let latest = self.index(id).ok().and_then(|at| self.convs[at].last_contact_message.as_ref());
-        if let Some(latest) = latest.filter(|m| m.message_id == message_id) {
-            return latest.at;
-        }
-        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
-        transcript.iter().find(|m| m.id == message_id).map_or_else(crate::clock::now, |m| m.timestamp)
-    }
-
-    /// A contact's photo as the model would be shown it, when it may be
-    /// (`model.vision`, a type and size it takes).
-    fn image_of(&self, media: &MediaInfo, message_id: Uuid) -> Option<TurnImage> {
-        if !self.shared.agent.sees_images() {
-            return None;
-        }
-        let message = TranscriptMessage {
-            media: Some(Box::new(media.clone())),
-            ..TranscriptMessage::new(Uuid::nil(), Role::Contact, String::new())
-        };
-        let message = TranscriptMessage { id: message_id, ..message };
-        super::media::images_to_show(&self.shared, std::slice::from_ref(&message)).pop()
-    }
-}
-
-/// What the model was given of a contact's file: its caption, and a voice
-/// note's transcript.
-fn file_words(media: &MediaInfo) -> String {
-    [media.caption.as_deref(), media.transcript.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n")
-}
 /// [`their_words`] after an answer's refusal, with what to do with them.
-fn answer_from(answered: &[Evidence]) -> String {
+pub(super) fn answer_from(answered: &[Evidence]) -> String {
     their_words(answered).map_or_else(String::new, |words| {
         format!(
             ". The contact's latest words: {words}. Record them only where they answer the todo; if they do not, \
@@ -434,9 +316,11 @@ fn answer_from(answered: &[Evidence]) -> String {
 /// Why a typed value was refused, and what to do, for the model: "todo 2
 /// needs a date like "2026-11-27"; "next Friday" is not one: ...".
 fn typed_refusal(todo_id: &str, schema: &crate::api::AnswerSchema, why: &str) -> String {
+    let days = matches!(schema.format, Some(AnswerFormat::Date | AnswerFormat::DateTime));
+    let how = if days { " (relative days from the conversation's time)" } else { "" };
     format!(
-        "todo {todo_id} is not marked: its value must be {}; {why}. Work it out from the conversation (relative days \
-         from the conversation's time), or ask the contact",
+        "todo {todo_id} is not marked: its value must be {}; {why}. Work it out from the conversation{how}, or ask \
+         the contact",
         schema.describe()
     )
 }

@@ -20,6 +20,7 @@
 //! - [`turns`]: the agent's turns, started, ended and stopped;
 //! - [`marks`]: `mark_todo_item`, an answer recorded only on what someone
 //!   said, and its value read from their words or confirmed by a model;
+//! - [`value_check`]: how a recorded value is read from what it rests on;
 //! - [`tool_effects`]: what the agent's other tools do;
 //! - [`budget`]: a conversation's turn and token budgets spent, and its
 //!   deadline;
@@ -40,6 +41,7 @@ mod sends;
 mod tool_effects;
 mod transitions;
 mod turns;
+mod value_check;
 
 use std::sync::Arc;
 

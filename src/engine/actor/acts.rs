@@ -56,6 +56,10 @@ impl Actor {
         if let Err(error) = self.shared.store.append_message(&marked) {
             tracing::error!(instance = %id, %error, "cannot mark a message the contact took back");
         }
+        // A turn under way no longer answers it: a mark resting on it is refused.
+        if let Some(running) = self.turn.as_mut().filter(|t| t.instance == id) {
+            running.answering.retain(|m| m.message_id != target);
+        }
         let rests_on_it = |i: &crate::api::ConversationInstance| {
             i.todos.iter().any(|t| t.evidence.iter().any(|e| e.message_id == target))
         };

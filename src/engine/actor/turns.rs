@@ -79,7 +79,8 @@ impl Actor {
             .iter()
             .rev()
             .take_while(|m| !matches!(m.role, Role::Agent | Role::Manual))
-            .filter(|m| m.role == Role::Contact)
+            // Words they took back (edited, deleted) are no answer.
+            .filter(|m| m.role == Role::Contact && m.withdrawn.is_none())
             .map(|m| Evidence {
                 message_id: m.id,
                 untrusted_contact_text: m.content.clone(),

@@ -191,6 +191,14 @@ pub trait Channel: Send + Sync + 'static {
         Box::pin(async { Ok(None) })
     }
 
+    /// Whether the channel is still taking what contacts sent while relay
+    /// was away (WhatsApp's offline queue): a contact may have written, so
+    /// follow-ups and first messages wait. Its end is told through
+    /// [`InboundSink::channel_changed`].
+    fn catching_up(&self) -> bool {
+        false
+    }
+
     /// Whether the channel reports receipts ([`InboundSink::sent_update`]):
     /// only then do follow-ups wait for a message to be delivered.
     fn reports_delivery(&self) -> bool {

@@ -4,6 +4,7 @@
 //! the engine as news of it; a connection or a new push name may make the
 //! device say it is unavailable.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -26,6 +27,9 @@ pub(super) struct Arrivals {
     pub(super) presence: Presence,
     /// The messages kept and taken (none: every message is new).
     pub(super) inbox: OnceLock<Arc<Inbox>>,
+    /// WhatsApp may still hold messages that came while relay was away:
+    /// from the start until its offline queue is handed over.
+    pub(super) catching_up: AtomicBool,
 }
 
 impl Arrivals {
@@ -52,7 +56,14 @@ impl Arrivals {
                     self.link.set_unavailable().await;
                 }
                 self.hand_on_kept(sink, true).await;
+                // whatsapp-rust says `Connected` once the offline queue is in.
+                self.caught_up(sink);
             }
+            Event::OfflineSyncPreview(preview) if preview.messages > 0 => {
+                tracing::info!(messages = preview.messages, "WhatsApp is handing over what came while relay was away");
+                self.catching_up.store(true, Ordering::SeqCst);
+            }
+            Event::OfflineSyncCompleted(_) => self.caught_up(sink),
             // It announces "available" again after a new push name, on a
             // task of its own started after this event: let it go first.
             Event::SelfPushNameUpdated(_) if self.presence == Presence::Quiet => {
@@ -116,6 +127,14 @@ impl Arrivals {
             }
         }
         inbox.compact();
+    }
+
+    /// The offline queue is in: held follow-ups and first messages go on.
+    fn caught_up(&self, sink: &dyn InboundSink) {
+        if self.catching_up.swap(false, Ordering::SeqCst) {
+            tracing::info!("WhatsApp handed over what came while relay was away");
+            sink.channel_changed();
+        }
     }
 
     /// A message the conversation took: on arrival, it is marked read a

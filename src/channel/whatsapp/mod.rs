@@ -30,6 +30,7 @@ pub mod session;
 pub mod state;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -140,6 +141,7 @@ impl WhatsappChannel {
             read_receipts: settings.read_receipts(),
             presence: settings.presence,
             inbox: OnceLock::new(),
+            catching_up: AtomicBool::new(true),
         });
         WhatsappChannel {
             arrivals,
@@ -321,7 +323,14 @@ impl Channel for WhatsappChannel {
 
     fn status(&self) -> ChannelStatus {
         let state = self.link.state().borrow().clone();
-        ChannelStatus { version: self.link.version(), ..state.status(self.link.failed_dials(), self.link.phone()) }
+        let status = state.status(self.link.failed_dials(), self.link.phone());
+        ChannelStatus { version: self.link.version(), catching_up: self.catching_up(), ..status }
+    }
+
+    /// Until the offline queue is in, unless the link is blocked (then the
+    /// conversations say that instead).
+    fn catching_up(&self) -> bool {
+        self.arrivals.catching_up.load(Ordering::SeqCst) && self.ready().is_ok()
     }
 
     fn ready(&self) -> Result<(), String> {

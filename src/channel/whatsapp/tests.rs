@@ -12,6 +12,7 @@ use crate::channel::{Delivery, InboundMessage, SentUpdate};
 use crate::config::WhatsappSettings;
 use whatsapp_rust::buffa;
 
+mod catch_up;
 mod durable;
 
 /// A link whose state and send outcomes the test sets, and which records

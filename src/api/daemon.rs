@@ -26,6 +26,10 @@ pub struct ChannelStatus {
     /// WhatsApp last took the connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// WhatsApp only: relay is taking the messages that came while it was
+    /// away; follow-ups and first messages wait until it is done.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub catching_up: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -36,7 +36,8 @@ pub struct InboundMessage {
 
 /// What a message does to the chat besides writing, by the channel's ids
 /// of the messages it acts on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum InboundAct {
     /// A reaction to message `to`; `None` takes it back. (The emoji is the text.)
     Reaction { to: String, removed: bool },
@@ -207,6 +208,14 @@ pub trait Channel: Send + Sync + 'static {
     /// `Ok(None)`: no lock; `Err(why)` when it cannot be told.
     fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
         Box::pin(async { Ok(None) })
+    }
+
+    /// Whether the channel is still taking what contacts sent while relay
+    /// was away (WhatsApp's offline queue): a contact may have written, so
+    /// follow-ups and first messages wait. Its end is told through
+    /// [`InboundSink::channel_changed`].
+    fn catching_up(&self) -> bool {
+        false
     }
 
     /// Whether the channel reports receipts ([`InboundSink::sent_update`]):

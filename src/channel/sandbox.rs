@@ -356,6 +356,7 @@ impl Channel for SandboxChannel {
             detail: None,
             phone: None,
             version: None,
+            catching_up: false,
         }
     }
 

@@ -25,6 +25,9 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     if let Some(detail) = &channel.detail {
         say!("                 {detail}");
     }
+    if channel.catching_up {
+        say!("                 catching up on what came while relay was away: follow-ups and first messages wait");
+    }
     match &status.model {
         Some(model) => say!("  model          {model}"),
         None => say!("  model          none: conversations go to a human (answer with `relay send`)"),

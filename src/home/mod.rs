@@ -120,6 +120,12 @@ impl Home {
         self.root.join("whatsapp-inbound-ids.jsonl")
     }
 
+    /// The WhatsApp messages kept for the engine before WhatsApp forgets
+    /// them (see `channel::whatsapp::inbox`).
+    pub fn whatsapp_inbox_file(&self) -> PathBuf {
+        self.root.join("whatsapp-inbox.jsonl")
+    }
+
     pub fn sandbox_outbox_file(&self) -> PathBuf {
         self.root.join("sandbox-outbox.jsonl")
     }

@@ -78,6 +78,14 @@ impl Journal {
         atomic::append_line(&self.path, &line).map_err(|source| write_error(&self.path, source))
     }
 
+    /// Appends `records` in one write; durable once this returns. A failed
+    /// write takes back what part of it got in.
+    pub fn append_all<T: Serialize>(&self, records: &[T]) -> Result<(), StoreError> {
+        let lines: Vec<Vec<u8>> =
+            records.iter().map(|r| serde_json::to_vec(r).expect("journal records serialise")).collect();
+        atomic::append_line(&self.path, &lines.join(&b'\n')).map_err(|source| write_error(&self.path, source))
+    }
+
     /// Replaces the whole journal with `records` (to drop expired ones).
     pub fn rewrite<T: Serialize>(&self, records: &[T]) -> Result<(), StoreError> {
         let mut text = Vec::new();

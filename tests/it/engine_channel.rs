@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use relay::agent::{ToolCall, TurnKind};
-use relay::api::{CreateInstanceRequest, NewTodo, Role, SendStatus, State, TranscriptMessage};
+use relay::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, SendStatus, State, TranscriptMessage};
 use relay::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
 use relay::contact::Contact;
 use tokio::sync::Semaphore;
@@ -309,4 +309,53 @@ async fn a_clean_shutdown_is_marked_and_the_mark_is_taken_at_start() {
     let engine = start_engine(&w.home, w.channel.clone(), w.agent.clone());
     assert!(!w.home.clean_shutdown_file().exists(), "a crash from now on must be noticed");
     assert_eq!(engine.transcript(&id.to_string()).unwrap()[0].send_status, Some(SendStatus::Sent));
+}
+
+/// While the channel catches up on what came while relay was away, a first
+/// message and a follow-up wait (the contact may have written meanwhile);
+/// the message the catch-up brings is answered at once, and the catch-up's
+/// end lets the first message go.
+#[tokio::test(start_paused = true)]
+async fn first_messages_and_follow_ups_wait_while_the_channel_catches_up_but_answers_do_not() {
+    let agent = Arc::new(TestAgent::new(|turn, tools| {
+        Box::pin(async move {
+            let text = match (turn.kind, turn.transcript.iter().any(|m| m.role == Role::Contact)) {
+                (TurnKind::FirstMessage, _) => "Hi!",
+                (_, true) => "Thanks!",
+                (_, false) => "Still there?",
+            };
+            let _ = tools.call(ToolCall::SendMessage { text: text.into() }).await;
+            Ok(())
+        })
+    }));
+    let channel = FakeChannel::default();
+    channel.catch_up();
+    let w = world(channel, agent);
+    let request = CreateInstanceRequest {
+        objective: "Confirm the delivery".into(),
+        target_contact: CONTACT.into(),
+        todos: vec![NewTodo::new("delivery day")],
+        heartbeat_config: Some(HeartbeatOverrides { interval_ms: Some(60_000), max_followups: Some(3) }),
+        ..Default::default()
+    };
+    let id = w.engine.create(request).await.unwrap().id;
+
+    // On the paused clock an hour passes at once, once every task is idle.
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(w.engine.get(&id.to_string()).unwrap().state, State::Created);
+    assert!(w.agent.kinds().is_empty() && w.channel.sent().is_empty(), "the first message waits");
+    w.channel.caught_up();
+    until(&w.engine, id, |i| i.state == State::WaitingForReply).await;
+    assert_eq!(w.channel.sent(), ["Hi!"]);
+
+    // A reconnection catches up again: the follow-up due waits...
+    w.channel.catch_up();
+    until(&w.engine, id, |i| i.state == State::HeartbeatScheduled).await;
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(w.channel.sent(), ["Hi!"], "no follow-up while catching up");
+    // ...and what the contact wrote meanwhile is answered, catch-up or not.
+    assert_eq!(w.engine.deliver(InboundMessage::new(contact(), "Friday works")).await, Delivery::Delivered(id));
+    until(&w.engine, id, |i| i.state == State::WaitingForReply && i.unanswered_contact_messages == 0).await;
+    assert_eq!(w.channel.sent(), ["Hi!", "Thanks!"]);
+    w.channel.caught_up();
 }

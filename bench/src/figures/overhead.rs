@@ -77,6 +77,7 @@ impl Channel for ProbeChannel {
             detail: None,
             phone: None,
             version: None,
+            catching_up: false,
         }
     }
 

@@ -1,23 +1,28 @@
 //! The WhatsApp channel, through whatsapp-rust (one linked device).
 //!
 //! - [`session`]: the linked device and its connection (pairing, reconnects);
+//! - `arrivals`: what becomes of whatsapp-rust's events;
 //! - [`state`]: the link's health, as `relay status` shows it;
 //! - [`inbound`]: which incoming messages relay takes, their text and media;
 //! - [`jid`]: phone numbers and WhatsApp addresses;
 //! - [`pacing`]: typing time, gaps and the per-minute cap;
 //! - [`qr`]: the pairing QR code in a terminal;
-//! - [`seen`]: the contact messages already taken, so a repeat is dropped.
+//! - [`seen`]: the contact messages already taken, so a repeat is dropped;
+//! - [`inbox`]: the messages kept before WhatsApp forgets them, until taken.
 //!
 //! This module joins them: sends wait for the connection (bounded), are
 //! paced, retried, and recorded with WhatsApp's message id; incoming
-//! messages are matched to contacts (LIDs included), handed to the engine
-//! once (WhatsApp may deliver one again), with a way to fetch their file
+//! messages are kept before WhatsApp is told they arrived, matched to
+//! contacts (LIDs included), handed to the engine once (WhatsApp may
+//! deliver one again), with a way to fetch their file
 //! that the engine runs later (never here, where events wait in line),
 //! and marked read as `whatsapp.read_receipts` says; with a quiet
 //! `whatsapp.presence`, the device says it is unavailable after connecting.
 
 pub mod acts;
+mod arrivals;
 pub mod inbound;
+pub mod inbox;
 pub mod jid;
 pub mod pacing;
 pub mod qr;
@@ -26,6 +31,7 @@ pub mod session;
 pub mod state;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -33,17 +39,15 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use whatsapp_rust::prelude::*;
 
-use super::{
-    Channel, ChannelError, Delivery, InboundAct, InboundMessage, InboundSink, MessageRef, OutgoingMedia, Sent,
-    SentUpdate,
-};
-use crate::api::{ChannelStatus, PairingEvent, SendStatus};
-use crate::config::{Presence, ReadReceipts, WhatsappSettings};
+use super::{Channel, ChannelError, InboundSink, MessageRef, OutgoingMedia, Sent};
+use crate::api::{ChannelStatus, PairingEvent};
+use crate::config::{ReadReceipts, WhatsappSettings};
 use crate::contact::Contact;
 use crate::courtesy::ReachOutLock;
-use crate::media::intake::{Fetch, FetchError, InboundMedia};
+use crate::media::intake::FetchError;
 use crate::util::{Backoff, BoxFuture};
-use inbound::{MediaRef, Routed, Sender};
+use arrivals::Arrivals;
+use inbound::MediaRef;
 use pacing::Pacer;
 use session::Session;
 use state::LinkState;
@@ -114,14 +118,17 @@ impl WhatsappChannel {
         settings: WhatsappSettings,
         stop: tokio_util::sync::CancellationToken,
     ) -> WhatsappChannel {
-        let (session, events) = Session::start_with_stop(home.whatsapp_auth_dir(), session::Endpoint::from_env(), stop);
-        WhatsappChannel::with_link(session, events, settings).remembering(home.whatsapp_inbound_ids_file())
+        let inbox = inbox::Inbox::open(home.whatsapp_inbound_ids_file(), home.whatsapp_inbox_file());
+        let hook = Some(inbox::Hook(inbox.clone()));
+        let endpoint = session::Endpoint::from_env();
+        let (session, events) = Session::start_with_stop(home.whatsapp_auth_dir(), endpoint, stop, hook);
+        WhatsappChannel::with_link(session, events, settings).keeping(inbox)
     }
 
-    /// Keeps the ids of the contact messages taken in `path`, so one
-    /// WhatsApp delivers again is dropped, after a restart too.
-    pub fn remembering(self, path: std::path::PathBuf) -> WhatsappChannel {
-        *self.arrivals.seen.lock().expect("seen lock") = Some(seen::Seen::open(path));
+    /// Hands the engine the messages `inbox` kept and it never took, and
+    /// drops a message it took already, after a restart too.
+    pub fn keeping(self, inbox: Arc<inbox::Inbox>) -> WhatsappChannel {
+        let _ = self.arrivals.inbox.set(inbox);
         self
     }
 
@@ -134,7 +141,8 @@ impl WhatsappChannel {
             link: link.clone(),
             read_receipts: settings.read_receipts(),
             presence: settings.presence,
-            seen: Mutex::new(None),
+            inbox: OnceLock::new(),
+            catching_up: AtomicBool::new(true),
         });
         WhatsappChannel {
             arrivals,
@@ -283,212 +291,8 @@ impl Outgoing<'_> {
     }
 }
 
-/// What becomes of whatsapp-rust's events: incoming messages (then marked
-/// read, if on arrival), and what is learned of messages relay sent.
-struct Arrivals {
-    link: Arc<dyn Link>,
-    read_receipts: ReadReceipts,
-    presence: Presence,
-    /// The messages taken already (none kept: every message is new).
-    seen: Mutex<Option<seen::Seen>>,
-}
-
-impl Arrivals {
-    async fn handle(&self, sink: &dyn InboundSink, event: &Event) {
-        if let Some((caller, call_id)) = acts::call_from(event) {
-            return self.called(sink, &caller, call_id).await;
-        }
-        match event {
-            Event::Messages(batch) => {
-                for message in batch.messages.iter() {
-                    let Some(inbound) = take(&self.link, &message.message, &message.info).await else {
-                        continue;
-                    };
-                    let source = &message.info.source;
-                    let key = seen::SeenId::of(&source.chat, &source.sender, &message.info.id);
-                    if self.seen.lock().expect("seen lock").as_ref().is_some_and(|seen| seen.contains(&key)) {
-                        tracing::info!(id = %key.id, "a WhatsApp message delivered again; taken already");
-                        continue;
-                    }
-                    // The operator's own message is not the contact's to mark read.
-                    let reference = inbound.reference.clone().filter(|_| !inbound.by_operator);
-                    let delivery = sink.deliver(inbound).await;
-                    // Not written down: let a repeat have its chance.
-                    if !matches!(delivery, Delivery::NotRecorded(_))
-                        && let Some(seen) = self.seen.lock().expect("seen lock").as_mut()
-                    {
-                        seen.record(key);
-                    }
-                    if let (Delivery::Delivered(_), Some(reference)) = (delivery, reference) {
-                        self.arrived(reference);
-                    }
-                }
-            }
-            // whatsapp-rust announced "available" just before `Connected`
-            // (docs/whatsapp.md, "Presence").
-            Event::Connected(_) if self.presence == Presence::Quiet => self.link.set_unavailable().await,
-            // It announces "available" again after a new push name, on a
-            // task of its own started after this event: let it go first.
-            Event::SelfPushNameUpdated(_) if self.presence == Presence::Quiet => {
-                let link = self.link.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(AFTER_PUSH_NAME).await;
-                    link.set_unavailable().await;
-                });
-            }
-            _ => handle_update(sink, event).await,
-        }
-    }
-
-    /// A contact called: relay never answers (the operator's phone rings as
-    /// usual), but their conversation notes it, and the agent is told.
-    async fn called(&self, sink: &dyn InboundSink, caller: &Jid, call_id: String) {
-        let contact = match jid::contact_of(caller) {
-            Some(contact) => Some(contact),
-            None if caller.is_lid() => {
-                self.link.phone_of_lid(&caller.to_non_ad()).await.as_deref().and_then(jid::digits_to_contact)
-            }
-            None => None,
-        };
-        let Some(from) = contact else {
-            tracing::warn!("a call from a WhatsApp address relay cannot match to a phone number; ignored");
-            return;
-        };
-        let reference = MessageRef { chat: caller.to_non_ad().to_string(), id: call_id };
-        let call =
-            InboundMessage { reference: Some(reference), act: Some(InboundAct::Call), ..InboundMessage::new(from, "") };
-        let _ = sink.deliver(call).await;
-    }
-
-    /// A message the conversation took: on arrival, it is marked read a
-    /// few seconds later, as a person glancing at the phone would.
-    fn arrived(&self, message: MessageRef) {
-        if self.read_receipts != ReadReceipts::OnArrival {
-            return;
-        }
-        let Ok(chat) = message.chat.parse::<Jid>() else { return };
-        let link = self.link.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(read_delay()).await;
-            link.mark_read(&chat, &[message.id]).await;
-        });
-    }
-}
-
-/// How long after a new push name relay says "unavailable" (whatsapp-rust's
-/// own "available" goes out on a task it starts at that moment).
-const AFTER_PUSH_NAME: Duration = Duration::from_secs(3);
-
-/// Between 1 and 4 seconds, at random.
-fn read_delay() -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
-    Duration::from_millis(1_000 + random % 3_001)
-}
-
-/// What the engine learns of a message relay sent: a server ack refusing
-/// it, or a receipt.
-async fn handle_update(sink: &dyn InboundSink, event: &Event) {
-    match event {
-        Event::ServerAck(ack) => {
-            if let Some(code) = &ack.error
-                && ack.class.as_deref().is_none_or(|c| c == "message")
-            {
-                let update = match code.as_str() {
-                    // The reach-out lock: the engine holds every first contact.
-                    "463" => SentUpdate::ReachOutLocked(nack_reason(code)),
-                    _ => SentUpdate::Refused(nack_reason(code)),
-                };
-                sink.sent_update(ack.id.clone(), update).await;
-            }
-        }
-        Event::Receipt(receipt) => {
-            if let Some(status) = receipt_status(&receipt.r#type) {
-                for id in &receipt.message_ids {
-                    sink.sent_update(id.clone(), SentUpdate::Receipt { status, at: receipt.timestamp }).await;
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// What a receipt says of a message relay sent, if anything. `Inactive` is
-/// a delivery to a device that is not in use right now; `Sent` is what
-/// whatsapp-rust makes of a delivery the contact's device could not take
-/// (not a delivery); the `*Self`, `Sender`, `PeerMsg` and history kinds come
-/// from the operator's own devices, and retries are whatsapp-rust's own
-/// business (it sends again by itself).
-fn receipt_status(kind: &whatsapp_rust::wacore::types::presence::ReceiptType) -> Option<SendStatus> {
-    use whatsapp_rust::wacore::types::presence::ReceiptType;
-    match kind {
-        ReceiptType::Delivered | ReceiptType::Inactive => Some(SendStatus::Delivered),
-        ReceiptType::Read => Some(SendStatus::Read),
-        ReceiptType::Played => Some(SendStatus::Played),
-        _ => None,
-    }
-}
-
-/// An incoming message as relay's, or `None` if relay ignores it. Its file
-/// is not fetched here: the engine calls its `fetch` later.
-async fn take(link: &Arc<dyn Link>, message: &wa::Message, info: &MessageInfo) -> Option<InboundMessage> {
-    let incoming = match inbound::route(message, info) {
-        Routed::Take(incoming) => incoming,
-        Routed::Ignore(why) => {
-            tracing::debug!(why, "incoming WhatsApp message ignored");
-            return None;
-        }
-    };
-    let from = match incoming.sender {
-        Sender::Phone(contact) => contact,
-        Sender::Lid(lid) => match link.phone_of_lid(&lid).await.as_deref().and_then(jid::digits_to_contact) {
-            Some(contact) => contact,
-            None => {
-                tracing::warn!(%lid, "a message from a WhatsApp LID relay cannot match to a phone number; ignored");
-                return None;
-            }
-        },
-    };
-    let reference = MessageRef { chat: incoming.chat.to_string(), id: incoming.id };
-    let media = incoming.media.map(|media| {
-        let inbound::Media { kind, declared, source } = *media;
-        InboundMedia {
-            kind,
-            declared_mime: declared.mime,
-            declared_bytes: declared.bytes,
-            declared_sha256: declared.sha256,
-            seconds: declared.seconds,
-            file_name: declared.file_name,
-            caption: declared.caption,
-            fetch: fetch(link.clone(), source),
-        }
-    });
-    let (by_operator, act) = (incoming.by_operator, incoming.act);
-    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media, by_operator, act })
-}
-
-/// How the engine fetches `media`: through the link, each call a download
-/// of its own (a retry downloads again).
-fn fetch(link: Arc<dyn Link>, media: MediaRef) -> Fetch {
-    Arc::new(move |max_bytes| {
-        let (link, media) = (link.clone(), media.clone());
-        Box::pin(async move { link.download(&media, max_bytes).await })
-    })
-}
-
 fn unavailable(reason: String) -> ChannelError {
     ChannelError::Unavailable { channel: CHANNEL, reason }
-}
-
-/// WhatsApp's refusal codes, in words where they are known.
-fn nack_reason(code: &str) -> String {
-    let meaning = match code {
-        "463" => "the contact has not messaged this number and WhatsApp limits first contact",
-        "479" => "WhatsApp refused the message",
-        "421" => "the contact's devices could not be reached",
-        _ => "refused by WhatsApp",
-    };
-    format!("{meaning} (error {code})")
 }
 
 impl Channel for WhatsappChannel {
@@ -505,6 +309,8 @@ impl Channel for WhatsappChannel {
         if let Some(mut events) = self.events.lock().expect("events lock").take() {
             let arrivals = self.arrivals.clone();
             tokio::spawn(async move {
+                // What the engine never took comes before anything new.
+                arrivals.hand_on_kept(inbound.as_ref(), false).await;
                 while let Some(event) = events.recv().await {
                     arrivals.handle(inbound.as_ref(), &event).await;
                 }
@@ -518,7 +324,14 @@ impl Channel for WhatsappChannel {
 
     fn status(&self) -> ChannelStatus {
         let state = self.link.state().borrow().clone();
-        ChannelStatus { version: self.link.version(), ..state.status(self.link.failed_dials(), self.link.phone()) }
+        let status = state.status(self.link.failed_dials(), self.link.phone());
+        ChannelStatus { version: self.link.version(), catching_up: self.catching_up(), ..status }
+    }
+
+    /// Until the offline queue is in, unless the link is blocked (then the
+    /// conversations say that instead).
+    fn catching_up(&self) -> bool {
+        self.arrivals.catching_up.load(Ordering::SeqCst) && self.ready().is_ok()
     }
 
     fn ready(&self) -> Result<(), String> {

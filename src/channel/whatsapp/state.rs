@@ -125,6 +125,7 @@ impl LinkState {
             detail,
             phone,
             version: None,
+            catching_up: false,
         }
     }
 }

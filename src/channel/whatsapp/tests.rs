@@ -7,10 +7,13 @@ use tokio::time::Instant;
 
 use super::inbound::tests::{LID, NUMBER, batch, image, info};
 use super::*;
-use crate::api::MediaKind;
-use crate::channel::Delivery;
+use crate::api::{MediaKind, SendStatus};
+use crate::channel::{Delivery, InboundMessage, SentUpdate};
 use crate::config::WhatsappSettings;
 use whatsapp_rust::buffa;
+
+mod catch_up;
+mod durable;
 
 /// A link whose state and send outcomes the test sets, and which records
 /// what the channel did, with the (paused) time it did it.
@@ -628,7 +631,7 @@ async fn a_message_delivered_again_is_taken_once_across_restarts() {
         let sink = Sink { in_conversation: true, ..Sink::default() };
         let (channel, link, sink) =
             channel_into(FakeLink::new(LinkState::Connected), WhatsappSettings::default(), sink);
-        (channel.remembering(path.clone()), link, sink)
+        (channel.keeping(inbox::Inbox::open(path.clone(), dir.path().join("whatsapp-inbox.jsonl"))), link, sink)
     };
     let texts = |sink: &Sink| sink.delivered.lock().unwrap().iter().map(|m| m.text.clone()).collect::<Vec<_>>();
 

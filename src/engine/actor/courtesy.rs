@@ -25,7 +25,8 @@ pub(super) enum FirstMessage {
     Ask,
     /// The channel cannot even be asked: the conversation waits for it.
     Block(String),
-    /// A question to WhatsApp is under way; its answer wakes the actor.
+    /// A question to WhatsApp, or its catch-up, is under way; its end
+    /// wakes the actor.
     Wait,
 }
 
@@ -49,6 +50,10 @@ impl Actor {
         // To someone who just wrote, the first message is a reply.
         if open > now && !self.shared.just_wrote(&self.contact) {
             return FirstMessage::Hold(WaitReason::QuietHours, open);
+        }
+        // The contact may have written while relay was away: it waits to see.
+        if self.shared.channel.catching_up() && !self.shared.just_wrote(&self.contact) {
+            return FirstMessage::Wait;
         }
         match self.shared.first_contact_gate(&self.contact) {
             None => FirstMessage::Go { first_contact: false },

@@ -204,6 +204,11 @@ impl Actor {
             // A turn cut short while it was sending waits for the outcome, and
             // sees it in the transcript: it never sends the same thing blindly.
             State::Active | State::HeartbeatScheduled if self.sending.contains(&id) => None,
+            // The contact may have written while relay was away: the catch-up's
+            // end wakes it. Once they have written, it answers them.
+            State::HeartbeatScheduled if live.unanswered_contact_messages == 0 && self.shared.channel.catching_up() => {
+                None
+            }
             State::HeartbeatScheduled if let Some((reason, until)) = self.follow_up_hold() => hold(live, reason, until),
             // The lock that held the follow-up is over: it goes now.
             State::HeartbeatScheduled if live.waiting_for.is_some() => Some(Step::Release(id)),

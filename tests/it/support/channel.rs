@@ -5,6 +5,7 @@
 //! make the channel not ready, as WhatsApp logged out or banned would.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use relay::api::ChannelStatus;
@@ -32,6 +33,8 @@ pub struct FakeChannel {
     pub read: Mutex<Vec<MessageRef>>,
     pub read_marked: Notify,
     pub sink: OnceLock<Arc<dyn InboundSink>>,
+    /// Taking what came while relay was away, until [`FakeChannel::caught_up`].
+    catching_up: AtomicBool,
 }
 
 impl Default for FakeChannel {
@@ -53,6 +56,7 @@ impl FakeChannel {
             read: Mutex::new(Vec::new()),
             read_marked: Notify::new(),
             sink: OnceLock::new(),
+            catching_up: AtomicBool::new(false),
         }
     }
 
@@ -66,6 +70,19 @@ impl FakeChannel {
     /// Not ready, for this reason, until [`FakeChannel::unblock`].
     pub fn block(&self, reason: &str) {
         *self.ready.lock().unwrap() = Some(reason.into());
+    }
+
+    /// Catching up (as WhatsApp after a while away), until [`FakeChannel::caught_up`].
+    pub fn catch_up(&self) {
+        self.catching_up.store(true, Ordering::SeqCst);
+    }
+
+    /// Caught up, and the engine told so.
+    pub fn caught_up(&self) {
+        self.catching_up.store(false, Ordering::SeqCst);
+        if let Some(sink) = self.sink.get() {
+            sink.channel_changed();
+        }
     }
 
     /// The next send not yet scripted has this outcome.
@@ -125,7 +142,12 @@ impl Channel for FakeChannel {
             detail: None,
             phone: None,
             version: None,
+            catching_up: self.catching_up(),
         }
+    }
+
+    fn catching_up(&self) -> bool {
+        self.catching_up.load(Ordering::SeqCst)
     }
 
     fn ready(&self) -> Result<(), String> {

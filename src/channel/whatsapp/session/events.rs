@@ -1,6 +1,7 @@
 //! What whatsapp-rust reports: the link's state moves, pairing codes and
 //! outcomes go to whoever links; messages, acks, receipts, calls,
-//! connections and push name changes to the channel.
+//! connections, push name changes and the offline catch-up's start and end
+//! to the channel.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -78,7 +79,9 @@ impl Session {
             | Event::Receipt(_)
             | Event::SelfPushNameUpdated(_)
             | Event::IncomingCall(_)
-            | Event::MissedCall(_) => {
+            | Event::MissedCall(_)
+            | Event::OfflineSyncPreview(_)
+            | Event::OfflineSyncCompleted(_) => {
                 let _ = self.events.send(event.clone());
             }
             _ => {}
@@ -173,6 +176,20 @@ mod tests {
             .build();
         feed(Event::Receipt(receipt));
         assert!(matches!(&*events.recv().await.unwrap(), Event::Receipt(_)), "receipts reach the channel");
+        use whatsapp_rust::types::events::{OfflineSyncCompleted, OfflineSyncPreview};
+        let preview = OfflineSyncPreview::builder()
+            .total(3)
+            .app_data_changes(0)
+            .messages(2)
+            .notifications(0)
+            .receipts(1)
+            .calls(0)
+            .statuses(0)
+            .build();
+        feed(Event::OfflineSyncPreview(preview));
+        assert!(matches!(&*events.recv().await.unwrap(), Event::OfflineSyncPreview(_)), "the catch-up's start");
+        feed(Event::OfflineSyncCompleted(OfflineSyncCompleted::builder().count(3).build()));
+        assert!(matches!(&*events.recv().await.unwrap(), Event::OfflineSyncCompleted(_)), "and its end");
         session.shutdown().await;
     }
 }

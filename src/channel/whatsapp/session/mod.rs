@@ -78,6 +78,8 @@ pub struct Session {
     /// Each failed dial, its cause in plain words (for whoever links).
     dial_failures: broadcast::Sender<String>,
     supervisor: Mutex<Option<JoinHandle<()>>>,
+    /// Keeps incoming messages before whatsapp-rust acknowledges them.
+    hook: Option<super::inbox::Hook>,
     /// Where a fresh WhatsApp Web version comes from after a refusal.
     versions: Arc<dyn version::VersionSource>,
     /// The versions of the refusals: what connected last, what was refused,
@@ -99,17 +101,19 @@ struct Versions {
 impl Session {
     /// Starts the supervisor; the receiver gets the events the channel handles.
     pub fn start(auth_dir: PathBuf, endpoint: Endpoint) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
-        Session::start_with_stop(auth_dir, endpoint, CancellationToken::new())
+        Session::start_with_stop(auth_dir, endpoint, CancellationToken::new(), None)
     }
 
-    /// [`Session::start`], ended by `stop` too. Cancelling `stop` only
-    /// signals; [`Session::shutdown`] waits for the clean disconnect.
+    /// [`Session::start`], ended by `stop` too, each incoming message kept
+    /// by `hook` before it is acknowledged. Cancelling `stop` only signals;
+    /// [`Session::shutdown`] waits for the clean disconnect.
     pub fn start_with_stop(
         auth_dir: PathBuf,
         endpoint: Endpoint,
         stop: CancellationToken,
+        hook: Option<super::inbox::Hook>,
     ) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
-        let (session, received) = Session::new(auth_dir, endpoint, stop, Arc::new(version::WebVersion));
+        let (session, received) = Session::new(auth_dir, endpoint, stop, Arc::new(version::WebVersion), hook);
         let task = tokio::spawn(session.clone().supervise());
         *session.supervisor.lock().expect("supervisor lock") = Some(task);
         (session, received)
@@ -121,6 +125,7 @@ impl Session {
         endpoint: Endpoint,
         stop: CancellationToken,
         versions: Arc<dyn version::VersionSource>,
+        hook: Option<super::inbox::Hook>,
     ) -> (Arc<Session>, mpsc::UnboundedReceiver<Arc<Event>>) {
         let (events, received) = mpsc::unbounded_channel();
         // No session file: certainly not linked (known at once, no waiting).
@@ -144,6 +149,7 @@ impl Session {
             events,
             dial_failures: broadcast::Sender::new(64),
             supervisor: Mutex::new(None),
+            hook,
             versions,
             version: Mutex::new(Versions::default()),
         });

@@ -184,6 +184,9 @@ impl Session {
                     }
                 }
             });
+        if let Some(hook) = &self.hook {
+            builder = builder.with_inbound_durability_hook(hook.clone());
+        }
         if let Some(version) = self.version_to_announce() {
             builder = builder.with_version(version);
         }
@@ -285,8 +288,13 @@ mod tests {
     async fn a_refused_version_is_fetched_again_and_the_last_working_one_kept_if_that_fails() {
         let dir = tempfile::tempdir().unwrap();
         let versions = Arc::new(FakeVersions::default());
-        let (session, _events) =
-            Session::new(dir.path().join("auth"), Endpoint::default(), CancellationToken::new(), versions.clone());
+        let (session, _events) = Session::new(
+            dir.path().join("auth"),
+            Endpoint::default(),
+            CancellationToken::new(),
+            versions.clone(),
+            None,
+        );
         let bot = Bot::builder().with_backend(InMemoryBackend::new()).build().await.unwrap();
         let client = bot.client();
         let outdated = || Arc::new(Event::ClientOutdated(ClientOutdated::builder().build()));

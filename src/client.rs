@@ -338,6 +338,14 @@ impl Client {
         self.request(Method::POST, "/sandbox/messages", Some(request)).await
     }
 
+    /// `POST /sandbox/link`.
+    pub async fn sandbox_link(
+        &self,
+        request: &crate::api::SandboxLinkRequest,
+    ) -> Result<crate::api::SandboxLinkResponse, Error> {
+        self.request(Method::POST, "/sandbox/link", Some(request)).await
+    }
+
     /// `POST /sandbox/acts`.
     pub async fn sandbox_act(&self, request: &crate::api::SandboxActRequest) -> Result<SandboxSayResponse, Error> {
         self.request(Method::POST, "/sandbox/acts", Some(request)).await

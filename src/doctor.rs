@@ -293,6 +293,13 @@ fn check_channel(status: &DaemonStatusResponse) -> Check {
     };
     let version = channel.version.as_ref().map(|v| format!(", client version {v}")).unwrap_or_default();
     let seen = format!("{who}: {}{version}", channel.state);
+    if let Some(span) = channel.missing.filter(|_| channel.connected) {
+        return Check::warning(
+            "channel",
+            format!("{seen}; the last catch-up did not finish: contacts' messages {} may be missing", span.describe()),
+            "the conversations live then say so (`relay get`): ask those contacts whether they wrote",
+        );
+    }
     if channel.connected {
         return Check::ok("channel", seen);
     }

@@ -323,6 +323,24 @@ impl TokenUsage {
     }
 }
 
+/// A span in which the contact's messages may not have reached relay:
+/// WhatsApp's catch-up after relay was away did not finish in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MissedSpan {
+    /// When relay was last in touch with WhatsApp; null: since it last ran.
+    pub from: Option<DateTime<Utc>>,
+    /// When relay went on without the rest.
+    pub to: DateTime<Utc>,
+}
+
+impl MissedSpan {
+    /// The span, for a person: "from 2026-11-27 10:00:00 UTC to ...".
+    pub fn describe(&self) -> String {
+        let from = self.from.map_or("relay's last run".to_string(), crate::clock::time);
+        format!("from {from} to {}", crate::clock::time(self.to))
+    }
+}
+
 /// relay's latest message to the contact, not delivered yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AwaitingDelivery {
@@ -457,6 +475,11 @@ pub struct ConversationInstance {
     /// before relay kept them: those have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contact_time: Option<ContactTime>,
+    /// The contact's messages in this span may not have reached relay
+    /// (WhatsApp's catch-up after relay was away did not finish in time):
+    /// the report may lack what they wrote then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_may_be_missing: Option<MissedSpan>,
     /// When relay's next message of its own may go out, while it waits
     /// (see `waiting_for`); null when nothing holds it.
     #[serde(default)]
@@ -563,6 +586,7 @@ impl ConversationInstance {
             last_contact_message: None,
             channel_blocked: None,
             contact_time: None,
+            messages_may_be_missing: None,
             next_send_at: None,
             waiting_for: None,
             pending_disclosure: None,

@@ -30,6 +30,10 @@ pub struct ChannelStatus {
     /// away; follow-ups and first messages wait until it is done.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub catching_up: bool,
+    /// The last catch-up did not finish in time: contacts' messages of this
+    /// span may be missing (the conversations live then say so too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<super::MissedSpan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -105,6 +105,10 @@ pub struct SandboxSayResponse {
     /// live conversation (the message is logged and ignored, as on WhatsApp).
     pub instance_id: Option<Uuid>,
     pub contact: String,
+    /// relay is offline from WhatsApp (`relay sandbox offline`): WhatsApp
+    /// holds the message until relay comes back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// One message relay sent to a contact on the sandbox channel.
@@ -200,4 +204,32 @@ pub struct SandboxLockState {
     pub until: Option<DateTime<Utc>>,
     /// Whether asking about it tells (see `SandboxLockRequest::unreported`).
     pub reported: bool,
+}
+
+/// Sandbox only: relay's own (simulated) link to WhatsApp goes away or
+/// comes back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxLinkRequest {
+    pub online: bool,
+    /// Coming back: the catch-up of what contacts wrote meanwhile does not
+    /// finish (what was held is lost, and the conversations live then are
+    /// marked as maybe missing messages).
+    #[serde(default)]
+    pub cut_short: bool,
+}
+
+/// Where relay's simulated link stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SandboxLinkResponse {
+    pub online: bool,
+    /// Contacts' messages WhatsApp holds for relay.
+    pub held: usize,
+    /// Handed over by the catch-up that just ran.
+    pub delivered: usize,
+    /// Lost by a catch-up cut short.
+    pub lost: usize,
+    /// The span of the last catch-up cut short, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<super::MissedSpan>,
 }

@@ -2,6 +2,7 @@
 //! [`Channel`] trait (outbound) and the [`InboundSink`] it hands each channel
 //! (inbound), so WhatsApp and the sandbox are interchangeable.
 
+pub mod catch_up;
 pub mod sandbox;
 pub mod whatsapp;
 
@@ -39,7 +40,7 @@ pub struct InboundMessage {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InboundAct {
-    /// A reaction to message `to`; `None` takes it back. (The emoji is the text.)
+    /// A reaction to message `to` (the emoji is the text); `removed` takes it back.
     Reaction { to: String, removed: bool },
     /// A message quoting message `to`.
     Reply { to: String },
@@ -216,6 +217,12 @@ pub trait Channel: Send + Sync + 'static {
     /// [`InboundSink::channel_changed`].
     fn catching_up(&self) -> bool {
         false
+    }
+
+    /// The last catch-up that did not finish within its bound: the span in
+    /// which contacts' messages may be missing ([`catch_up`]).
+    fn missed_span(&self) -> Option<crate::api::MissedSpan> {
+        None
     }
 
     /// Whether the channel reports receipts ([`InboundSink::sent_update`]):

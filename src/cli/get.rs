@@ -75,6 +75,13 @@ pub fn print(i: &ConversationInstance) {
         let read = i.last_read_at.map(|at| format!("; last read {}", output::time(at))).unwrap_or_default();
         say!("delivered   first {}{read}", output::time(first));
     }
+    if let Some(span) = &i.messages_may_be_missing {
+        let said = format!(
+            "the contact's messages {} may not have reached relay (a catch-up did not finish)",
+            span.describe()
+        );
+        say!("missing     {}", output::hang(&said, 12));
+    }
     // Paused by their own message on their phone, not by `relay pause`: say so.
     if i.state == State::Paused
         && i.history.last().is_some_and(|t| t.trigger == crate::fsm::Event::OperatorWrites.as_str())

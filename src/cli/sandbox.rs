@@ -72,14 +72,23 @@ pub enum Command {
         contact: Option<String>,
     },
     /// CONTACT's phone goes offline: what relay sends stays `sent` (no ✓✓).
+    /// Without CONTACT, relay itself goes offline from WhatsApp: what
+    /// contacts write is held, and relay sends nothing.
     Offline {
         /// The simulated contact, e.g. +56912345678.
-        contact: String,
+        contact: Option<String>,
     },
-    /// CONTACT's phone comes back: what it held is delivered.
+    /// CONTACT's phone comes back: what it held is delivered. Without
+    /// CONTACT, relay comes back: a catch-up hands over what contacts wrote
+    /// meanwhile (follow-ups and first messages wait for it).
     Online {
         /// The simulated contact, e.g. +56912345678.
-        contact: String,
+        contact: Option<String>,
+        /// Without CONTACT: the catch-up does not finish; what was held is
+        /// lost, and the conversations live then are marked as maybe
+        /// missing messages.
+        #[arg(long)]
+        cut_short: bool,
     },
     /// CONTACT reads every message their phone has (blue ticks).
     Read {
@@ -201,6 +210,7 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
                 output::json(&said);
             } else {
                 match (said.instance_id, from_operator) {
+                    _ if said.held => say!("relay is offline: WhatsApp holds it until `relay sandbox online`."),
                     (Some(id), false) => say!("Delivered to conversation {id}."),
                     (None, false) => say!(
                         "{} has no live conversation: not answered, kept in unrouted.jsonl (as on WhatsApp).",
@@ -224,8 +234,15 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             let lock = client.sandbox_unlock().await?;
             lock_said(ctx, &lock);
         }
-        Command::Offline { contact } => phone(ctx, &client, contact, PhoneAction::Offline).await?,
-        Command::Online { contact } => phone(ctx, &client, contact, PhoneAction::Online).await?,
+        Command::Offline { contact: Some(contact) } => phone(ctx, &client, contact, PhoneAction::Offline).await?,
+        Command::Online { contact: Some(contact), cut_short: false } => {
+            phone(ctx, &client, contact, PhoneAction::Online).await?
+        }
+        Command::Online { contact: Some(_), cut_short: true } => {
+            return Err(CliError::usage("--cut-short is for relay's own link: leave out CONTACT"));
+        }
+        Command::Offline { contact: None } => link(ctx, &client, false, false).await?,
+        Command::Online { contact: None, cut_short } => link(ctx, &client, true, cut_short).await?,
         Command::Read { contact } => phone(ctx, &client, contact, PhoneAction::Read).await?,
         Command::Outbox { contact } => {
             let contact = match contact {
@@ -327,7 +344,27 @@ fn act(
 fn delivered(ctx: &Context, said: SandboxSayResponse) {
     match (ctx.json, said.instance_id) {
         (true, _) => output::json(&said),
+        (false, _) if said.held => say!("relay is offline: WhatsApp holds it until `relay sandbox online`."),
         (false, Some(id)) => say!("Delivered to conversation {id}."),
         (false, None) => say!("{} has no live conversation: not answered (as on WhatsApp).", said.contact),
     }
+}
+
+/// relay's own (simulated) link goes away or comes back.
+async fn link(ctx: &Context, client: &crate::client::Client, online: bool, cut_short: bool) -> Result<(), CliError> {
+    let state = client.sandbox_link(&crate::api::SandboxLinkRequest { online, cut_short }).await?;
+    if ctx.json {
+        output::json(&state);
+        return Ok(());
+    }
+    match (state.online, state.missing) {
+        (false, _) => say!("relay is offline from WhatsApp: contacts' messages wait ({} so far).", state.held),
+        (true, Some(_)) if state.lost > 0 || cut_short => say!(
+            "relay is back, but the catch-up was cut short: {} message(s) lost; the conversations live then say \
+             their messages may be missing.",
+            state.lost
+        ),
+        (true, _) => say!("relay is back: the catch-up handed over {} message(s).", state.delivered),
+    }
+    Ok(())
 }

@@ -25,6 +25,9 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     if let Some(detail) = &channel.detail {
         say!("                 {detail}");
     }
+    if let Some(span) = &channel.missing {
+        say!("                 the last catch-up did not finish: messages {} may be missing", span.describe());
+    }
     if channel.catching_up {
         say!("                 catching up on what came while relay was away: follow-ups and first messages wait");
     }

@@ -109,14 +109,16 @@ fn read_date(text: &str, said: Said) -> Result<Reading, String> {
     }
 }
 
-fn not_the_day(text: &str, days: &[NaiveDate]) -> String {
-    match days.first() {
-        None => format!("their words name no day that could be {text}"),
-        Some(_) => {
-            let named: Vec<String> = days.iter().map(|d| d.format("%Y-%m-%d (%A)").to_string()).collect();
-            format!("their words name {}, not {text}", named.join(" or "))
-        }
+/// Why a day or a time is refused: what the words do name, if anything.
+fn not_named<T>(what: &str, text: &str, named: &[T], show: impl Fn(&T) -> String) -> String {
+    match named {
+        [] => format!("their words name no {what} that could be {text}"),
+        _ => format!("their words name {}, not {text}", named.iter().map(show).collect::<Vec<_>>().join(" or ")),
     }
+}
+
+fn not_the_day(text: &str, days: &[NaiveDate]) -> String {
+    not_named("day", text, days, |d| d.format("%Y-%m-%d (%A)").to_string())
 }
 
 fn read_time(text: &str, said: Said) -> Result<Reading, String> {
@@ -134,13 +136,7 @@ fn read_time(text: &str, said: Said) -> Result<Reading, String> {
 }
 
 fn not_the_time(text: &str, times: &[NaiveTime]) -> String {
-    match times.first() {
-        None => format!("their words name no time that could be {text}"),
-        Some(_) => {
-            let named: Vec<String> = times.iter().map(|t| t.format("%H:%M").to_string()).collect();
-            format!("their words name {}, not {text}", named.join(" or "))
-        }
-    }
+    not_named("time", text, times, |t| t.format("%H:%M").to_string())
 }
 
 /// A date and time: the day as [`read_date`] reads it (the day they wrote,

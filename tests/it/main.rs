@@ -13,6 +13,7 @@ mod support;
 mod agent;
 mod api;
 mod budget;
+mod catch_up;
 mod cli_conventions;
 mod cli_truth;
 mod connections;

@@ -253,6 +253,7 @@ fn valid_bodies() -> Vec<(&'static str, &'static str, Value, &'static [u16])> {
         ("POST", "/sandbox/messages", json!({"contact": "+56900000003", "text": "hello"}), &[200]),
         ("POST", "/sandbox/phone", json!({"contact": "+56900000003", "action": "online"}), &[200]),
         ("POST", "/sandbox/acts", json!({"contact": "+56900000003", "act": "call"}), &[200]),
+        ("POST", "/sandbox/link", json!({"online": true, "cut_short": false}), &[200]),
         ("PUT", "/sandbox/lock", json!({"lasts": "1m", "unreported": false}), &[200]),
         ("POST", "/whatsapp/pair", json!({"force": false}), &[409]),
     ]

@@ -78,6 +78,7 @@ impl Channel for ProbeChannel {
             phone: None,
             version: None,
             catching_up: false,
+            missing: None,
         }
     }
 

@@ -4,7 +4,6 @@
 //! the engine as news of it; a connection or a new push name may make the
 //! device say it is unavailable.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -15,6 +14,7 @@ use super::inbox::Inbox;
 use super::seen::SeenId;
 use super::{Link, jid};
 use crate::api::SendStatus;
+use crate::channel::catch_up::CatchUp;
 use crate::channel::{Delivery, InboundAct, InboundMessage, InboundSink, MessageRef, SentUpdate};
 use crate::config::{Presence, ReadReceipts};
 use crate::media::intake::{Fetch, InboundMedia};
@@ -29,11 +29,13 @@ pub(super) struct Arrivals {
     pub(super) inbox: OnceLock<Arc<Inbox>>,
     /// WhatsApp may still hold messages that came while relay was away:
     /// from the start until its offline queue is handed over.
-    pub(super) catching_up: AtomicBool,
+    pub(super) catch_up: Arc<CatchUp>,
 }
 
 impl Arrivals {
-    pub(super) async fn handle(&self, sink: &dyn InboundSink, event: &Event) {
+    pub(super) async fn handle(&self, inbound: &Arc<dyn InboundSink>, event: &Event) {
+        let sink = inbound.as_ref();
+        self.keep_in_touch(event);
         if let Some((caller, call_id)) = super::acts::call_from(event) {
             return self.called(sink, &caller, call_id).await;
         }
@@ -64,7 +66,7 @@ impl Arrivals {
             }
             Event::OfflineSyncPreview(preview) if preview.messages > 0 => {
                 tracing::info!(messages = preview.messages, "WhatsApp is handing over what came while relay was away");
-                self.catching_up.store(true, Ordering::SeqCst);
+                self.catch_up.start(inbound.clone(), crate::channel::catch_up::BOUND);
             }
             Event::OfflineSyncCompleted(_) => self.caught_up(sink),
             // It announces "available" again after a new push name, on a
@@ -133,9 +135,17 @@ impl Arrivals {
         inbox.compact();
     }
 
+    /// Where a gap in touch with WhatsApp begins: the last live event before it.
+    fn keep_in_touch(&self, event: &Event) {
+        let live = matches!(event, Event::Messages(_) | Event::Receipt(_) | Event::ServerAck(_));
+        if live && !self.catch_up.running() {
+            self.catch_up.heard();
+        }
+    }
+
     /// The offline queue is in: held follow-ups and first messages go on.
     fn caught_up(&self, sink: &dyn InboundSink) {
-        if self.catching_up.swap(false, Ordering::SeqCst) {
+        if self.catch_up.finish() {
             tracing::info!("WhatsApp handed over what came while relay was away");
             sink.channel_changed();
         }

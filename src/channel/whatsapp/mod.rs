@@ -31,7 +31,6 @@ pub mod session;
 pub mod state;
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -39,6 +38,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use whatsapp_rust::prelude::*;
 
+use super::catch_up::CatchUp;
 use super::{Channel, ChannelError, InboundSink, MessageRef, OutgoingMedia, Sent};
 use crate::api::{ChannelStatus, PairingEvent};
 use crate::config::{ReadReceipts, WhatsappSettings};
@@ -142,7 +142,7 @@ impl WhatsappChannel {
             read_receipts: settings.read_receipts(),
             presence: settings.presence,
             inbox: OnceLock::new(),
-            catching_up: AtomicBool::new(true),
+            catch_up: Arc::new(CatchUp::default()),
         });
         WhatsappChannel {
             arrivals,
@@ -162,7 +162,7 @@ impl WhatsappChannel {
     /// Handles one whatsapp-rust event (as the session's event task does).
     pub async fn handle_event(&self, event: &Event) {
         if let Some(sink) = self.sink.get() {
-            self.arrivals.handle(sink.as_ref(), event).await;
+            self.arrivals.handle(sink, event).await;
         }
     }
 
@@ -298,6 +298,8 @@ fn unavailable(reason: String) -> ChannelError {
 impl Channel for WhatsappChannel {
     fn attach(&self, inbound: Arc<dyn InboundSink>) {
         let _ = self.sink.set(inbound.clone());
+        // What came while relay was away comes first; it waits a while for it.
+        self.arrivals.catch_up.start(inbound.clone(), crate::channel::catch_up::BOUND);
         // Changes of the link wake the engine (held conversations go on).
         let mut state = self.link.state();
         let sink = inbound.clone();
@@ -312,7 +314,7 @@ impl Channel for WhatsappChannel {
                 // What the engine never took comes before anything new.
                 arrivals.hand_on_kept(inbound.as_ref(), false).await;
                 while let Some(event) = events.recv().await {
-                    arrivals.handle(inbound.as_ref(), &event).await;
+                    arrivals.handle(&inbound, &event).await;
                 }
             });
         }
@@ -325,13 +327,18 @@ impl Channel for WhatsappChannel {
     fn status(&self) -> ChannelStatus {
         let state = self.link.state().borrow().clone();
         let status = state.status(self.link.failed_dials(), self.link.phone());
-        ChannelStatus { version: self.link.version(), catching_up: self.catching_up(), ..status }
+        let (catching_up, missing) = (self.catching_up(), self.missed_span());
+        ChannelStatus { version: self.link.version(), catching_up, missing, ..status }
     }
 
     /// Until the offline queue is in, unless the link is blocked (then the
     /// conversations say that instead).
     fn catching_up(&self) -> bool {
-        self.arrivals.catching_up.load(Ordering::SeqCst) && self.ready().is_ok()
+        self.arrivals.catch_up.running() && self.ready().is_ok()
+    }
+
+    fn missed_span(&self) -> Option<crate::api::MissedSpan> {
+        self.arrivals.catch_up.missed()
     }
 
     fn ready(&self) -> Result<(), String> {

@@ -126,6 +126,7 @@ impl LinkState {
             phone,
             version: None,
             catching_up: false,
+            missing: None,
         }
     }
 }

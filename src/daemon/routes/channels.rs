@@ -44,8 +44,40 @@ pub(super) async fn sandbox_say(
     let reply_to = request.reply_to.as_deref().map(|m| chat_message(&app, &contact, m, false)).transpose()?;
     let act = reply_to.map(|to| InboundAct::Reply { to });
     let message = InboundMessage { by_operator: request.from_operator, act, ..message };
+    if sandbox.is_offline() {
+        return held(sandbox, message, &contact);
+    }
     let delivered = sandbox.deliver(message).await;
     said(delivered, &contact)
+}
+
+/// relay is offline: WhatsApp holds the message until it comes back.
+fn held(
+    sandbox: &crate::channel::SandboxChannel,
+    message: InboundMessage,
+    contact: &Contact,
+) -> ApiResult<Json<SandboxSayResponse>> {
+    sandbox.hold(message);
+    Ok(Json(SandboxSayResponse { instance_id: None, contact: contact.to_string(), held: true }))
+}
+
+/// Sandbox only: relay's own (simulated) link to WhatsApp goes away, or
+/// comes back with a catch-up of what contacts wrote meanwhile.
+#[utoipa::path(post, path = "/sandbox/link", tag = "sandbox", request_body = SandboxLinkRequest,
+    responses((status = 200, body = SandboxLinkResponse), (status = 400, body = ApiErrorResponse),
+              (status = 409, body = ApiErrorResponse)))]
+pub(super) async fn sandbox_link(
+    State(app): State<App>,
+    Body(request): Body<SandboxLinkRequest>,
+) -> ApiResult<Json<SandboxLinkResponse>> {
+    let sandbox = sandbox(&app)?;
+    if !request.online && request.cut_short {
+        return Err(invalid("cut_short is for coming back online".into()));
+    }
+    Ok(Json(match request.online {
+        true => sandbox.go_online(request.cut_short).await,
+        false => sandbox.go_offline(),
+    }))
 }
 
 /// What the contact's message came to, as the sandbox answers it.
@@ -61,7 +93,7 @@ fn said(delivered: Delivery, contact: &Contact) -> ApiResult<Json<SandboxSayResp
             ));
         }
     };
-    Ok(Json(SandboxSayResponse { instance_id, contact: contact.to_string() }))
+    Ok(Json(SandboxSayResponse { instance_id, contact: contact.to_string(), held: false }))
 }
 
 /// Sandbox only: a simulated contact reacts to, edits or deletes a message
@@ -100,6 +132,9 @@ pub(super) async fn sandbox_act(
         SandboxAct::Call => (InboundAct::Call, String::new()),
     };
     let message = InboundMessage { act: Some(act), ..InboundMessage::new(contact.clone(), text) };
+    if sandbox.is_offline() {
+        return held(sandbox, message, &contact);
+    }
     said(sandbox.deliver(message).await, &contact)
 }
 

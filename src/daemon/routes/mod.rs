@@ -134,6 +134,7 @@ fn api() -> (Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(get_media))
         .routes(routes!(sandbox_say))
         .routes(routes!(sandbox_act))
+        .routes(routes!(sandbox_link))
         .routes(routes!(sandbox_outbox))
         .routes(routes!(sandbox_phone))
         .routes(routes!(sandbox_lock, sandbox_unlock))

@@ -68,6 +68,25 @@ impl Actor {
         }
     }
 
+    /// A catch-up cut short (see `channel::catch_up`): each conversation
+    /// that was live during its span is marked, so its report says what it
+    /// may lack. Once per span.
+    pub(super) fn mark_missed_span(&mut self) {
+        let Some(span) = self.shared.channel.missed_span() else { return };
+        let marked: Vec<Uuid> = self
+            .convs
+            .iter()
+            .filter(|c| !c.state.is_terminal() && c.created_at < span.to && c.messages_may_be_missing != Some(span))
+            .map(|c| c.id)
+            .collect();
+        for id in marked {
+            tracing::warn!(instance = %id, "messages of the contact may be missing: WhatsApp's catch-up did not finish");
+            if let Err(error) = self.update(id, |i| i.messages_may_be_missing = Some(span)) {
+                tracing::error!(instance = %id, %error, "cannot mark a conversation's missing messages");
+            }
+        }
+    }
+
     /// Why a follow-up to `instance`'s contact may not go out yet: the
     /// contact is still new (nothing reached them) and WhatsApp's lock
     /// holds. Replies are never held: whoever wrote is not new.

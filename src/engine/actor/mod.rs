@@ -424,7 +424,7 @@ impl Actor {
                 self.sent_update(instance, message, update);
                 let _ = done.send(());
             }
-            Msg::ChannelChanged => {}
+            Msg::ChannelChanged => self.mark_missed_span(),
             Msg::Usage { id, usage } => {
                 if let Err(error) = self.update(id, |i| i.usage += usage) {
                     tracing::warn!(instance = %id, %error, "cannot record token usage");

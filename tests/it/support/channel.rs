@@ -143,6 +143,7 @@ impl Channel for FakeChannel {
             phone: None,
             version: None,
             catching_up: self.catching_up(),
+            missing: None,
         }
     }
 

@@ -39,7 +39,10 @@ pub struct SandboxChannel {
     phones_file: PathBuf,
     phones: Mutex<Phones>,
     inbound: OnceLock<Arc<dyn InboundSink>>,
+    link: link::Link,
 }
+
+mod link;
 
 /// The simulated phones, by contact (E.164).
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -178,6 +181,7 @@ impl SandboxChannel {
             phones_file,
             phones: Mutex::new(phones),
             inbound: OnceLock::new(),
+            link: link::Link::default(),
         })
     }
 
@@ -349,15 +353,33 @@ impl Channel for SandboxChannel {
     }
 
     fn status(&self) -> ChannelStatus {
+        let offline = self.is_offline();
         ChannelStatus {
             kind: "sandbox".into(),
-            state: "connected (simulated contacts)".into(),
-            connected: true,
+            state: if offline { "offline (simulated: relay sandbox online)" } else { "connected (simulated contacts)" }
+                .into(),
+            connected: !offline,
             detail: None,
             phone: None,
             version: None,
-            catching_up: false,
+            catching_up: self.catching_up(),
+            missing: self.missed_span(),
         }
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        match self.is_offline() {
+            true => Err("relay is offline from WhatsApp (simulated: `relay sandbox online` brings it back)".into()),
+            false => Ok(()),
+        }
+    }
+
+    fn catching_up(&self) -> bool {
+        self.link.catch_up.running()
+    }
+
+    fn missed_span(&self) -> Option<crate::api::MissedSpan> {
+        self.link.catch_up.missed()
     }
 
     fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {

@@ -81,8 +81,10 @@ pub fn history(turn: &Turn, budget_chars: usize) -> (Vec<ChatTurn>, usize) {
         keep += 1;
     }
     let omitted = spoken.len() - keep;
+    // The messages a contact's act names, looked up only when one does.
+    let acts = turn.transcript.iter().any(|m| m.act.is_some());
     let by_id: std::collections::HashMap<uuid::Uuid, &TranscriptMessage> =
-        turn.transcript.iter().map(|m| (m.id, m)).collect();
+        turn.transcript.iter().filter(|_| acts).map(|m| (m.id, m)).collect();
     let todos = &turn.instance.todos;
     let mut turns: Vec<ChatTurn> = Vec::new();
     for message in &spoken[omitted..] {

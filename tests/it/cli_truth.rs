@@ -116,7 +116,7 @@ fn a_demo_whose_reader_goes_away_stops_its_daemon_and_removes_its_home() {
 #[test]
 fn a_missing_argument_is_named_in_json_too() {
     let relay = Relay::uninitialised();
-    let stderr = relay.fails(&["--json", "sandbox", "offline"], 2);
+    let stderr = relay.fails(&["--json", "sandbox", "read"], 2);
     let error: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
     let said = error["error"].as_str().unwrap();
     assert!(said.contains("not provided") && said.contains("<CONTACT>"), "{said}");

@@ -65,42 +65,7 @@ pub struct TodoItem {
     pub evidence: Vec<Evidence>,
     /// How `value` was established from its evidence; absent without a value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<ValueCheck>,
-}
-
-/// How relay established a todo's value from what was said. A Main Agent
-/// that must act only on values relay read itself takes `verbatim` and
-/// `resolved`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ValueCheck {
-    /// The value is written in the contact's words as it is ("3", an address).
-    Verbatim,
-    /// relay read it from their words by rule: a relative day ("Friday",
-    /// "mañana") against the day they wrote, a number in words, "3pm".
-    Resolved,
-    /// relay cannot read such a value by rule (a yes or no, free text, what
-    /// a photo shows): a second model call that saw only the todo and the
-    /// evidence confirmed it.
-    Verified,
-    /// The operator gave it, answering the agent's question.
-    Operator,
-    /// Nobody checked it: relay cannot read it by rule and `answers.verify`
-    /// is off.
-    Unchecked,
-}
-
-impl ValueCheck {
-    /// How the value was established, for a person.
-    pub fn describe(self) -> &'static str {
-        match self {
-            ValueCheck::Verbatim => "written in their words",
-            ValueCheck::Resolved => "read from their words",
-            ValueCheck::Verified => "confirmed by a second look at their words",
-            ValueCheck::Operator => "the operator's answer",
-            ValueCheck::Unchecked => "not checked: answers.verify is off",
-        }
-    }
+    pub check: Option<super::ValueCheck>,
 }
 
 /// A piece of what the contact wrote, and the transcript message it is in.

@@ -184,47 +184,10 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             delivered(ctx, client.sandbox_act(&act(contact, SandboxAct::Call, None, None, None)).await?);
         }
         Command::Say { contact, text, file, claims, from_operator, reply_to } => {
-            let claims = *claims;
-            let media = match (*file).given() {
-                None => None,
-                Some((kind, path)) => {
-                    let bytes = std::fs::read(&path)
-                        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
-                    let uploaded = client.upload(bytes).await?;
-                    let file_name = (kind == MediaKind::Document)
-                        .then(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
-                        .flatten();
-                    Some(SandboxMedia {
-                        kind,
-                        upload_id: uploaded.upload_id,
-                        mime: claims.mime,
-                        file_name,
-                        seconds: claims.seconds,
-                        fail_downloads: claims.fail_downloads,
-                    })
-                }
-            };
+            let media = upload(&client, *file, *claims).await?;
             let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media, from_operator, reply_to };
             let said = client.sandbox_say(&request).await?;
-            if ctx.json {
-                output::json(&said);
-            } else {
-                match (said.instance_id, from_operator) {
-                    _ if said.held => say!("relay is offline: WhatsApp holds it until `relay sandbox online`."),
-                    (Some(id), false) => say!("Delivered to conversation {id}."),
-                    (None, false) => say!(
-                        "{} has no live conversation: not answered, kept in unrouted.jsonl (as on WhatsApp).",
-                        said.contact
-                    ),
-                    (Some(id), true) => say!(
-                        "Recorded in conversation {id} as yours; it is paused until `relay resume {}`.",
-                        &id.to_string()[..8]
-                    ),
-                    (None, true) => {
-                        say!("{} has no live conversation: your message is not routed (as on WhatsApp).", said.contact)
-                    }
-                }
-            }
+            said_by(ctx, &said, from_operator);
         }
         Command::Lock { until, unreported } => {
             let lock = client.sandbox_lock(&SandboxLockRequest { lasts: until, unreported }).await?;
@@ -367,4 +330,45 @@ async fn link(ctx: &Context, client: &crate::client::Client, online: bool, cut_s
         (true, _) => say!("relay is back: the catch-up handed over {} message(s).", state.delivered),
     }
     Ok(())
+}
+
+/// The file a simulated contact sends, uploaded first, with what their
+/// message says of it.
+async fn upload(
+    client: &crate::client::Client,
+    file: SaidFile,
+    claims: FileClaims,
+) -> Result<Option<SandboxMedia>, CliError> {
+    let Some((kind, path)) = file.given() else { return Ok(None) };
+    let bytes = std::fs::read(&path).map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    let uploaded = client.upload(bytes).await?;
+    let file_name =
+        (kind == MediaKind::Document).then(|| path.file_name().map(|n| n.to_string_lossy().into_owned())).flatten();
+    Ok(Some(SandboxMedia {
+        kind,
+        upload_id: uploaded.upload_id,
+        mime: claims.mime,
+        file_name,
+        seconds: claims.seconds,
+        fail_downloads: claims.fail_downloads,
+    }))
+}
+
+/// Where a simulated message went, for a person or as JSON.
+fn said_by(ctx: &Context, said: &SandboxSayResponse, from_operator: bool) {
+    if ctx.json {
+        output::json(said);
+        return;
+    }
+    match (said.instance_id, from_operator) {
+        _ if said.held => say!("relay is offline: WhatsApp holds it until `relay sandbox online`."),
+        (Some(id), false) => say!("Delivered to conversation {id}."),
+        (None, false) => {
+            say!("{} has no live conversation: not answered, kept in unrouted.jsonl (as on WhatsApp).", said.contact)
+        }
+        (Some(id), true) => {
+            say!("Recorded in conversation {id} as yours; it is paused until `relay resume {}`.", &id.to_string()[..8])
+        }
+        (None, true) => say!("{} has no live conversation: your message is not routed (as on WhatsApp).", said.contact),
+    }
 }

@@ -309,12 +309,30 @@ impl Actor {
         if !super::acts::prompts_a_turn(act.as_deref()) {
             return Delivery::Delivered(id);
         }
+        self.count_contact_message(id, state, &recorded, media.is_some());
+        if let Some((media, record)) = media {
+            self.fetch(recorded.clone(), media, record);
+        }
+        // A message that is only "STOP" (or another opt-out word) ends it
+        // here, whatever the model would make of it.
+        if crate::courtesy::is_opt_out(&recorded.content, &self.shared.settings.courtesy.opt_out_words) {
+            let reason = "the contact's message was an opt-out word".to_string();
+            if let Err(error) = self.opt_out(crate::courtesy::OptOutSource::Contact, Some(id), reason) {
+                tracing::error!(instance = %id, %error, "cannot record an opt-out");
+            }
+        }
+        Delivery::Delivered(id)
+    }
+
+    /// A contact's message of conversation `id`, in `state`, counts: it is
+    /// their latest, it waits for an answer, a follow-up count starts again,
+    /// and a reply to relay answers after the reply window.
+    fn count_contact_message(&mut self, id: Uuid, state: State, recorded: &TranscriptMessage, has_media: bool) {
         let last = ContactText {
             message_id: recorded.id,
             at: recorded.timestamp,
             untrusted_contact_text: recorded.content.clone(),
         };
-        let has_media = media.is_some();
         let count = |i: &mut ConversationInstance| {
             i.media_received += u32::from(has_media);
             i.unanswered_contact_messages += 1;
@@ -334,17 +352,5 @@ impl Actor {
         if let Err(error) = saved {
             tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
         }
-        if let Some((media, record)) = media {
-            self.fetch(recorded.clone(), media, record);
-        }
-        // A message that is only "STOP" (or another opt-out word) ends it
-        // here, whatever the model would make of it.
-        if crate::courtesy::is_opt_out(&recorded.content, &self.shared.settings.courtesy.opt_out_words) {
-            let reason = "the contact's message was an opt-out word".to_string();
-            if let Err(error) = self.opt_out(crate::courtesy::OptOutSource::Contact, Some(id), reason) {
-                tracing::error!(instance = %id, %error, "cannot record an opt-out");
-            }
-        }
-        Delivery::Delivered(id)
     }
 }

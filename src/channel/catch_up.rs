@@ -43,6 +43,13 @@ impl CatchUp {
         });
     }
 
+    /// A catch-up is under way with no bound yet (relay's start, before
+    /// WhatsApp is even reached: nothing can be missed while it is not).
+    pub fn begin(&self) {
+        self.running.store(true, Ordering::SeqCst);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// The catch-up ended; whether one was running (then the engine is to be told).
     pub fn finish(&self) -> bool {
         let was = self.running.swap(false, Ordering::SeqCst);

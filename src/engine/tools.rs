@@ -53,7 +53,7 @@ impl ActorTools {
             Verdict::Refused { reading } => {
                 return Err(ToolError(format!(
                     "todo {todo_id} is not marked: a second look at the contact's words does not find the \
-                     value{value} in them ({reading}). Record what they said, or ask them"
+                     value{value} in them (its reading: {reading:?}). Record what they said, or ask them"
                 )));
             }
             Verdict::Unclear => {

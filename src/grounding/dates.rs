@@ -14,23 +14,33 @@ use crate::courtesy::normalise;
 
 /// The days `text`, written on `today`, names.
 pub fn days_in(text: &str, today: NaiveDate) -> Vec<NaiveDate> {
+    // Digits of any width or script as ASCII ones.
+    let text = &crate::courtesy::fold(text);
     let mut days = written_days(text, today);
     let words: Vec<String> = normalise(text).split(' ').map(str::to_string).collect();
     let mut at = 0;
     while at < words.len() {
         let rest: Vec<&str> = words[at..].iter().map(String::as_str).collect();
         if let Some((ahead, used)) = relative_day(&rest, at.checked_sub(1).map(|b| words[b].as_str())) {
-            days.extend(today.checked_add_days(Days::new(ahead)));
+            days.extend(today.checked_add_signed(chrono::Duration::days(ahead)));
             at += used;
             continue;
         }
         if let Some(weekday) = weekday(&rest) {
-            let next = matches!(at.checked_sub(1).map(|b| words[b].as_str()), Some("next" | "proximo" | "proxima"))
+            let before = at.checked_sub(1).map(|b| words[b].as_str());
+            let after = rest.iter().skip_while(|w| **w != "feira").nth(1).or(rest.get(1)).copied();
+            let last = matches!(before, Some("last")) || matches!(after, Some("pasado" | "passado" | "passada"));
+            let next = matches!(before, Some("next" | "proximo" | "proxima"))
                 || matches!(rest.get(1..3), Some(["que", "viene" | "vem"]));
             let first = (0..7).map(|d| today + Days::new(d)).find(|d| d.weekday() == weekday).expect("a week");
-            days.push(first);
-            if next || first == today {
-                days.push(first + Days::new(7));
+            if last {
+                // The one before today ("last Friday", "el viernes pasado").
+                days.extend((1..=7).map(|d| today - Days::new(d)).find(|d| d.weekday() == weekday));
+            } else {
+                days.push(first);
+                if next || first == today {
+                    days.push(first + Days::new(7));
+                }
             }
         }
         at += 1;
@@ -38,12 +48,19 @@ pub fn days_in(text: &str, today: NaiveDate) -> Vec<NaiveDate> {
     days
 }
 
-/// "today", "tomorrow", "the day after tomorrow" and their Spanish and
-/// Portuguese words: how many days ahead, and how many words they take.
-/// "mañana" after "la" is the morning, not tomorrow.
-fn relative_day(words: &[&str], before: Option<&str>) -> Option<(u64, usize)> {
+/// "today", "tomorrow", "yesterday", "the day after tomorrow" and their
+/// Spanish and Portuguese words: how many days ahead (or back), and how
+/// many words they take. "mañana" after "la" is the morning, not tomorrow.
+fn relative_day(words: &[&str], before: Option<&str>) -> Option<(i64, usize)> {
     let starts = |phrase: &[&str]| words.len() >= phrase.len() && words[..phrase.len()] == *phrase;
-    let phrases: &[(&[&str], u64)] = &[
+    let phrases: &[(&[&str], i64)] = &[
+        (&["day", "before", "yesterday"], -2),
+        (&["antes", "de", "ayer"], -2),
+        (&["anteayer"], -2),
+        (&["anteontem"], -2),
+        (&["yesterday"], -1),
+        (&["ayer"], -1),
+        (&["ontem"], -1),
         (&["day", "after", "tomorrow"], 2),
         (&["pasado", "manana"], 2),
         (&["depois", "de", "amanha"], 2),
@@ -164,6 +181,7 @@ fn ymd(y: &str, m: &str, d: &str) -> Option<NaiveDate> {
 /// "noon", "mediodía"; a bare hour after "at", "a las", "às" ("at 3") is
 /// either half of the day unless the words say which ("de la tarde").
 pub fn times_in(text: &str) -> Vec<NaiveTime> {
+    let text = &crate::courtesy::fold(text);
     static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)\b(\d{1,2})(?:[:h.](\d{2})|\s*h\b)?\s*(a\.?\s?m\.?|p\.?\s?m\.?)?").expect("regex")
     });

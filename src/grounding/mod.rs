@@ -38,6 +38,8 @@ pub enum Reading {
 pub struct Said<'a> {
     pub words: &'a str,
     pub on: NaiveDate,
+    /// Their time zone: a date and time is read as their local one.
+    pub zone: chrono_tz::Tz,
 }
 
 /// How `value` (already of `schema`'s type) is read from `said`; else why
@@ -55,9 +57,9 @@ pub fn read(schema: &AnswerSchema, value: &Value, said: Said) -> Result<Reading,
             Some(AnswerFormat::Date) => read_date(text, said),
             Some(AnswerFormat::Time) => read_time(text, said),
             Some(AnswerFormat::DateTime) => read_date_time(text, said),
-            Some(AnswerFormat::Email) => read_written(text, said.words, "the address"),
+            Some(AnswerFormat::Email) => read_address(text, said.words),
             None if schema.pattern.is_some() => read_written(text, said.words, "it"),
-            None => Ok(if appears(text, said.words) { Reading::Verbatim } else { Reading::Unreadable }),
+            None => Ok(if says(text, said.words) { Reading::Verbatim } else { Reading::Unreadable }),
         },
         _ => Err(format!("{value} is not {}", schema.describe())),
     }
@@ -80,12 +82,12 @@ fn read_number(n: f64, said: Said) -> Result<Reading, String> {
 
 fn read_choice(value: &Value, choices: &[Value], words: &str) -> Result<Reading, String> {
     let named = |choice: &Value| choice_words(choice).is_some_and(|c| contains_words(&normalise(words), &c));
-    if named(value) {
-        return Ok(Reading::Verbatim);
-    }
-    match choices.iter().find(|c| *c != value && named(c)) {
-        Some(other) => Err(format!("their words name {other}, not {value}")),
-        None => Ok(Reading::Unreadable),
+    let others: Vec<&Value> = choices.iter().filter(|c| *c != value && named(c)).collect();
+    match (named(value), others.first()) {
+        (true, None) => Ok(Reading::Verbatim),
+        // "not the morning, the afternoon": which one is for a model to read.
+        (true, Some(_)) | (false, None) => Ok(Reading::Unreadable),
+        (false, Some(other)) => Err(format!("their words name {other}, not {value}")),
     }
 }
 
@@ -99,11 +101,10 @@ fn choice_words(choice: &Value) -> Option<String> {
 
 fn read_date(text: &str, said: Said) -> Result<Reading, String> {
     let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| format!("{text:?} is not a date"))?;
-    if said.words.contains(text) {
-        return Ok(Reading::Verbatim);
-    }
     let days = dates::days_in(said.words, said.on);
+    let written = said.words.split(is_separator).any(|token| token.trim_end_matches('.') == text);
     match days.contains(&day) {
+        true if written => Ok(Reading::Verbatim),
         true => Ok(Reading::Resolved),
         false => Err(not_the_day(text, &days)),
     }
@@ -125,9 +126,6 @@ fn read_time(text: &str, said: Said) -> Result<Reading, String> {
     let time = NaiveTime::parse_from_str(text, "%H:%M")
         .or_else(|_| NaiveTime::parse_from_str(text, "%H:%M:%S"))
         .map_err(|_| format!("{text:?} is not a time"))?;
-    if said.words.contains(text) {
-        return Ok(Reading::Verbatim);
-    }
     let times = dates::times_in(said.words);
     match times.contains(&time) {
         true => Ok(Reading::Resolved),
@@ -140,13 +138,12 @@ fn not_the_time(text: &str, times: &[NaiveTime]) -> String {
 }
 
 /// A date and time: the day as [`read_date`] reads it (the day they wrote,
-/// when the words name none) and the time as [`read_time`], both in the
-/// offset the value gives.
+/// when the words name none) and the time as [`read_time`], both as the
+/// value reads in their time zone.
 fn read_date_time(text: &str, said: Said) -> Result<Reading, String> {
     let at = DateTime::parse_from_rfc3339(text).map_err(|_| format!("{text:?} is not a date and time"))?;
-    if said.words.contains(text) {
-        return Ok(Reading::Verbatim);
-    }
+    // Their words are in their own time: the value is read as theirs.
+    let at = at.with_timezone(&said.zone);
     let mut days = dates::days_in(said.words, said.on);
     if days.is_empty() {
         days.push(said.on);
@@ -161,35 +158,58 @@ fn read_date_time(text: &str, said: Said) -> Result<Reading, String> {
     }
 }
 
-/// An email or a patterned string: written in the words, case and the
-/// separators people put inside codes and numbers aside ("ABC-12" is
-/// "abc12", "+56 9 1234 5678" is "+56912345678").
+/// An email address: one of the words, whole, case aside (not part of a
+/// longer address: "ana@acme.com" is not in "ana@acme.com.br").
+fn read_address(text: &str, words: &str) -> Result<Reading, String> {
+    let wanted = crate::courtesy::fold(text);
+    let token = |t: &str| crate::courtesy::fold(t.trim_end_matches(['.', ','])) == wanted;
+    match words.split(is_separator).any(token) {
+        true => Ok(Reading::Verbatim),
+        false => Err(format!("the address ({text:?}) is not written in their words")),
+    }
+}
+
+/// A patterned string: written in the words, case and the separators
+/// people put inside codes and numbers aside ("ABC-12" is "abc12", "+56 9
+/// 1234 5678" is "+56912345678"), whole: not the start of a longer code.
 fn read_written(text: &str, words: &str, what: &str) -> Result<Reading, String> {
-    match appears(text, words) {
+    match written(text, words) {
         true => Ok(Reading::Verbatim),
         false => Err(format!("{what} ({text:?}) is not written in their words")),
     }
 }
 
-/// Whether `text` is written in `words`: as whole words (case and
-/// punctuation aside), or as a run of whole tokens whose letters and
-/// digits are the same.
-pub fn appears(text: &str, words: &str) -> bool {
+/// Whether free text is in the words: as whole words, case and punctuation
+/// aside, or written as [`written`] finds codes.
+fn says(text: &str, words: &str) -> bool {
     let wanted = normalise(text);
-    if !wanted.is_empty() && contains_words(&normalise(words), &wanted) {
-        return true;
-    }
+    (!wanted.is_empty() && contains_words(&normalise(words), &wanted)) || written(text, words)
+}
+
+/// Whether `text` is a run of whole tokens of `words` whose letters and
+/// digits are its own, with no digits running on either side (a phone
+/// number's first groups are not the number).
+fn written(text: &str, words: &str) -> bool {
     let key = skeleton(text);
     if key.is_empty() {
         return false;
     }
     let tokens: Vec<String> = words.split(is_separator).map(skeleton).filter(|t| !t.is_empty()).collect();
+    let digit_at = |t: &String, first: bool| {
+        let c = if first { t.chars().next() } else { t.chars().last() };
+        c.is_some_and(|c| c.is_ascii_digit())
+    };
     (0..tokens.len()).any(|start| {
         let mut joined = String::new();
-        tokens[start..].iter().any(|t| {
-            joined.push_str(t);
-            joined == key
-        })
+        for (end, token) in tokens.iter().enumerate().skip(start) {
+            joined.push_str(token);
+            if joined.len() >= key.len() {
+                let runs_on = tokens.get(end + 1).is_some_and(|next| digit_at(next, true) && digit_at(token, false));
+                let runs_in = start > 0 && digit_at(&tokens[start - 1], false) && digit_at(&tokens[start], true);
+                return joined == key && !runs_on && !runs_in;
+            }
+        }
+        false
     })
 }
 

@@ -16,6 +16,8 @@ pub struct Found {
 /// 1200 or 1.2; "3,5" is 3.5 or 3 and 5), so a value matches if any
 /// reading gives it.
 pub fn numbers_in(text: &str) -> Vec<Found> {
+    // Digits of any width or script as ASCII ones ("３" is "3").
+    let text = &crate::courtesy::fold(text);
     let mut found: Vec<Found> = digit_runs(text).iter().flat_map(|run| readings(run)).collect();
     found.extend(worded(&normalise(text)).into_iter().map(|value| Found { value, in_digits: false }));
     found
@@ -51,15 +53,19 @@ fn digit_runs(text: &str) -> Vec<String> {
     runs
 }
 
-/// The ways a run of digits can be read: its pieces, grouping marks
-/// dropped where the groups are of three, and either mark as the decimal one.
+/// The ways a run of digits can be read: grouping marks dropped where the
+/// groups are of three, and either mark as the decimal one (never a piece
+/// of it: "12.50" is no 12).
 fn readings(run: &str) -> Vec<Found> {
     let (sign, digits) = match run.strip_prefix('-') {
         Some(rest) => (-1.0, rest),
         None => (1.0, run),
     };
-    let mut texts: Vec<String> = digits.split(['.', ',']).map(str::to_string).collect();
+    let mut texts: Vec<String> = Vec::new();
     let groups: Vec<&str> = digits.split(['.', ',']).collect();
+    if groups.len() == 1 {
+        texts.push(digits.to_string());
+    }
     if groups.len() > 1 && groups[1..].iter().all(|g| g.len() == 3) && groups[0].len() <= 3 {
         texts.push(groups.concat());
     }
@@ -150,8 +156,8 @@ fn word(w: &str) -> Option<Word> {
 }
 
 /// The numbers written in words in normalised `text`: each run of number
-/// words is one number ("twenty one" is 21), and each word alone is one too
-/// ("two or three" holds 2 and 3).
+/// words is one number ("twenty one" is 21, not 20 or 1); words apart are
+/// numbers apart ("two or three" holds 2 and 3).
 fn worded(text: &str) -> Vec<f64> {
     let mut number = Worded::default();
     for w in text.split(' ') {
@@ -163,7 +169,6 @@ fn worded(text: &str) -> Vec<f64> {
                 if !joins {
                     number.close();
                 }
-                number.found.push(v);
                 number.group += v;
                 number.open = true;
             }
@@ -220,6 +225,9 @@ mod tests {
         assert!(values("reading: 12345.6").contains(&12345.6));
         assert!(values("it was -5 today").contains(&-5.0));
         assert!(!values("order 1042").contains(&104.0));
+        assert!(!values("12.50 euros").contains(&12.0), "a piece of a number is no number");
+        assert!(!values("1,200").contains(&200.0));
+        assert!(values("somos ３ personas").contains(&3.0), "fullwidth digits");
     }
 
     #[test]
@@ -241,6 +249,7 @@ mod tests {
         }
         assert!(values("two or three").contains(&2.0) && values("two or three").contains(&3.0));
         assert!(!values("two three").contains(&5.0), "two numbers, not their sum");
+        assert!(!values("twenty-one").contains(&1.0) && !values("one hundred and five").contains(&5.0));
         assert!(!values("and e y").iter().any(|_| true), "joiners alone are no number");
     }
 }

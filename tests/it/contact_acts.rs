@@ -50,6 +50,8 @@ fn reactions_replies_edits_deletions_and_calls_reach_the_agent_with_what_they_re
         Reply::Text(String::new()),
         send("Understood, 4pm then."),
         Reply::Text(String::new()),
+        send("Understood, 5pm then."),
+        Reply::Text(String::new()),
         send("No problem."),
         Reply::Text(String::new()),
         send("I saw you called: calls are not answered here, but I can help by message."),
@@ -104,24 +106,38 @@ fn reactions_replies_edits_deletions_and_calls_reach_the_agent_with_what_they_re
     let evidence = relay.get(id)["todos"][1]["evidence"][0].clone();
     assert_eq!((&evidence["message_id"], &evidence["changed"]), (&json!(said), &json!("edited")), "{evidence}");
 
+    // A second edit names the original too: the first edit's words are taken back with it.
+    relay.ok(&["sandbox", "edit", CONTACT, &said, "Friday works, at 5pm"]);
+    answered(&relay, id, 5);
+    let contact = of(&relay, id, "contact");
+    let first_edit = contact.iter().find(|m| m["content"] == "Friday works, at 4pm").unwrap();
+    assert_eq!(first_edit["withdrawn"], "edited", "{first_edit}");
     // A deletion, a call, and a reply that quotes relay's question.
     relay.ok(&["sandbox", "delete", CONTACT, &said[..8]]);
-    answered(&relay, id, 5);
-    assert!(shown(&model, 10).contains("[deleted their message \"Friday works, at 3pm\""), "{}", shown(&model, 10));
-    relay.ok(&["sandbox", "call", CONTACT]);
     answered(&relay, id, 6);
-    assert!(shown(&model, 12).contains("[called you; calls are not answered here"), "{}", shown(&model, 12));
+    assert!(shown(&model, 12).contains("[deleted their message \"Friday works, at 3pm\""), "{}", shown(&model, 12));
+    relay.ok(&["sandbox", "call", CONTACT]);
+    answered(&relay, id, 7);
+    assert!(shown(&model, 14).contains("[called you; calls are not answered here"), "{}", shown(&model, 14));
     relay.ok(&["sandbox", "say", CONTACT, "Yes, that's right", "--reply-to", &asked]);
     relay.wait_for_state(id, "COMPLETED");
     assert!(
-        shown(&model, 14).contains("[replying to your message \"Is Friday OK for the delivery?\"] Yes, that's right")
+        shown(&model, 16).contains("[replying to your message \"Is Friday OK for the delivery?\"] Yes, that's right")
     );
-    let kinds: Vec<Value> = of(&relay, id, "contact").iter().map(|m| m["act"]["kind"].clone()).collect();
-    assert_eq!(
-        kinds,
-        [json!("reaction"), json!(null), json!("edit"), json!("deletion"), json!("call"), json!("reply")]
-    );
-    assert_eq!(of(&relay, id, "contact")[1]["withdrawn"], "deleted", "the later deletion is what stands");
+    let contact = of(&relay, id, "contact");
+    let kinds: Vec<&Value> = contact.iter().map(|m| &m["act"]["kind"]).collect();
+    let expected = [
+        json!("reaction"),
+        json!(null),
+        json!("edit"),
+        json!("edit"),
+        json!("deletion"),
+        json!("call"),
+        json!("reply"),
+    ];
+    assert_eq!(kinds, expected.iter().collect::<Vec<_>>());
+    let withdrawn: Vec<&Value> = contact.iter().map(|m| &m["withdrawn"]).collect();
+    assert_eq!(withdrawn[1..4], [&json!("deleted"); 3], "the deletion takes back the message and both its edits");
 }
 
 /// A message that is not in the contact's conversation, an act with no

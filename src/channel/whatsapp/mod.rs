@@ -298,8 +298,9 @@ fn unavailable(reason: String) -> ChannelError {
 impl Channel for WhatsappChannel {
     fn attach(&self, inbound: Arc<dyn InboundSink>) {
         let _ = self.sink.set(inbound.clone());
-        // What came while relay was away comes first; it waits a while for it.
-        self.arrivals.catch_up.start(inbound.clone(), crate::channel::catch_up::BOUND);
+        // What came while relay was away comes first (its bound starts with
+        // WhatsApp's preview of it).
+        self.arrivals.catch_up.begin();
         // Changes of the link wake the engine (held conversations go on).
         let mut state = self.link.state();
         let sink = inbound.clone();

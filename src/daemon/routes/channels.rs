@@ -256,5 +256,10 @@ fn chat_message(app: &App, contact: &Contact, message: &str, theirs: bool) -> Ap
             "message {message} is not {contact}'s: a contact edits and deletes only their own"
         )));
     }
-    Ok(channel_id)
+    // WhatsApp names the original message in every edit and deletion, even of an edited one.
+    let original = found.act.as_ref().filter(|a| theirs && a.kind == ActKind::Edit).and_then(|a| a.message_id);
+    match original {
+        Some(original) => Ok(app.engine.message_in_live(contact, &original.to_string())?.1),
+        None => Ok(channel_id),
+    }
 }

@@ -35,10 +35,11 @@ impl Actor {
         transcript.into_iter().rev().find(|m| m.channel_message_id.as_deref() == Some(channel_id))
     }
 
-    /// After an edit or a deletion recorded in conversation `id`: the
-    /// contact's message it changed is marked taken back (its words back no
-    /// answer any more), and so is every answer's evidence that rests on it.
-    pub(super) fn withdraw(&mut self, id: Uuid, act: &ContactAct) {
+    /// After an edit or a deletion (message `newest`) recorded in
+    /// conversation `id`: the contact's message it changed, and its earlier
+    /// edits, are marked taken back (their words back no answer any more),
+    /// and so is every answer's evidence that rests on them.
+    pub(super) fn withdraw(&mut self, id: Uuid, act: &ContactAct, newest: Uuid) {
         let how = match act.kind {
             ActKind::Edit => Withdrawal::Edited,
             ActKind::Deletion => Withdrawal::Deleted,
@@ -47,21 +48,34 @@ impl Actor {
         let Some(target) = act.message_id else { return };
         let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
         // Only the contact's own message, and a deleted one stays deleted.
-        let theirs = |m: &TranscriptMessage| m.id == target && m.role == Role::Contact;
-        let Some(original) = transcript.into_iter().find(theirs) else { return };
+        let theirs = |m: &&TranscriptMessage| m.id == target && m.role == Role::Contact;
+        let Some(original) = transcript.iter().find(theirs) else { return };
         if original.withdrawn == Some(Withdrawal::Deleted) {
             return;
         }
-        let marked = TranscriptMessage { withdrawn: Some(how), ..original };
-        if let Err(error) = self.shared.store.append_message(&marked) {
-            tracing::error!(instance = %id, %error, "cannot mark a message the contact took back");
+        // WhatsApp names the original in every edit: the words of its earlier
+        // edits are taken back too.
+        let edits = transcript.iter().filter(|m| {
+            m.id != newest
+                && m.withdrawn != Some(Withdrawal::Deleted)
+                && m.act.as_ref().is_some_and(|a| a.kind == ActKind::Edit && a.message_id == Some(target))
+        });
+        let taken_back: Vec<TranscriptMessage> = std::iter::once(original)
+            .chain(edits)
+            .map(|m| TranscriptMessage { withdrawn: Some(how), ..m.clone() })
+            .collect();
+        let ids: Vec<uuid::Uuid> = taken_back.iter().map(|m| m.id).collect();
+        for marked in taken_back {
+            if let Err(error) = self.shared.store.append_message(&marked) {
+                tracing::error!(instance = %id, %error, "cannot mark a message the contact took back");
+            }
         }
-        // A turn under way no longer answers it: a mark resting on it is refused.
+        // A turn under way no longer answers them: a mark resting on one is refused.
         if let Some(running) = self.turn.as_mut().filter(|t| t.instance == id) {
-            running.answering.retain(|m| m.message_id != target);
+            running.answering.retain(|m| !ids.contains(&m.message_id));
         }
         let rests_on_it = |i: &crate::api::ConversationInstance| {
-            i.todos.iter().any(|t| t.evidence.iter().any(|e| e.message_id == target))
+            i.todos.iter().any(|t| t.evidence.iter().any(|e| ids.contains(&e.message_id)))
         };
         let Ok(at) = self.index(id) else { return };
         if !rests_on_it(&self.convs[at]) {
@@ -69,13 +83,13 @@ impl Actor {
         }
         let changed = self.update(id, |i| {
             let evidence = i.todos.iter_mut().flat_map(|t| t.evidence.iter_mut());
-            evidence.filter(|e| e.message_id == target).for_each(|e| e.changed = Some(how));
+            evidence.filter(|e| ids.contains(&e.message_id)).for_each(|e| e.changed = Some(how));
         });
         if let Err(error) = changed {
             tracing::error!(instance = %id, %error, "cannot mark an answer's changed evidence");
             return;
         }
-        let todos = self.convs[at].todos.iter().filter(|t| t.evidence.iter().any(|e| e.message_id == target));
+        let todos = self.convs[at].todos.iter().filter(|t| t.evidence.iter().any(|e| ids.contains(&e.message_id)));
         let events: Vec<EventData> = todos.map(EventData::todo).collect();
         events.into_iter().for_each(|event| self.shared.emit(id, event));
     }

@@ -189,7 +189,7 @@ impl Actor {
         let operator_said = |words: &str| {
             let wanted = crate::courtesy::normalise(words);
             let said = instance.earlier_questions.iter().filter_map(|q| q.answer.as_deref());
-            !wanted.is_empty() && said.map(crate::courtesy::normalise).any(|said| said.contains(&wanted))
+            !wanted.is_empty() && said.map(crate::courtesy::normalise).any(|said| contains_words(&said, &wanted))
         };
         match (quote, own_words.as_deref()) {
             (Some(quote), _) => match self.find_quote(id, todo_id, quote, answered) {

@@ -290,7 +290,7 @@ impl Actor {
             return Delivery::NotRecorded(error.to_string());
         }
         if let Some(act) = &act {
-            self.withdraw(id, act);
+            self.withdraw(id, act, recorded.id);
         }
         self.unread.extend(reference);
         // They wrote again: a turn under way may answer that too.

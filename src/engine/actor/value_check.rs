@@ -47,7 +47,8 @@ impl Actor {
                  (only its label): ask the contact to write it"
             ))
         };
-        let reading = grounding::read(schema, value, Said { words: &words, on: on.date_naive() });
+        let said = Said { words: &words, on: on.date_naive(), zone: self.contact_zone(id) };
+        let reading = grounding::read(schema, value, said);
         match reading {
             Ok(Reading::Verbatim) => return Ok(Ok(ValueCheck::Verbatim)),
             Ok(Reading::Resolved) => return Ok(Ok(ValueCheck::Resolved)),
@@ -117,7 +118,8 @@ impl Actor {
         let said: Vec<&str> = answered.iter().filter_map(|q| q.answer.as_deref()).collect();
         let written = answered.last().and_then(|q| q.answered_at).unwrap_or_else(crate::clock::now);
         let on = written.with_timezone(&self.contact_zone(id)).date_naive();
-        match grounding::read(schema, value, Said { words: &said.join("\n"), on }) {
+        let zone = self.contact_zone(id);
+        match grounding::read(schema, value, Said { words: &said.join("\n"), on, zone }) {
             Ok(_) => Ok(ValueCheck::Operator),
             Err(why) => Err(ToolError(format!(
                 "todo {} is not marked: the value {value} is not what the operator's answer says ({}). Record the \

@@ -121,6 +121,10 @@ pub struct TranscriptMessage {
     /// longer what they say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub withdrawn: Option<Withdrawal>,
+    /// A contact's message that reached relay late (after an absence): when
+    /// they wrote it, as WhatsApp says. `timestamp` is when relay got it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at: Option<DateTime<Utc>>,
 }
 
 /// What a contact's message did to the chat besides writing.
@@ -185,6 +189,7 @@ impl TranscriptMessage {
             outside_relay: false,
             act: None,
             withdrawn: None,
+            written_at: None,
         }
     }
 

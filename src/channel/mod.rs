@@ -33,6 +33,9 @@ pub struct InboundMessage {
     pub by_operator: bool,
     /// What the message does to the chat besides writing `text`.
     pub act: Option<InboundAct>,
+    /// When it was written, when the channel says (WhatsApp may hand it to
+    /// relay later, after an absence); otherwise it is now.
+    pub written_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What a message does to the chat besides writing, by the channel's ids
@@ -54,7 +57,15 @@ pub enum InboundAct {
 
 impl InboundMessage {
     pub fn new(from: Contact, text: impl Into<String>) -> InboundMessage {
-        InboundMessage { from, text: text.into(), reference: None, media: None, by_operator: false, act: None }
+        InboundMessage {
+            from,
+            text: text.into(),
+            reference: None,
+            media: None,
+            by_operator: false,
+            act: None,
+            written_at: None,
+        }
     }
 
     /// A message that is `media` (with its caption, if any).

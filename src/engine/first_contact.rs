@@ -163,15 +163,17 @@ impl Shared {
         }
     }
 
-    /// `contact` wrote just now.
-    pub(super) fn heard_from(&self, contact: &Contact) {
+    /// `contact` wrote, just now or at `written_at` (a message WhatsApp
+    /// held while relay was away is no sign they are awake now).
+    pub(super) fn heard_from(&self, contact: &Contact, written_at: Option<DateTime<Utc>>) {
         let now = crate::clock::now();
+        let at = written_at.map_or(now, |at| at.min(now));
         let mut heard = self.heard.lock().expect("heard lock");
         // Only the last hour matters: the map holds the contacts who wrote in it.
         if heard.len() >= HEARD_PRUNE_AT {
             heard.retain(|_, at| now - *at < JUST_WROTE);
         }
-        heard.insert(contact.clone(), now);
+        heard.insert(contact.clone(), at);
     }
 
     /// Whether `contact` wrote within [`JUST_WROTE`]: relay's first message

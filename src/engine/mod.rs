@@ -818,7 +818,7 @@ impl Engine {
                 return Delivery::NoConversation;
             }
         } else {
-            self.shared.heard_from(&contact);
+            self.shared.heard_from(&contact, message.written_at);
         }
         // A contact has an actor exactly while it has conversations not yet ended.
         let has_actor = self.shared.actors.lock().expect("actors lock").contains_key(&contact);

@@ -41,8 +41,10 @@ impl SandboxChannel {
         self.link.away_since.lock().expect("link lock").is_some()
     }
 
-    /// A contact's message while relay is away: WhatsApp keeps it.
+    /// A contact's message while relay is away: WhatsApp keeps it, with
+    /// when it was written.
     pub fn hold(&self, message: InboundMessage) {
+        let message = InboundMessage { written_at: Some(crate::clock::now()), ..message };
         self.link.held.lock().expect("link lock").push(message);
     }
 

@@ -261,8 +261,8 @@ async fn message_of(link: &Arc<dyn Link>, incoming: Incoming) -> Option<InboundM
             fetch: fetch(link.clone(), source),
         }
     });
-    let (by_operator, act) = (incoming.by_operator, incoming.act);
-    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media, by_operator, act })
+    let (by_operator, act, written_at) = (incoming.by_operator, incoming.act, incoming.written_at);
+    Some(InboundMessage { from, text: incoming.text, reference: Some(reference), media, by_operator, act, written_at })
 }
 
 /// How the engine fetches `media`: through the link, each call a download

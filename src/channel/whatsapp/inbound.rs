@@ -42,6 +42,8 @@ pub struct Incoming {
     pub by_operator: bool,
     /// A reaction, a reply, an edit or a deletion ([`super::acts`]).
     pub act: Option<crate::channel::InboundAct>,
+    /// When it was written, as WhatsApp says (it may reach relay later).
+    pub written_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What relay does with one incoming message.
@@ -75,13 +77,14 @@ pub fn route(message: &wa::Message, info: &MessageInfo) -> Routed {
     let Some(sender) = sender else {
         return Routed::Ignore("the sender is neither a phone number nor a LID");
     };
-    let (id, chat) = (info.id.to_string(), source.chat.clone());
+    let (id, chat, written_at) = (info.id.to_string(), source.chat.clone(), Some(info.timestamp));
     if let Some((act, text)) = super::acts::act_of(message) {
         // The operator's reactions and edits on their phone are not writing to the contact.
         if by_operator {
             return Routed::Ignore("the operator's own reaction, edit or deletion");
         }
-        return Routed::Take(Incoming { sender, text, media: None, id, chat, by_operator, act: Some(act) });
+        let act = Some(act);
+        return Routed::Take(Incoming { sender, text, media: None, id, chat, by_operator, act, written_at });
     }
     let media = media_of(message).map(Box::new);
     let text = match &media {
@@ -92,7 +95,7 @@ pub fn route(message: &wa::Message, info: &MessageInfo) -> Routed {
         return Routed::Ignore("no text and no media relay knows (a protocol message, a poll...)");
     };
     let act = super::acts::replied_to(message).map(|to| crate::channel::InboundAct::Reply { to });
-    Routed::Take(Incoming { sender, text, media, id, chat, by_operator, act })
+    Routed::Take(Incoming { sender, text, media, id, chat, by_operator, act, written_at })
 }
 
 /// The sender as a phone number when the message says which: the sender

@@ -172,6 +172,9 @@ pub struct Kept {
     /// A reaction, reply, edit or deletion, by the ids of the messages it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     act: Option<crate::channel::InboundAct>,
+    /// When it was written, as WhatsApp says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    written_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Who wrote: a phone number, or a LID still to be looked up.
@@ -228,6 +231,7 @@ impl Kept {
             media,
             by_operator: incoming.by_operator,
             act: incoming.act.clone(),
+            written_at: incoming.written_at,
         }
     }
 
@@ -251,6 +255,7 @@ impl Kept {
             chat: jid(&self.chat)?,
             by_operator: self.by_operator,
             act: self.act.clone(),
+            written_at: self.written_at,
         })
     }
 }

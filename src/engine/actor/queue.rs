@@ -282,6 +282,7 @@ impl Actor {
             channel_message_id: message.reference.map(|r| r.id),
             media: media.as_ref().map(|(_, record)| Box::new(record.clone())),
             act: act.clone(),
+            written_at: late(message.written_at),
             ..TranscriptMessage::new(id, Role::Contact, text)
         };
         // Recorded first: whatever happens next, the message is not lost.
@@ -330,7 +331,7 @@ impl Actor {
     fn count_contact_message(&mut self, id: Uuid, state: State, recorded: &TranscriptMessage, has_media: bool) {
         let last = ContactText {
             message_id: recorded.id,
-            at: recorded.timestamp,
+            at: recorded.written_at.unwrap_or(recorded.timestamp),
             untrusted_contact_text: recorded.content.clone(),
         };
         let count = |i: &mut ConversationInstance| {
@@ -353,4 +354,11 @@ impl Actor {
             tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
         }
     }
+}
+
+/// When a message was written, if it reached relay late (more than a
+/// minute after: WhatsApp held it while relay was away).
+fn late(written_at: Option<chrono::DateTime<chrono::Utc>>) -> Option<chrono::DateTime<chrono::Utc>> {
+    let now = crate::clock::now();
+    written_at.filter(|at| now - *at > chrono::Duration::minutes(1))
 }

@@ -143,7 +143,8 @@ impl Actor {
             return latest.at;
         }
         let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
-        transcript.iter().find(|m| m.id == message_id).map_or_else(crate::clock::now, |m| m.timestamp)
+        let message = transcript.iter().find(|m| m.id == message_id);
+        message.map_or_else(crate::clock::now, |m| m.written_at.unwrap_or(m.timestamp))
     }
 
     /// A contact's photo as the model would be shown it, when it may be

@@ -38,7 +38,16 @@ impl Actor {
             Some(file) => file_words(&file.media),
             None => grounds.evidence.iter().map(|e| e.untrusted_contact_text.as_str()).collect::<Vec<_>>().join("\n"),
         };
-        let on = self.written_at(id, first.message_id).with_timezone(&self.contact_zone(id));
+        let zone = self.contact_zone(id);
+        let on = self.written_at(id, first.message_id).with_timezone(&zone);
+        let reading = grounding::read(schema, value, Said { words: &words, on: on.date_naive(), zone });
+        match reading {
+            Ok(Reading::Verbatim) => return Ok(Ok(ValueCheck::Verbatim)),
+            Ok(Reading::Resolved) => return Ok(Ok(ValueCheck::Resolved)),
+            _ if verified => return Ok(Ok(ValueCheck::Verified)),
+            _ => {}
+        }
+        // Only now is the photo read from disk: a value its caption gives needs none.
         let photo = grounds.file.as_ref().filter(|f| f.media.kind == MediaKind::Photo);
         let shown = photo.and_then(|f| self.image_of(&f.media, f.evidence.message_id));
         let unseen = |reference: &str| {
@@ -47,16 +56,11 @@ impl Actor {
                  (only its label): ask the contact to write it"
             ))
         };
-        let said = Said { words: &words, on: on.date_naive(), zone: self.contact_zone(id) };
-        let reading = grounding::read(schema, value, said);
         match reading {
-            Ok(Reading::Verbatim) => return Ok(Ok(ValueCheck::Verbatim)),
-            Ok(Reading::Resolved) => return Ok(Ok(ValueCheck::Resolved)),
-            _ if verified => return Ok(Ok(ValueCheck::Verified)),
             // What a photo shows is for a model that sees it to say.
             _ if photo.is_some() && shown.is_none() => return Err(unseen(&photo.expect("a photo").media.reference)),
-            // A model must look: below.
-            Ok(Reading::Unreadable) => {}
+            // A model must look: below (read by rule, it returned above).
+            Ok(_) => {}
             Err(_) if shown.is_some() => {}
             Err(why) => {
                 return Err(ToolError(format!(

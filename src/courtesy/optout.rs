@@ -49,6 +49,12 @@ pub struct OptOut {
 }
 
 impl OptOut {
+    /// `contact` listed now, by `source`, for `reason`; `instance_id`: the
+    /// conversation it was asked in, if any.
+    pub fn new(contact: String, source: OptOutSource, reason: String, instance_id: Option<Uuid>) -> OptOut {
+        OptOut { contact, since: crate::clock::now(), source, reason, instance_id, overrides: Vec::new() }
+    }
+
     /// "+56912345678 asked on 2026-11-25 not to be contacted".
     pub fn refusal(&self) -> String {
         let who = match self.source {

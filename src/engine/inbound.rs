@@ -75,14 +75,9 @@ impl Shared {
     /// `contact` wrote an opt-out word when no conversation was live: the
     /// number goes on the do-not-contact list.
     fn opted_out_between(&self, contact: &crate::contact::Contact) {
-        let entry = crate::courtesy::OptOut {
-            contact: contact.to_string(),
-            since: crate::clock::now(),
-            source: crate::courtesy::OptOutSource::Contact,
-            reason: "the contact's message was an opt-out word (no conversation was live)".into(),
-            instance_id: None,
-            overrides: Vec::new(),
-        };
+        let reason = "the contact's message was an opt-out word (no conversation was live)".to_string();
+        let entry =
+            crate::courtesy::OptOut::new(contact.to_string(), crate::courtesy::OptOutSource::Contact, reason, None);
         match self.opt_outs.add(entry) {
             Ok(_) => tracing::info!(contact = %contact, "the number is on the do-not-contact list"),
             Err(error) => tracing::error!(contact = %contact, %error, "cannot record an opt-out"),

@@ -128,14 +128,7 @@ impl Actor {
         asked_in: Option<Uuid>,
         reason: String,
     ) -> Result<OptOutAdded, EngineError> {
-        let entry = OptOut {
-            contact: self.contact.to_string(),
-            since: crate::clock::now(),
-            source,
-            reason: reason.clone(),
-            instance_id: asked_in,
-            overrides: Vec::new(),
-        };
+        let entry = OptOut::new(self.contact.to_string(), source, reason.clone(), asked_in);
         let (listed, added) = self.shared.opt_outs.add(entry)?;
         tracing::info!(contact = %self.contact, ?source, "the number is on the do-not-contact list");
         let (ended_by, summary) = match source {

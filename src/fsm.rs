@@ -95,14 +95,15 @@ impl State {
         }
     }
 
-    /// A regular expression of what [`State::parse_list`] reads, in its
-    /// plainest form: `terminal` and state names (upper case, as the API
-    /// writes them) separated by commas. The parser takes more (any case,
-    /// `-` for `_`, spaces); every string this matches it takes.
+    /// A regular expression of what [`State::parse_list`] reads: `terminal`
+    /// and state names, in any case, `-` or `_` between words, separated by
+    /// commas with spaces around them. Every string this matches the parser
+    /// takes (it also takes empty items between commas, which this leaves out).
     pub fn list_regex() -> String {
-        let words: Vec<&str> = std::iter::once("terminal").chain(State::ALL.iter().map(|s| s.as_str())).collect();
+        let words: Vec<String> =
+            std::iter::once("terminal").chain(State::ALL.iter().map(|s| s.as_str())).map(any_case).collect();
         let word = words.join("|");
-        format!("(?:{word})(?:,(?:{word}))*")
+        format!(" *(?:{word}) *(?:, *(?:{word}) *)*")
     }
 
     /// [`State::list_regex`] as a JSON Schema `pattern` (the whole value).
@@ -131,6 +132,17 @@ impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// A regular expression of `word` (letters and `_`) in any case, `-` or
+/// `_` where it has `_`: JSON Schema's patterns have no flag for case.
+pub fn any_case(word: &str) -> String {
+    word.chars()
+        .map(|c| match c {
+            '_' => "[-_]".to_string(),
+            c => format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase()),
+        })
+        .collect()
 }
 
 impl FromStr for State {

@@ -23,7 +23,7 @@ pub struct AnswerSchema {
     pub kind: AnswerType,
     /// The only values allowed.
     #[serde(default, rename = "enum", skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[schema(value_type = Option<Vec<serde_json::Value>>)]
     pub one_of: Option<Vec<Value>>,
     /// For strings: `date` (2026-11-27), `time` (15:30), `date-time` (RFC
     /// 3339), `email`.

@@ -56,7 +56,7 @@ pub struct TodoItem {
     /// The answer as a typed JSON value that fits `answer_schema`, once the
     /// todo is completed with one (a date "2026-11-27", true, 3, "morning").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub value: Option<serde_json::Value>,
     /// What the answer rests on: the contact's words, each with the message
     /// they are in, as relay found them there (a quote the agent gave that

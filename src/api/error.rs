@@ -12,9 +12,13 @@ macro_rules! error_codes {
         /// A stable code for a program, one per kind of error. The daemon sends the
         /// API's codes; the CLI adds its own (marked "CLI only") for what goes wrong
         /// before or around a request, and maps every code to its exit code.
+        ///
+        /// Each wire name is its variant's name in snake case, one rule that
+        /// serde and the OpenAPI schema both read.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+        #[serde(rename_all = "snake_case")]
         pub enum ErrorCode {
-            $($(#[doc = $doc])* #[serde(rename = $wire)] $variant,)+
+            $($(#[doc = $doc])* $variant,)+
         }
 
         impl ErrorCode {
@@ -126,5 +130,14 @@ mod error_code_tests {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
             assert_eq!(serde_json::from_value::<ErrorCode>(serde_json::json!(code.as_str())).unwrap(), code);
         }
+    }
+
+    #[test]
+    fn the_schema_lists_the_codes_as_the_wire_spells_them() {
+        use utoipa::PartialSchema;
+        let schema = serde_json::to_value(ErrorCode::schema()).unwrap();
+        let listed: Vec<&str> = schema["enum"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+        let wire: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(listed, wire);
     }
 }

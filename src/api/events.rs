@@ -88,7 +88,7 @@ pub enum EventData {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answer: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[schema(value_type = Option<Object>)]
+        #[schema(value_type = Option<serde_json::Value>)]
         value: Option<serde_json::Value>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         check: Option<super::ValueCheck>,

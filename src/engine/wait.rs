@@ -38,7 +38,7 @@ impl Until {
     /// takes more (any case, `-` for `_`, spaces); every string the pattern
     /// matches it takes.
     pub fn pattern() -> String {
-        format!("^(?:change|{})$", State::list_regex())
+        format!("^(?: *{} *|{})$", crate::fsm::any_case("change"), State::list_regex())
     }
 
     /// Parses `terminal`, `change` or state names, comma-separated
@@ -217,7 +217,14 @@ mod tests {
         for refused in ["", "change,PAUSED", "DONE", "terminal,change"] {
             assert!(!pattern.is_match(refused) && Until::parse(refused).is_err(), "{refused}");
         }
-        for accepted in ["change", "terminal", "COMPLETED,PAUSED", "terminal,NEEDS_HUMAN_INTERVENTION"] {
+        for accepted in [
+            "change",
+            "Change",
+            "terminal",
+            "COMPLETED,PAUSED",
+            "paused, waiting-for-reply",
+            "terminal,NEEDS_HUMAN_INTERVENTION",
+        ] {
             assert!(pattern.is_match(accepted) && Until::parse(accepted).is_ok(), "{accepted}");
         }
     }

@@ -58,6 +58,8 @@ fn the_document_is_valid_openapi() {
     let text = doc.to_string();
     let parsed = oas3::from_json(&text).unwrap_or_else(|e| panic!("oas3 refuses the document: {e}"));
     assert!(parsed.openapi.starts_with("3.1"), "{}", parsed.openapi);
+    // Every response the suite sees is checked against this same document.
+    assert_eq!(&doc, contract::document(), "the served document is the one the suite checks responses against");
 
     let mut operation_ids = BTreeSet::new();
     for (method, path, operation) in operations(&doc) {

@@ -12,8 +12,9 @@ use crate::api::*;
 /// as NDJSON with `Accept: application/x-ndjson`. Without `follow=true` the
 /// stream ends after the stored events.
 #[utoipa::path(get, path = "/events", tag = "events", params(EventsQuery),
-    responses((status = 200, content_type = "text/event-stream", body = ConversationEvent),
-              (status = 200, content_type = "application/x-ndjson", body = ConversationEvent),
+    responses((status = 200, description = "The events, one per `data:` line of a server-sent event stream by default, \
+                                        or one per line with `Accept: application/x-ndjson`",
+               content((ConversationEvent = "text/event-stream"), (ConversationEvent = "application/x-ndjson"))),
               (status = 400, body = ApiErrorResponse), (status = 404, body = ApiErrorResponse),
               (status = 410, description = "Events after `after` are no longer kept (`events.keep`): `oldest_seq` is the oldest that is", body = ApiErrorResponse)))]
 pub(super) async fn events(

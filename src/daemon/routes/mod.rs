@@ -186,7 +186,8 @@ fn operations_mut(
     })
 }
 
-/// The refusals no handler writes: the guard's (403 for a foreign Host or
+/// The refusals no handler writes: the server's (503 past
+/// `http.max_connections`), the guard's (403 for a foreign Host or
 /// any Origin, 401 without the token, 413 for a body over 64 KiB, 415 for a
 /// POST body that is not JSON), the extractors' (400 for a malformed
 /// body, query or path; 404 for an id nothing has) and the router's (405,
@@ -198,11 +199,11 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::{Operation, ParameterIn};
     use utoipa::openapi::{ContentBuilder, ObjectBuilder, Ref, RefOr, ResponseBuilder, Type};
 
-    const COMMON: [(&str, &str, &str); 7] = [
+    const COMMON: [(&str, &str, &str); 8] = [
         (
             "400",
             "InvalidRequest",
-            "The request is malformed or breaks a rule (code `invalid_request` or `ambiguous_id`)",
+            "The request is malformed (its Host header included) or breaks a rule (code `invalid_request` or `ambiguous_id`)",
         ),
         ("401", "Unauthorized", "No token, or a wrong one: send 'Authorization: Bearer <token>' (code `unauthorized`)"),
         (
@@ -218,6 +219,12 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
         ),
         ("413", "PayloadTooLarge", "The body is over 64 KiB (code `payload_too_large`)"),
         ("415", "UnsupportedMediaType", "The body is not JSON (code `unsupported_media_type`)"),
+        (
+            "503",
+            "ServiceUnavailable",
+            "The daemon holds `http.max_connections` connections already (code `too_many_connections`, with \
+             `Retry-After`), or is stopping (code `shutting_down`)",
+        ),
     ];
     let components = openapi.components.get_or_insert_with(Default::default);
     for (status, name, description) in COMMON {
@@ -229,6 +236,12 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
                 .schema(ObjectBuilder::new().schema_type(Type::String))
                 .description(Some("The methods this path serves, comma-separated (`GET,HEAD`)"));
             response = response.header("Allow", allow.build());
+        }
+        if status == "503" {
+            let retry = HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+                .description(Some("Seconds to wait before trying again"));
+            response = response.header("Retry-After", retry.build());
         }
         components.responses.insert(name.into(), RefOr::T(response.build()));
     }
@@ -251,13 +264,12 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
         };
         let has_body = operation.request_body.is_some();
         let has_path_param = has_param(operation, ParameterIn::Path);
-        let has_query = has_param(operation, ParameterIn::Query);
         // The guard lets only /health through without the token.
         let needs_token = path != "/health";
         let applies = |status: &str| match status {
-            "400" => has_body || has_query || has_path_param,
+            // The guard refuses a malformed Host on any route.
             "401" => needs_token,
-            "403" | "413" => true,
+            "400" | "403" | "413" | "503" => true,
             "404" => has_path_param,
             "405" => partial.contains(path),
             // The guard refuses any POST body that is not JSON; the
@@ -312,15 +324,17 @@ fn declare_contact_pattern(openapi: &mut utoipa::openapi::OpenApi) {
 /// The parameters that take states carry the pattern of what they take,
 /// made from the states themselves (`until` of the wait, `state` of the
 /// list): utoipa's attributes take only literals, which would go stale
-/// with a new state. The list's `cursor` takes its pattern from where
-/// cursors are written.
+/// with a new state. A `cursor` takes its pattern from where that list's
+/// cursors are written: a transcript's is a message's id.
 fn declare_state_patterns(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{RefOr, Schema};
-    for (_, _, operation) in operations_mut(&mut openapi.paths) {
+    for (path, _, operation) in operations_mut(&mut openapi.paths) {
+        let transcript = path.ends_with("/transcript");
         for parameter in operation.parameters.iter_mut().flatten() {
             let pattern = match parameter.name.as_str() {
                 "until" => crate::engine::wait::Until::pattern(),
                 "state" => crate::fsm::State::list_pattern(),
+                "cursor" if transcript => crate::api::paging::MESSAGE_CURSOR_PATTERN.to_string(),
                 "cursor" => crate::api::paging::CURSOR_PATTERN.to_string(),
                 _ => continue,
             };

@@ -164,15 +164,20 @@ impl Daemon {
             let answer = async {
                 let response = self.router.clone().oneshot(request).await.unwrap_or_else(|never| match never {});
                 let status = response.status();
+                let headers: Vec<(String, String)> = response
+                    .headers()
+                    .iter()
+                    .map(|(name, value)| (name.to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+                    .collect();
                 let body = axum::body::to_bytes(response.into_body(), usize::MAX).await;
-                (status, body)
+                (status, headers, body)
             };
             // The timer is made inside the runtime, which it needs.
             self.rt.block_on(async { tokio::time::timeout(HANG, answer).await })
         }));
-        let (status, body) = match answered {
-            Ok(Ok((status, Ok(body)))) => (status, body.to_vec()),
-            Ok(Ok((status, Err(e)))) => return Err(format!("{wire}\n=> {status}, body unreadable: {e}")),
+        let (status, headers, body) = match answered {
+            Ok(Ok((status, headers, Ok(body)))) => (status, headers, body.to_vec()),
+            Ok(Ok((status, _, Err(e)))) => return Err(format!("{wire}\n=> {status}, body unreadable: {e}")),
             Ok(Err(_)) => return Err(format!("{wire}\n=> no answer within {HANG:?}")),
             Err(panic) => return Err(format!("{wire}\n=> the handler panicked: {}", panic_message(&panic))),
         };
@@ -181,7 +186,11 @@ impl Daemon {
         if panics.len() > panics_before {
             return Err(format!("{wire}\n=> a task panicked: {}", panics[panics_before..].join("; ")));
         }
-        if let Err(why) = check_response(wire, status, &body) {
+        let checked = check_response(wire, status, &body).and_then(|()| {
+            let target = wire.uri.path_and_query().map_or("/", |p| p.as_str());
+            contract::conformance(wire.method.as_str(), target, status.as_u16(), &headers, &body)
+        });
+        if let Err(why) = checked {
             let shown = String::from_utf8_lossy(&body[..body.len().min(500)]);
             return Err(format!("{wire}\n=> {status} {shown}\n{why}"));
         }

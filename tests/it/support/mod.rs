@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod channel;
+pub mod contract;
 pub mod engine;
 pub mod hostile;
 pub mod invariants;
@@ -276,7 +277,8 @@ impl Drop for Relay {
     }
 }
 
-/// Sends `headers` exactly as given (no Host added) and returns (status, body).
+/// Sends `headers` exactly as given (no Host added) and returns (status, body),
+/// the answer checked against the document ([`contract::check`]).
 pub fn raw_http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to daemon");
     exchange(stream, method, path, headers, body)
@@ -319,13 +321,15 @@ fn exchange_with_headers(
     let text = String::from_utf8_lossy(&response).into_owned();
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
-    let headers = head
+    let headers: Vec<(String, String)> = head
         .lines()
         .skip(1)
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
         .collect();
-    (status, headers, dechunk(body))
+    let body = dechunk(body);
+    contract::check(method, path, status, &headers, body.as_bytes());
+    (status, headers, body)
 }
 
 /// Undoes chunked transfer encoding if the body looks chunked.

@@ -58,6 +58,11 @@ impl Cursor {
     pub fn at(created_at: chrono::DateTime<chrono::Utc>, id: Uuid) -> Cursor {
         Cursor { created_at_us: created_at.timestamp_micros(), id }
     }
+
+    /// The conversation at this position.
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
 }
 
 impl fmt::Display for Cursor {

@@ -71,7 +71,7 @@ impl From<EngineError> for ApiError {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::IdempotencyKeyReused, message)
             }
             EngineError::KeyInUse(_) => ApiError::new(StatusCode::CONFLICT, ErrorCode::IdempotencyKeyInUse, message),
-            EngineError::NoFile(_) => ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message),
+            EngineError::Missing(_) => ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message),
             EngineError::OptedOut(_) => ApiError::new(StatusCode::CONFLICT, ErrorCode::OptedOut, message),
             EngineError::EventsGone { oldest, .. } => {
                 let mut e = ApiError::new(StatusCode::GONE, ErrorCode::Gone, message);

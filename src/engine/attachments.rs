@@ -45,7 +45,7 @@ pub(super) fn attach_at_create(
 
 /// Why the upload `id` cannot be used, in the caller's words.
 pub(super) fn no_upload(id: Uuid) -> EngineError {
-    EngineError::Invalid(format!(
+    EngineError::Missing(format!(
         "relay has no file {id}: it was never given (POST /media), was used already, or waited more than an hour; \
          give the file again"
     ))

@@ -109,9 +109,10 @@ pub enum EngineError {
     /// The number is on the do-not-contact list (the words say since when).
     #[error("{}", .0.refusal())]
     OptedOut(Box<crate::courtesy::OptOut>),
-    /// A conversation's message has no file to give (none, or not stored).
+    /// What the request names is not there: an upload, a message, a
+    /// message's file, the contact's live conversation.
     #[error("{0}")]
-    NoFile(String),
+    Missing(String),
     /// `opt_in` of a number (E.164) that is not on the do-not-contact list.
     #[error("{0} is not on the do-not-contact list")]
     NotListed(String),
@@ -475,6 +476,14 @@ impl Engine {
         limit: usize,
     ) -> Result<Page<ConversationInstance>, EngineError> {
         let contact = contact.map(Contact::as_str);
+        // A cursor is a conversation's position; conversations are never removed.
+        if let Some(cursor) = after
+            && !self.shared.read_view(|view| view.get(cursor.id()).is_some_and(|entry| entry.cursor() == cursor))
+        {
+            return Err(EngineError::Invalid(format!(
+                "'{cursor}' is not a cursor relay gave: use the one the last page gave (its Link header, or `--cursor`)"
+            )));
+        }
         // Only the page's entries are copied, inside the lock.
         let page = self.shared.read_view(|view| view.page(states, contact, after, limit).map(view::Entry::clone));
         // Ended ones are read from their files, outside it.
@@ -531,7 +540,7 @@ impl Engine {
     ) -> Result<(TranscriptMessage, String), EngineError> {
         let live = self.shared.read_view(|view| view.live_of(contact.as_str()).next().map(|i| i.id));
         let Some(id) = live else {
-            return Err(EngineError::Invalid(format!("{contact} has no live conversation")));
+            return Err(EngineError::Missing(format!("{contact} has no live conversation")));
         };
         let wanted = message.trim().to_ascii_lowercase();
         if wanted.chars().count() < 4 {
@@ -547,7 +556,7 @@ impl Engine {
                     "message {message} has not reached WhatsApp (it has no id there yet)"
                 ))),
             },
-            [] => Err(EngineError::Invalid(format!(
+            [] => Err(EngineError::Missing(format!(
                 "there is no message {message} in {contact}'s conversation: give an id `relay transcript --json` shows"
             ))),
             _ => Err(EngineError::Invalid(format!("{message} starts more than one message id: give more of it"))),
@@ -575,12 +584,12 @@ impl Engine {
         let transcript = self.transcript(id_or_prefix)?;
         let message = transcript.into_iter().find(|m| m.id == message_id);
         let message =
-            message.ok_or_else(|| EngineError::NoFile(format!("the conversation has no message {message_id}")))?;
-        let media = message.media.ok_or_else(|| EngineError::NoFile(format!("message {message_id} has no file")))?;
+            message.ok_or_else(|| EngineError::Missing(format!("the conversation has no message {message_id}")))?;
+        let media = message.media.ok_or_else(|| EngineError::Missing(format!("message {message_id} has no file")))?;
         let path = match (&media.path, media.status) {
             (Some(path), crate::api::MediaStatus::Stored) => std::path::PathBuf::from(path),
             (_, status) => {
-                return Err(EngineError::NoFile(format!(
+                return Err(EngineError::Missing(format!(
                     "message {message_id}'s file is not kept (it is {})",
                     status.as_str().replace('_', " ")
                 )));

@@ -105,6 +105,31 @@ fn malformed_requests_get_400_and_unknown_routes_404_as_json() {
     assert_eq!(relay.json(&["list"]), Value::Array(vec![]));
 }
 
+/// JSON Schema's `integer` is any whole number, `3.0` included: every
+/// integer field of every body takes one written with a fraction of zero,
+/// and refuses one with a fraction.
+#[test]
+fn a_whole_number_written_with_a_fraction_is_an_integer() {
+    use proptest::test_runner::{Config, TestRunner};
+    let relay = Relay::started();
+    let mut runner = TestRunner::new(Config { cases: 12, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&(1u32..20, 60_000u64..600_000, 0u32..5), |(turns, interval, followups)| {
+            let body = format!(
+                r#"{{"objective":"o","target_contact":"+56912345678","todos":[{{"text":"t","answer_schema":{{"type":"string","maxLength":{turns}.0}}}}],
+                   "budget":{{"max_turns":{turns}.0}},"heartbeat_config":{{"interval_ms":{interval}.0,"max_followups":{followups}.0}}}}"#
+            );
+            let (status, answer) = relay.http("POST", "/instances", &[], Some(&body));
+            assert_eq!(status, 201, "{body}: {answer}");
+            let fractional = body.replace(&format!("\"max_turns\":{turns}.0"), &format!("\"max_turns\":{turns}.5"));
+            let (status, answer) = relay.http("POST", "/instances", &[], Some(&fractional));
+            assert_eq!(status, 400, "{fractional}: {answer}");
+            assert!(answer.contains("budget.max_turns"), "the refusal says where: {answer}");
+            Ok(())
+        })
+        .unwrap();
+}
+
 #[test]
 fn the_api_follows_the_design_contract() {
     let relay = Relay::started();

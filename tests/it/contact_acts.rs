@@ -145,11 +145,12 @@ fn reactions_replies_edits_deletions_and_calls_reach_the_agent_with_what_they_re
 #[test]
 fn an_act_on_a_message_relay_does_not_have_is_refused_with_the_reason() {
     let (relay, _model) = with_model(queue(vec![send("Hi!"), Reply::Text(String::new())]));
-    let refused = relay.fails(&["sandbox", "react", CONTACT, "0000", "👍"], 2);
+    // What the act names is not there: not found (exit 4), as for any id.
+    let refused = relay.fails(&["sandbox", "react", CONTACT, "0000", "👍"], 4);
     assert!(refused.contains("+56912345678 has no live conversation"), "{refused}");
     let id = relay.ok(&["create", "--objective", "o", "--contact", CONTACT, "--todo", "t"]);
     answered(&relay, id.trim(), 1);
-    let refused = relay.fails(&["sandbox", "edit", CONTACT, "ffffffff", "new text"], 2);
+    let refused = relay.fails(&["sandbox", "edit", CONTACT, "ffffffff", "new text"], 4);
     assert!(refused.contains("there is no message ffffffff in +56912345678's conversation"), "{refused}");
     let refused = relay.fails(&["sandbox", "delete", CONTACT, "ab"], 2);
     assert!(refused.contains("\"ab\" is too short: give 4 characters of the id or more"), "{refused}");

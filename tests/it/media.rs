@@ -527,6 +527,10 @@ mod cli {
         let message = transcript.iter().find(|m| m["media"].is_object()).expect("the photo's message");
         assert_eq!(message["content"], "[photo m1, not shown to you] the meter");
         assert_eq!((&message["media"]["status"], &message["media"]["mime"]), (&"stored".into(), &"image/jpeg".into()));
+        // Absolute for a caller (here `relay transcript --json`, over the API): a file it can open.
+        let stored = std::path::Path::new(message["media"]["path"].as_str().unwrap());
+        assert!(stored.is_absolute() && stored.starts_with(relay.path()), "{stored:?}");
+        assert_eq!(std::fs::read(stored).unwrap(), super::jpeg());
         let told = model.requests()[2]["messages"].to_string();
         assert!(told.contains("[photo m1, not shown to you] the meter"), "{told}");
         let shown = relay.ok(&["transcript", &id]);
@@ -668,7 +672,7 @@ mod cli {
             "attachments": [{"upload_id": uuid::Uuid::new_v4()}],
         });
         let (code, body) = relay.http("POST", "/instances", &[], Some(&unknown.to_string()));
-        assert_eq!(code, 400, "{body}");
+        assert_eq!(code, 404, "an upload relay does not have is not found: {body}");
         assert!(body.contains("relay has no file") && body.contains("give the file again"), "{body}");
         let (code, body) = relay.http("POST", &format!("/instances/{id}/send"), &[], Some("{}"));
         assert_eq!(code, 400, "{body}");

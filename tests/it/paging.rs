@@ -101,6 +101,37 @@ fn a_wrong_limit_state_or_cursor_is_refused_plainly() {
     }
 }
 
+/// A cursor of the right shape that relay did not give (no conversation is
+/// at that position, or one is but at another time) is refused, over HTTP
+/// and so over MCP, as docs/api.md says: never an empty page that reads
+/// as the end of the list.
+#[test]
+fn a_well_formed_cursor_relay_did_not_give_is_refused() {
+    use proptest::test_runner::{Config, TestRunner};
+    let relay = Relay::started();
+    let id = relay.create(&[]);
+    let real = relay.instances()[0].clone();
+    let position = |at: i64, id: &str| format!("{at}.{}", id.replace('-', ""));
+    let at = real.created_at.timestamp_micros();
+    let refused = |cursor: &str| {
+        let (status, body) = relay.http("GET", &format!("/instances?cursor={cursor}"), &[], None);
+        assert_eq!(status, 400, "{cursor}: {body}");
+        assert!(body.contains("is not a cursor relay gave"), "{body}");
+    };
+    refused(&position(at + 1, &id));
+    refused(&position(at, &uuid::Uuid::new_v4().to_string()));
+    let mut runner = TestRunner::new(Config { cases: 16, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&(proptest::num::i64::ANY, proptest::num::u128::ANY), |(at, id)| {
+            refused(&position(at, &uuid::Uuid::from_u128(id).to_string()));
+            Ok(())
+        })
+        .unwrap();
+    // The cursor the list gives is taken.
+    let (status, body) = relay.http("GET", &format!("/instances?cursor={}", position(at, &id)), &[], None);
+    assert_eq!((status, body.as_str()), (200, "[]"));
+}
+
 /// A transcript a page at a time, oldest first: a message that comes
 /// during the walk is on the last page, a cursor holds across a restart,
 /// and `relay transcript` says how to go on.

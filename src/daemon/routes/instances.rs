@@ -86,7 +86,13 @@ pub(super) async fn get_transcript(
     let after = query.cursor.as_deref().map(paging::message_cursor).transpose().map_err(invalid)?;
     let limit = paging::limit(query.limit).map_err(invalid)?;
     let id = app.engine.resolve(&id)?;
-    let page = app.engine.transcript_page(&id.to_string(), after, limit)?;
+    let mut page = app.engine.transcript_page(&id.to_string(), after, limit)?;
+    for media in page.items.iter_mut().filter_map(|message| message.media.as_mut()) {
+        // Kept relative to the home on disk; absolute for a caller, who may run anywhere.
+        if let Some(path) = media.path.as_mut() {
+            *path = std::path::Path::new(app.home.as_ref()).join(&*path).to_string_lossy().into_owned();
+        }
+    }
     let next = page.next.map(|next| {
         let query = TranscriptQuery { cursor: Some(next.to_string()), limit: Some(limit) };
         format!("/instances/{id}/transcript?{}", serde_urlencoded::to_string(&query).expect("queries serialise"))

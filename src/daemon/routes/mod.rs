@@ -211,7 +211,7 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
             "Forbidden",
             "The Host is not a loopback name, or the request carries an Origin header (code `forbidden`)",
         ),
-        ("404", "NotFound", "Nothing has this id (code `not_found`)"),
+        ("404", "NotFound", "Nothing has this id, or what the body names is not there (code `not_found`)"),
         (
             "405",
             "MethodNotAllowed",
@@ -270,7 +270,9 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
             // The guard refuses a malformed Host on any route.
             "401" => needs_token,
             "400" | "403" | "413" | "503" => true,
-            "404" => has_path_param,
+            // An id in the path, or in a body (an upload, a message, the
+            // contact's live conversation), may name nothing relay has.
+            "404" => has_path_param || has_body,
             "405" => partial.contains(path),
             // The guard refuses any POST body that is not JSON; the
             // body extractor, any other that is not.
@@ -346,14 +348,35 @@ fn declare_state_patterns(openapi: &mut utoipa::openapi::OpenApi) {
 }
 
 /// A JSON body whose rejections are `ApiErrorResponse`s (415, 413, 400).
+/// A whole number written with a fraction (`3.0`) is the integer JSON
+/// Schema says it is, for every field.
 pub struct Body<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let Json(value) = Json::<T>::from_request(request, state).await?;
-        Ok(Body(value))
+        let Json(mut value) = Json::<serde_json::Value>::from_request(request, state).await?;
+        whole_numbers_as_integers(&mut value);
+        serde_path_to_error::deserialize(value)
+            .map(Body)
+            .map_err(|e| invalid(format!("invalid JSON body: {} (at {})", e.inner(), e.path())))
+    }
+}
+
+/// Rewrites each number with a zero fraction that fits an integer as that integer.
+fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(number) if number.is_f64() => {
+            let float = number.as_f64().unwrap_or(f64::NAN);
+            if float.fract() == 0.0 && float.abs() < 9_007_199_254_740_992.0 {
+                *number = (float as i64).into();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
     }
 }
 

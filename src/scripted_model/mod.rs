@@ -1,9 +1,12 @@
 //! A scripted model server, for tests and for trying relay without a model
-//! key. It speaks the OpenAI Chat Completions protocol (non-streaming, with
-//! tool calls) at `/v1/chat/completions`, and Ollama's native chat API
-//! (non-streaming) at `/api/chat`, answers from a script, and records every
-//! request so a test can check what relay sent: system prompt, history,
-//! tool schemas. It is not a model and never pretends to be one.
+//! key. It speaks three model protocols, none streamed, each with its tool
+//! calls: OpenAI Chat Completions at `/v1/chat/completions`
+//! ([`chat_completions`]), Ollama's native chat API at `/api/chat`
+//! ([`ollama`]) and Anthropic's Messages API at `/v1/messages`
+//! ([`anthropic`], which refuses what Anthropic would). It answers from a
+//! script, and records every request body as it came, in its wire's own
+//! shape, so a test can check what relay sent: system prompt, history,
+//! tool schemas, images. It is not a model and never pretends to be one.
 //!
 //! A second look at a todo's value (`agent::verify`, known by its
 //! instructions) is answered apart from the script: with the verdicts a
@@ -32,6 +35,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+mod anthropic;
 mod chat_completions;
 mod ollama;
 mod transcription;
@@ -54,7 +58,8 @@ pub enum Reply {
     After(std::time::Duration, Box<Reply>),
     /// The reply, its usage saying this many of the prompt's tokens were
     /// read from the server's cache (`prompt_tokens_details.cached_tokens`,
-    /// as llama-server and OpenAI report it).
+    /// as llama-server and OpenAI report it; Anthropic's
+    /// `cache_read_input_tokens`; Ollama's `prompt_eval_cached_count`).
     Cached(u64, Box<Reply>),
 }
 
@@ -133,6 +138,7 @@ impl ScriptedModel {
             .route("/v1/chat/completions", post(complete))
             .route("/chat/completions", post(complete))
             .route("/api/chat", post(ollama_chat))
+            .route("/v1/messages", post(anthropic_messages))
             .route("/v1/audio/transcriptions", post(transcription::transcribe))
             .route("/audio/transcriptions", post(transcription::transcribe))
             .with_state(script);
@@ -172,9 +178,16 @@ impl ScriptedModel {
         rx.recv().expect("scripted model server started")
     }
 
-    /// The base URL to configure, e.g. `http://127.0.0.1:41234/v1`.
+    /// The base URL to configure for Chat Completions (`/chat/completions`
+    /// follows it), e.g. `http://127.0.0.1:41234/v1`.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The base URL of its Anthropic API (`/v1/messages` follows it), e.g.
+    /// `http://127.0.0.1:41234`, as `https://api.anthropic.com` is written.
+    pub fn anthropic_url(&self) -> &str {
+        self.base_url.trim_end_matches("/v1")
     }
 
     /// The base URL of its Ollama API (`/api/chat` follows it), e.g.
@@ -225,6 +238,17 @@ async fn ollama_chat(State(script): State<Script>, Json(request): Json<Value>) -
     answered(&script, request, Wire::Ollama).await
 }
 
+async fn anthropic_messages(
+    State(script): State<Script>,
+    headers: axum::http::HeaderMap,
+    Json(request): Json<Value>,
+) -> Response {
+    match anthropic::refused(&headers, &request) {
+        Some(refusal) => refusal,
+        None => answered(&script, request, Wire::Anthropic).await,
+    }
+}
+
 /// Every answer that is not an error reports these tokens.
 const PROMPT_TOKENS: u64 = 100;
 const COMPLETION_TOKENS: u64 = 10;
@@ -242,6 +266,7 @@ struct Said {
 enum Wire {
     ChatCompletions,
     Ollama,
+    Anthropic,
 }
 
 impl Wire {
@@ -250,6 +275,7 @@ impl Wire {
         match self {
             Wire::ChatCompletions => chat_completions::system(request),
             Wire::Ollama => ollama::system(request),
+            Wire::Anthropic => anthropic::system(request),
         }
     }
 
@@ -257,6 +283,7 @@ impl Wire {
         match self {
             Wire::ChatCompletions => chat_completions::asks_for_json(request),
             Wire::Ollama => ollama::asks_for_json(request),
+            Wire::Anthropic => anthropic::asks_for_json(request),
         }
     }
 
@@ -265,6 +292,7 @@ impl Wire {
         match self {
             Wire::ChatCompletions => chat_completions::reply(n, model, said),
             Wire::Ollama => ollama::reply(model, said),
+            Wire::Anthropic => anthropic::reply(n, model, said),
         }
     }
 
@@ -272,6 +300,7 @@ impl Wire {
         match self {
             Wire::ChatCompletions => chat_completions::error(status, message),
             Wire::Ollama => ollama::error(status, message),
+            Wire::Anthropic => anthropic::error(status, message),
         }
     }
 }

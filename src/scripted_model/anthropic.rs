@@ -90,10 +90,10 @@ fn problem(request: &Value) -> Result<(), String> {
     if request["stream"] == true {
         return Err("stream: the scripted server does not stream".into());
     }
-    if !request["model"].as_str().is_some_and(|m| !m.is_empty()) {
+    if request["model"].as_str().is_none_or(str::is_empty) {
         return Err("model: Field required".into());
     }
-    if !request["max_tokens"].as_u64().is_some_and(|n| n >= 1) {
+    if request["max_tokens"].as_u64().is_none_or(|n| n < 1) {
         return Err("max_tokens: Field required, an integer of at least 1".into());
     }
     if let Some(t) = request.get("temperature")
@@ -286,4 +286,71 @@ fn tool_problem(tool: &Value) -> Result<(), String> {
         return Err("input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What relay sends in a reply turn: the system as text blocks, the
+    /// contact's words and photo, a call answered by its result, the tools.
+    fn request() -> Value {
+        json!({
+            "model": "claude-haiku-4-5",
+            "max_tokens": 1024,
+            "system": [{"type": "text", "text": "You are relay"}],
+            "messages": [
+                {"role": "assistant", "content": [{"type": "text", "text": "Hi!"}]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "the meter"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}}
+                ]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "send_message", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "sent"}]},
+                    {"type": "text", "text": "(relay: note)"}
+                ]}
+            ],
+            "tools": [{"name": "send_message", "description": "d", "input_schema": {"type": "object"}}],
+            "tool_choice": {"type": "any"}
+        })
+    }
+
+    #[test]
+    fn what_relay_sends_is_taken_and_what_anthropic_refuses_is_refused_by_name() {
+        assert_eq!(problem(&request()), Ok(()));
+        // What the refusal says, and how the request is broken.
+        type Case = (&'static str, fn(&mut Value));
+        let cases: [Case; 12] = [
+            ("max_tokens", |r| r["max_tokens"] = json!(0)),
+            ("temperature: range: 0..1", |r| r["temperature"] = json!(1.5)),
+            ("non-whitespace text", |r| r["messages"][0]["content"][0]["text"] = json!(" ")),
+            ("media_type", |r| r["messages"][1]["content"][1]["source"]["media_type"] = json!("image/heic")),
+            ("not base64", |r| r["messages"][1]["content"][1]["source"]["data"] = json!("not base64!")),
+            ("without `tool_result` blocks immediately after: t1", |r| {
+                r["messages"][3]["content"].as_array_mut().unwrap().remove(0);
+            }),
+            ("unexpected `tool_use_id` found in `tool_result` blocks: t9", |r| {
+                let extra = json!({"type": "tool_result", "tool_use_id": "t9", "content": "sent"});
+                r["messages"][3]["content"].as_array_mut().unwrap().insert(1, extra);
+            }),
+            ("must come first", |r| r["messages"][3]["content"].as_array_mut().unwrap().reverse()),
+            ("`tool_use` blocks are not allowed in `user` messages", |r| {
+                r["messages"][1]["content"][0] = json!({"type": "tool_use", "id": "x", "name": "n", "input": {}});
+            }),
+            ("tool_choice may only be specified while providing tools", |r| {
+                r.as_object_mut().unwrap().remove("tools");
+            }),
+            ("tools.0.input_schema: input_schema does not support oneOf", |r| {
+                r["tools"][0]["input_schema"]["anyOf"] = json!([]);
+            }),
+            ("non-empty content", |r| r["messages"][1]["content"] = json!([])),
+        ];
+        for (why, break_it) in cases {
+            let mut broken = request();
+            break_it(&mut broken);
+            let refused = problem(&broken).expect_err(why);
+            assert!(refused.contains(why), "{why}: {refused}");
+        }
+    }
 }

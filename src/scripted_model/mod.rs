@@ -238,6 +238,7 @@ async fn ollama_chat(State(script): State<Script>, Json(request): Json<Value>) -
     answered(&script, request, Wire::Ollama).await
 }
 
+/// A request Anthropic would refuse is refused as Anthropic would, unrecorded.
 async fn anthropic_messages(
     State(script): State<Script>,
     headers: axum::http::HeaderMap,
@@ -279,6 +280,7 @@ impl Wire {
         }
     }
 
+    /// Whether the request asks for its answer as JSON held to a schema.
     fn asks_for_json(self, request: &Value) -> bool {
         match self {
             Wire::ChatCompletions => chat_completions::asks_for_json(request),
@@ -296,6 +298,7 @@ impl Wire {
         }
     }
 
+    /// An HTTP error in this wire's error envelope.
     fn error(self, status: StatusCode, message: String) -> Response {
         match self {
             Wire::ChatCompletions => chat_completions::error(status, message),

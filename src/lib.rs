@@ -24,7 +24,7 @@
 //! | [`channel`] | the `Channel` seam; the sandbox and WhatsApp channels |
 //! | [`agent`] | the `Agent` seam the engine calls for a turn, and the tools it acts through ([`agent::seam`]); the LLM agent (prompt, tools, rig-core loop, providers, tool calls through a JSON schema or written as text, provider errors cut short) |
 //! | [`engine`] | conversations: one actor per contact (events one at a time, the FIFO queue), heartbeats, the tools' effects, delivery (receipts and the delivery timeout) |
-//! | [`webhooks`], [`scripted_model`] | events POSTed, signed, in order; a scripted Chat Completions (and Ollama) server for tests and the demo |
+//! | [`webhooks`], [`scripted_model`] | events POSTed, signed, in order; a scripted model server (Chat Completions, Ollama, Anthropic Messages) for tests and the demo |
 //! | [`daemon`] | the HTTP server, its guards and routes |
 //! | [`client`] | the one client of the daemon's API: one typed method per route, for every front end |
 //! | [`trial`] | a relay of its own for one run: a temporary home, the sandbox channel, the real daemon, cleaned up however the run ends (`relay demo` and `relay eval` run on it) |

@@ -466,17 +466,7 @@ impl LlmAgent {
     /// [`verify`]: super::verify
     async fn second_look(&self, verification: Verification) -> Result<(Verdict, TokenUsage), AgentError> {
         let question = verify::question(&verification);
-        let mut content = vec![UserContent::text(question.clone())];
-        content.extend(verification.image.as_ref().map(image_content));
-        let messages = vec![Message::User { content: content.into_iter().collect() }];
-        let mut request = CompletionRequest::from(messages)
-            .preamble(verify::INSTRUCTIONS.to_string())
-            .temperature(Some(0.0))
-            .max_tokens(self.max_output_tokens.min(VERDICT_TOKENS));
-        // The schema modes' servers are held to a schema for calls: none here.
-        if self.provider != Provider::Ollama && self.mode == ToolCalls::Native {
-            request = request.tool_choice(ToolChoice::None);
-        }
+        let request = self.second_look_request(&question, verification.image.as_ref());
         let response = self.call(request, &[question], None).await?;
         let usage = TokenUsage {
             input_tokens: response.usage.input_tokens.unwrap_or(0),
@@ -491,6 +481,21 @@ impl LlmAgent {
 
 /// A verdict is a line of JSON.
 const VERDICT_TOKENS: u64 = 200;
+
+impl LlmAgent {
+    /// The second look's request: the question and the photo, no tools and
+    /// so no `tool_choice` (Anthropic refuses one without tools with a 400;
+    /// rig-core drops it from Chat Completions itself), no schema.
+    fn second_look_request(&self, question: &str, image: Option<&super::TurnImage>) -> CompletionRequest {
+        let mut content = vec![UserContent::text(question.to_string())];
+        content.extend(image.map(image_content));
+        let messages = vec![Message::User { content: content.into_iter().collect() }];
+        CompletionRequest::from(messages)
+            .preamble(verify::INSTRUCTIONS.to_string())
+            .temperature(Some(0.0))
+            .max_tokens(self.max_output_tokens.min(VERDICT_TOKENS))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -545,6 +550,24 @@ mod tests {
             (asked(&text, false), asked(&text, true)),
             ((Some(ToolChoice::Auto), None), (Some(ToolChoice::Auto), None))
         );
+    }
+
+    /// The second look offers no tools, so it says no `tool_choice`, on
+    /// any provider in any mode: Anthropic refuses a `tool_choice` without
+    /// tools (and rig-core sends it as it is).
+    #[test]
+    fn the_second_look_has_no_tools_and_no_tool_choice() {
+        for provider in [Provider::Anthropic, Provider::Openai, Provider::OpenaiCompatible, Provider::Ollama] {
+            for mode in [ToolCalls::Native, ToolCalls::JsonSchema, ToolCalls::Text] {
+                if provider == Provider::Anthropic && mode == ToolCalls::JsonSchema {
+                    continue;
+                }
+                let request = agent(provider, Some(mode)).second_look_request("Is it 3?", None);
+                assert!(request.tools.is_empty(), "{provider:?} {mode:?}");
+                assert_eq!(request.tool_choice, None, "{provider:?} {mode:?}");
+                assert_eq!(request.additional_params, None, "{provider:?} {mode:?}: no schema");
+            }
+        }
     }
 
     #[test]

@@ -202,6 +202,10 @@ impl ModelConfig {
         if self.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
             return Err("model.temperature must be between 0 and 2".into());
         }
+        // Anthropic's Messages API refuses every call with a temperature over 1.
+        if self.provider == Provider::Anthropic && self.temperature.is_some_and(|t| t > 1.0) {
+            return Err("model.temperature must be between 0 and 1 for anthropic, whose API takes no more".into());
+        }
         if self.max_output_tokens == Some(0) {
             return Err("model.max_output_tokens must be at least 1".into());
         }
@@ -403,6 +407,18 @@ mod tests {
         assert!(
             serde_json::from_str::<ModelConfig>(r#"{"provider": "ollama", "name": "m", "vision": "yes"}"#).is_err()
         );
+    }
+
+    /// Anthropic takes a temperature up to 1, the others up to 2.
+    #[test]
+    fn a_temperature_over_1_is_refused_for_anthropic() {
+        let at = |provider, t| ModelConfig { temperature: Some(t), ..model(provider) }.check();
+        assert_eq!(at(Provider::Anthropic, 1.0), Ok(()));
+        assert_eq!(
+            at(Provider::Anthropic, 1.5).unwrap_err(),
+            "model.temperature must be between 0 and 1 for anthropic, whose API takes no more"
+        );
+        assert_eq!(at(Provider::Openai, 1.5), Ok(()));
     }
 
     #[test]

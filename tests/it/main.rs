@@ -46,6 +46,7 @@ mod operator_phone;
 mod optout;
 mod paging;
 mod private_context;
+mod providers;
 mod reliability;
 mod soak;
 mod tool_calls;

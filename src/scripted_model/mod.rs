@@ -1,9 +1,12 @@
 //! A scripted model server, for tests and for trying relay without a model
-//! key. It speaks the OpenAI Chat Completions protocol (non-streaming, with
-//! tool calls) at `/v1/chat/completions`, and Ollama's native chat API
-//! (non-streaming) at `/api/chat`, answers from a script, and records every
-//! request so a test can check what relay sent: system prompt, history,
-//! tool schemas. It is not a model and never pretends to be one.
+//! key. It speaks three model protocols, none streamed, each with its tool
+//! calls: OpenAI Chat Completions at `/v1/chat/completions`
+//! ([`chat_completions`]), Ollama's native chat API at `/api/chat`
+//! ([`ollama`]) and Anthropic's Messages API at `/v1/messages`
+//! ([`anthropic`], which refuses what Anthropic would). It answers from a
+//! script, and records every request body as it came, in its wire's own
+//! shape, so a test can check what relay sent: system prompt, history,
+//! tool schemas, images. It is not a model and never pretends to be one.
 //!
 //! A second look at a todo's value (`agent::verify`, known by its
 //! instructions) is answered apart from the script: with the verdicts a
@@ -26,11 +29,16 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+
+mod anthropic;
+mod chat_completions;
+mod ollama;
+mod transcription;
 
 /// One scripted answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +58,8 @@ pub enum Reply {
     After(std::time::Duration, Box<Reply>),
     /// The reply, its usage saying this many of the prompt's tokens were
     /// read from the server's cache (`prompt_tokens_details.cached_tokens`,
-    /// as llama-server and OpenAI report it).
+    /// as llama-server and OpenAI report it; Anthropic's
+    /// `cache_read_input_tokens`; Ollama's `prompt_eval_cached_count`).
     Cached(u64, Box<Reply>),
 }
 
@@ -129,8 +138,9 @@ impl ScriptedModel {
             .route("/v1/chat/completions", post(complete))
             .route("/chat/completions", post(complete))
             .route("/api/chat", post(ollama_chat))
-            .route("/v1/audio/transcriptions", post(transcribe))
-            .route("/audio/transcriptions", post(transcribe))
+            .route("/v1/messages", post(anthropic_messages))
+            .route("/v1/audio/transcriptions", post(transcription::transcribe))
+            .route("/audio/transcriptions", post(transcription::transcribe))
             .with_state(script);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -168,9 +178,16 @@ impl ScriptedModel {
         rx.recv().expect("scripted model server started")
     }
 
-    /// The base URL to configure, e.g. `http://127.0.0.1:41234/v1`.
+    /// The base URL to configure for Chat Completions (`/chat/completions`
+    /// follows it), e.g. `http://127.0.0.1:41234/v1`.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The base URL of its Anthropic API (`/v1/messages` follows it), e.g.
+    /// `http://127.0.0.1:41234`, as `https://api.anthropic.com` is written.
+    pub fn anthropic_url(&self) -> &str {
+        self.base_url.trim_end_matches("/v1")
     }
 
     /// The base URL of its Ollama API (`/api/chat` follows it), e.g.
@@ -214,116 +231,106 @@ impl ScriptedModel {
 }
 
 async fn complete(State(script): State<Script>, Json(request): Json<Value>) -> Response {
-    answered(&script, request, Protocol::ChatCompletions).await
+    answered(&script, request, Wire::ChatCompletions).await
 }
 
 async fn ollama_chat(State(script): State<Script>, Json(request): Json<Value>) -> Response {
-    answered(&script, request, Protocol::Ollama).await
+    answered(&script, request, Wire::Ollama).await
 }
 
-/// `/audio/transcriptions`: the words of a scripted voice note, as
-/// `{"text": ...}` (with `duration` for `verbose_json`); an empty text for
-/// any other file; a scripted failure first, if one is queued.
-async fn transcribe(State(script): State<Script>, headers: axum::http::HeaderMap, body: axum::body::Bytes) -> Response {
-    let boundary = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split("boundary=").nth(1))
-        .map(|b| b.trim_matches('"').to_string());
-    let Some(parts) = boundary.and_then(|b| multipart(&body, &b)) else {
-        let error = json!({"error": {"message": "expected multipart/form-data", "type": "invalid_request_error"}});
-        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
-    };
-    let mut received = serde_json::Map::new();
-    let mut audio = Vec::new();
-    for (name, file_name, bytes) in parts {
-        if name == "file" {
-            received.insert("file".into(), json!({"file_name": file_name, "bytes": bytes.len()}));
-            audio = bytes;
-        } else {
-            received.insert(name, Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        }
-    }
-    let format = received.get("response_format").and_then(Value::as_str).unwrap_or("json").to_string();
-    script.transcriptions.received.lock().expect("transcriptions lock").push(Value::Object(received));
-    if let Some((status, message)) = script.transcriptions.failures.lock().expect("transcriptions lock").pop_front() {
-        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return (status, Json(json!({"error": {"message": message, "type": "scripted_error"}}))).into_response();
-    }
-    let text = crate::media::ogg::spoken_words(&audio).unwrap_or_default();
-    let mut answer = json!({ "text": text });
-    if format == "verbose_json" {
-        answer["duration"] = json!(crate::media::ogg::seconds(&audio).unwrap_or(0));
-    }
-    Json(answer).into_response()
-}
-
-/// One part of a multipart body: its field name, file name and bytes.
-type Part = (String, Option<String>, Vec<u8>);
-
-/// The parts of a multipart body.
-fn multipart(body: &[u8], boundary: &str) -> Option<Vec<Part>> {
-    let delimiter = format!("--{boundary}");
-    let mut parts = Vec::new();
-    let mut rest = body;
-    loop {
-        let at = find(rest, delimiter.as_bytes())?;
-        rest = &rest[at + delimiter.len()..];
-        if rest.starts_with(b"--") {
-            return Some(parts);
-        }
-        rest = rest.strip_prefix(b"\r\n")?;
-        let head_end = find(rest, b"\r\n\r\n")?;
-        let head = String::from_utf8_lossy(&rest[..head_end]).into_owned();
-        rest = &rest[head_end + 4..];
-        let end = find(rest, format!("\r\n{delimiter}").as_bytes())?;
-        let field = |key: &str| {
-            head.split(';').map(str::trim).find_map(|p| p.strip_prefix(key)).map(|v| v.trim_matches('"').to_string())
-        };
-        parts.push((field("name=")?, field("filename="), rest[..end].to_vec()));
-        rest = &rest[end + 2..];
+/// A request Anthropic would refuse is refused as Anthropic would, unrecorded.
+async fn anthropic_messages(
+    State(script): State<Script>,
+    headers: axum::http::HeaderMap,
+    Json(request): Json<Value>,
+) -> Response {
+    match anthropic::refused(&headers, &request) {
+        Some(refusal) => refusal,
+        None => answered(&script, request, Wire::Anthropic).await,
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+/// Every answer that is not an error reports these tokens.
+const PROMPT_TOKENS: u64 = 100;
+const COMPLETION_TOKENS: u64 = 10;
+
+/// What one answer says, on any wire: its text, its native calls, and how
+/// many of the prompt's tokens were read from the server's cache.
+struct Said {
+    text: String,
+    calls: Vec<(String, Value)>,
+    cached: u64,
 }
 
+/// The model protocols the server speaks.
 #[derive(Clone, Copy, PartialEq)]
-enum Protocol {
+enum Wire {
     ChatCompletions,
     Ollama,
+    Anthropic,
 }
 
-async fn answered(script: &Script, request: Value, protocol: Protocol) -> Response {
+impl Wire {
+    /// The request's system prompt, as this wire carries it.
+    fn system(self, request: &Value) -> Option<&str> {
+        match self {
+            Wire::ChatCompletions => chat_completions::system(request),
+            Wire::Ollama => ollama::system(request),
+            Wire::Anthropic => anthropic::system(request),
+        }
+    }
+
+    /// Whether the request asks for its answer as JSON held to a schema.
+    fn asks_for_json(self, request: &Value) -> bool {
+        match self {
+            Wire::ChatCompletions => chat_completions::asks_for_json(request),
+            Wire::Ollama => ollama::asks_for_json(request),
+            Wire::Anthropic => anthropic::asks_for_json(request),
+        }
+    }
+
+    /// The answer to request number `n`, as this wire writes one.
+    fn reply(self, n: usize, model: &str, said: Said) -> Response {
+        match self {
+            Wire::ChatCompletions => chat_completions::reply(n, model, said),
+            Wire::Ollama => ollama::reply(model, said),
+            Wire::Anthropic => anthropic::reply(n, model, said),
+        }
+    }
+
+    /// An HTTP error in this wire's error envelope.
+    fn error(self, status: StatusCode, message: String) -> Response {
+        match self {
+            Wire::ChatCompletions => chat_completions::error(status, message),
+            Wire::Ollama => ollama::error(status, message),
+            Wire::Anthropic => anthropic::error(status, message),
+        }
+    }
+}
+
+async fn answered(script: &Script, request: Value, wire: Wire) -> Response {
     let now = script.in_flight.now.fetch_add(1, Ordering::SeqCst) + 1;
     script.in_flight.most.fetch_max(now, Ordering::SeqCst);
-    let response = answer(script, request, protocol).await;
+    let response = answer(script, request, wire).await;
     script.in_flight.now.fetch_sub(1, Ordering::SeqCst);
     response
 }
 
-async fn answer(script: &Script, request: Value, protocol: Protocol) -> Response {
-    if is_verification(&request) {
-        let model = request["model"].as_str().unwrap_or("scripted").to_string();
+async fn answer(script: &Script, request: Value, wire: Wire) -> Response {
+    let model = request["model"].as_str().unwrap_or("scripted").to_string();
+    // A second look at a value: its system prompt is relay's instructions for one.
+    if wire.system(&request).is_some_and(|t| t.starts_with(crate::agent::verify::INSTRUCTIONS)) {
         script.verifications.received.lock().expect("verifications lock").push(request);
         let verdict = script.verifications.verdicts.lock().expect("verifications lock").pop_front();
         let text = verdict.unwrap_or_else(|| json!({"confirmed": true})).to_string();
-        return match protocol {
-            Protocol::ChatCompletions => chat_completion(0, &model, text, &[], 0),
-            Protocol::Ollama => ollama_reply(&model, text, &[], 0),
-        };
+        return wire.reply(0, &model, Said { text, calls: vec![], cached: 0 });
     }
     let n = {
         let mut requests = script.requests.lock().expect("requests lock");
         requests.push(request.clone());
         requests.len() - 1
     };
-    let model = request["model"].as_str().unwrap_or("scripted").to_string();
-    let as_json = match protocol {
-        Protocol::ChatCompletions => request["response_format"]["type"] == "json_schema",
-        Protocol::Ollama => request["format"].is_object(),
-    };
+    let as_json = wire.asks_for_json(&request);
     let mut reply = (script.responder)(n, &request);
     let mut cached = 0;
     loop {
@@ -344,11 +351,7 @@ async fn answer(script: &Script, request: Value, protocol: Protocol) -> Response
         Reply::After(..) | Reply::Cached(..) => unreachable!("unwrapped above"),
         Reply::Error(status, message) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let body = match protocol {
-                Protocol::ChatCompletions => json!({"error": {"message": message, "type": "scripted_error"}}),
-                Protocol::Ollama => json!({"error": message}),
-            };
-            return (status, Json(body)).into_response();
+            return wire.error(status, message);
         }
         Reply::Raw(text) => (text, vec![]),
         Reply::Text(_) if as_json => (json!({"calls": []}).to_string(), vec![]),
@@ -360,74 +363,5 @@ async fn answer(script: &Script, request: Value, protocol: Protocol) -> Response
         Reply::Text(text) => (text, vec![]),
         Reply::Tools(calls) => (String::new(), calls),
     };
-    match protocol {
-        Protocol::ChatCompletions => chat_completion(n, &model, text, &calls, cached),
-        Protocol::Ollama => ollama_reply(&model, text, &calls, cached),
-    }
-}
-
-/// Whether a request is a second look at a value: its system message is
-/// relay's instructions for one.
-fn is_verification(request: &Value) -> bool {
-    let system = request["messages"].as_array().and_then(|m| m.first()).filter(|m| m["role"] == "system");
-    let content = system.map(|m| &m["content"]);
-    // A string, or parts of which the first is the text.
-    let text = content.and_then(|c| c.as_str().or_else(|| c[0]["text"].as_str()));
-    text.is_some_and(|t| t.starts_with(crate::agent::verify::INSTRUCTIONS))
-}
-
-fn chat_completion(n: usize, model: &str, text: String, calls: &[(String, Value)], cached: u64) -> Response {
-    let message = if calls.is_empty() {
-        json!({"role": "assistant", "content": text})
-    } else {
-        let calls: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, (name, arguments))| {
-                json!({
-                    "id": format!("call_{n}_{i}"),
-                    "type": "function",
-                    "function": {"name": name, "arguments": arguments.to_string()}
-                })
-            })
-            .collect();
-        json!({"role": "assistant", "content": null, "tool_calls": calls})
-    };
-    let finish_reason = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
-    let mut usage = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
-    if cached > 0 {
-        usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
-    }
-    Json(json!({
-        "id": format!("chatcmpl-scripted-{n}"),
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": usage
-    }))
-    .into_response()
-}
-
-/// Ollama's `/api/chat` answer, not streamed: one record, `done`.
-fn ollama_reply(model: &str, text: String, calls: &[(String, Value)], cached: u64) -> Response {
-    let mut message = json!({"role": "assistant", "content": text});
-    if !calls.is_empty() {
-        let calls: Vec<Value> =
-            calls.iter().map(|(name, arguments)| json!({"function": {"name": name, "arguments": arguments}})).collect();
-        message["tool_calls"] = Value::Array(calls);
-    }
-    let mut body = json!({
-        "model": model,
-        "created_at": "2026-01-01T00:00:00Z",
-        "message": message,
-        "done": true,
-        "done_reason": "stop",
-        "prompt_eval_count": 100,
-        "eval_count": 10
-    });
-    if cached > 0 {
-        body["prompt_eval_cached_count"] = json!(cached);
-    }
-    Json(body).into_response()
+    wire.reply(n, &model, Said { text, calls, cached })
 }

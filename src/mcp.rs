@@ -809,6 +809,14 @@ impl ServerHandler for RelayTools {
         let Some(route) = self.tool_router.map.get(name.as_ref()) else {
             return Err(ErrorData::invalid_params(format!("relay has no tool named '{name}'"), None));
         };
+        // The input schemas give each argument one type, never null: an
+        // argument to leave at its default is left out.
+        if let Some(at) = request.arguments.as_ref().and_then(|arguments| first_null(arguments, "")) {
+            return Err(ErrorData::invalid_params(
+                format!("{name}: {at} is null; leave an argument out to take its default"),
+                None,
+            ));
+        }
         // A call the client cancelled (or left behind by going away) is
         // dropped at once, and with it the daemon request behind it: a
         // cancelled wait does not hold a waiter in the daemon for an hour.
@@ -836,11 +844,15 @@ impl ServerHandler for RelayTools {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        fn misfit<T: serde::de::DeserializeOwned>(params: Option<Value>) -> Option<serde_json::Error> {
+            serde_json::from_value::<T>(params.unwrap_or_default()).err()
+        }
         let why = match request.method.as_str() {
-            "tools/call" => serde_json::from_value::<CallToolRequestParams>(request.params.unwrap_or_default()).err(),
-            "tools/list" => {
-                serde_json::from_value::<Option<PaginatedRequestParams>>(request.params.unwrap_or_default()).err()
-            }
+            "tools/call" => misfit::<CallToolRequestParams>(request.params),
+            "tools/list" => misfit::<Option<PaginatedRequestParams>>(request.params),
+            "tasks/get" => misfit::<GetTaskParams>(request.params),
+            "tasks/cancel" => misfit::<CancelTaskParams>(request.params),
+            "tasks/update" => misfit::<UpdateTaskParams>(request.params),
             _ => return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None)),
         };
         let why = why.map(|e| format!(": {e}")).unwrap_or_default();
@@ -887,6 +899,20 @@ impl ServerHandler for RelayTools {
             )
             .with_instructions(INSTRUCTIONS)
     }
+}
+
+/// Where the first null in a tool's arguments is (`limit`, `todos[0].text`).
+fn first_null(arguments: &JsonObject, at: &str) -> Option<String> {
+    fn within(value: &Value, at: String) -> Option<String> {
+        match value {
+            Value::Null => Some(at),
+            Value::Object(fields) => first_null(fields, &at),
+            Value::Array(items) => items.iter().enumerate().find_map(|(n, item)| within(item, format!("{at}[{n}]"))),
+            _ => None,
+        }
+    }
+    let path = |name: &str| if at.is_empty() { name.to_string() } else { format!("{at}.{name}") };
+    arguments.iter().find_map(|(name, value)| within(value, path(name)))
 }
 
 /// How rmcp begins the error of arguments that do not deserialise into a

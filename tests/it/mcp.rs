@@ -94,6 +94,7 @@ impl McpClient {
         loop {
             let message = self.next_message(deadline, &format!("an answer to {method} (id {id})"));
             if message["id"] == id && message.get("method").is_none() {
+                check_error_code(method, &message);
                 return message;
             }
             assert!(message["id"].is_null(), "an answer to a request not waited for: {message}");
@@ -192,95 +193,35 @@ fn document(result: &Value) -> Value {
     document
 }
 
-/// Whether `value` conforms to `schema` (whose `$defs` are in `root`): the
-/// part of JSON Schema relay's output schemas use (type, properties,
-/// required, additionalProperties, items, enum, const, allOf, anyOf,
-/// oneOf, $ref); a keyword it does not know fails, so the check does not
-/// silently weaken.
+/// Whether `value` conforms to `schema` (a tool's outputSchema, whose
+/// `$defs` are in `root`), by a real JSON Schema validator (draft 2020-12,
+/// formats checked).
 fn conforms(value: &Value, schema: &Value, root: &Value, at: &str) -> Result<(), String> {
-    let Some(schema) = schema.as_object() else { return Ok(()) };
-    for (keyword, rule) in schema {
-        match keyword.as_str() {
-            "$ref" => {
-                let name = rule.as_str().and_then(|r| r.strip_prefix("#/$defs/")).ok_or(format!("{at}: ref {rule}"))?;
-                let target = root["$defs"].get(name).ok_or(format!("{at}: no $defs/{name}"))?;
-                conforms(value, target, root, at)?;
-            }
-            "type" => {
-                let types: Vec<&str> = match rule {
-                    Value::Array(types) => types.iter().filter_map(Value::as_str).collect(),
-                    other => vec![other.as_str().unwrap()],
-                };
-                let fits = |t: &&str| match *t {
-                    "object" => value.is_object(),
-                    "array" => value.is_array(),
-                    "string" => value.is_string(),
-                    "integer" => value.is_i64() || value.is_u64(),
-                    "number" => value.is_number(),
-                    "boolean" => value.is_boolean(),
-                    "null" => value.is_null(),
-                    other => panic!("type {other}"),
-                };
-                if !types.iter().any(fits) {
-                    return Err(format!("{at}: {value} is not {rule}"));
-                }
-            }
-            "properties" => {
-                for (name, property) in rule.as_object().unwrap() {
-                    if let Some(field) = value.get(name) {
-                        conforms(field, property, root, &format!("{at}.{name}"))?;
-                    }
-                }
-            }
-            "required" => {
-                for name in rule.as_array().unwrap() {
-                    if value.is_object() && value.get(name.as_str().unwrap()).is_none() {
-                        return Err(format!("{at}: {name} is required"));
-                    }
-                }
-            }
-            "additionalProperties" => {
-                let known = schema.get("properties").and_then(Value::as_object);
-                for (name, field) in value.as_object().into_iter().flatten() {
-                    if known.is_some_and(|k| k.contains_key(name)) {
-                        continue;
-                    }
-                    match rule {
-                        Value::Bool(false) => return Err(format!("{at}: {name} is not allowed")),
-                        _ => conforms(field, rule, root, &format!("{at}.{name}"))?,
-                    }
-                }
-            }
-            "items" => {
-                for (i, item) in value.as_array().into_iter().flatten().enumerate() {
-                    conforms(item, rule, root, &format!("{at}[{i}]"))?;
-                }
-            }
-            "enum" if !rule.as_array().unwrap().contains(value) => return Err(format!("{at}: {value} not in {rule}")),
-            "const" if rule != value => return Err(format!("{at}: {value} is not {rule}")),
-            "allOf" => {
-                for part in rule.as_array().unwrap() {
-                    conforms(value, part, root, at)?;
-                }
-            }
-            "anyOf" | "oneOf" => {
-                let fitting = rule.as_array().unwrap().iter().filter(|p| conforms(value, p, root, at).is_ok()).count();
-                let enough = if keyword == "oneOf" { fitting == 1 } else { fitting >= 1 };
-                if !enough {
-                    return Err(format!("{at}: {value} fits {fitting} of {keyword} {rule}"));
-                }
-            }
-            "minimum" if value.as_f64().is_some_and(|v| v < rule.as_f64().unwrap()) => {
-                return Err(format!("{at}: {value} < {rule}"));
-            }
-            "enum" | "const" | "minimum" | "description" | "title" | "format" | "default" | "examples" | "example"
-            | "$defs" | "$schema" | "discriminator" | "maximum" | "minItems" | "maxItems" | "minLength"
-            | "maxLength" | "pattern" | "deprecated" | "readOnly" | "writeOnly" | "contentEncoding"
-            | "contentMediaType" => {}
-            other => panic!("{at}: a keyword this check does not know: {other}"),
-        }
+    let mut whole = schema.clone();
+    if let (Some(whole), Some(defs)) = (whole.as_object_mut(), root.get("$defs")) {
+        whole.insert("$defs".into(), defs.clone());
     }
-    Ok(())
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&whole)
+        .unwrap_or_else(|e| panic!("{at}: the schema does not compile: {e}"));
+    let errors: Vec<String> = validator.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    if errors.is_empty() { Ok(()) } else { Err(format!("{at}: {}", errors.join("; "))) }
+}
+
+/// The JSON-RPC error codes an answer may carry: the protocol's own, and
+/// "method not found" only for a method relay does not serve.
+fn check_error_code(method: &str, response: &Value) {
+    let Some(code) = response["error"]["code"].as_i64() else { return };
+    const SERVED: [&str; 8] =
+        ["initialize", "ping", "tools/list", "tools/call", "tasks/get", "tasks/cancel", "tasks/update", "tasks/list"];
+    match code {
+        // -32021: the tasks extension's "missing required client capability".
+        -32700 | -32600 | -32602 | -32603 | -32021 => {}
+        -32601 => assert!(!SERVED.contains(&method), "{method} is served, yet answered method not found: {response}"),
+        other => panic!("{method}: {other} is no JSON-RPC error code relay gives: {response}"),
+    }
 }
 
 /// Every node of a schema, depth first.
@@ -547,6 +488,8 @@ fn malformed_arguments_are_invalid_params_for_every_tool() {
                 other => panic!("{name}.{property}: a type this test does not know: {other:?}"),
             };
             malformed.push(json!({ property: wrong }));
+            // Optional or not, no argument is nullable.
+            malformed.push(json!({ property: null }));
         }
         if schema["required"].as_array().is_some_and(|r| !r.is_empty()) {
             malformed.push(json!({}));
@@ -561,6 +504,68 @@ fn malformed_arguments_are_invalid_params_for_every_tool() {
     // An unknown tool is invalid params too (the spec's example).
     let unknown = mcp.request("tools/call", json!({"name": "create", "arguments": {}}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert_eq!(mcp.close(), Some(0));
+}
+
+/// With the tasks extension declared, tasks/* whose params do not have the
+/// method's shape are invalid params (-32602), never "method not found".
+#[test]
+fn malformed_task_requests_are_invalid_params() {
+    let relay = Relay::sandbox();
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (mut mcp, _) = McpClient::connect_with(&relay, &[], tasks);
+    let malformed = [
+        ("tasks/get", json!({})),
+        ("tasks/get", json!({"taskId": 123})),
+        ("tasks/cancel", json!({})),
+        ("tasks/cancel", json!({"taskId": null})),
+        ("tasks/update", json!({"taskId": "00000000-0000-4000-8000-000000000000"})),
+        ("tasks/update", json!({"inputResponses": {}})),
+    ];
+    for (method, params) in malformed {
+        let response = mcp.request(method, params.clone());
+        assert_eq!(response["error"]["code"], -32602, "{method} {params}: {response}");
+        assert!(response["error"]["message"].as_str().unwrap().starts_with(method), "{response}");
+    }
+    assert_eq!(mcp.close(), Some(0));
+}
+
+/// A null where the input schema says a type names the argument and is
+/// invalid params, at any depth; leaving it out takes the default.
+#[test]
+fn a_null_argument_is_refused_by_name() {
+    let relay = Relay::started();
+    let (mut mcp, _) = McpClient::connect(&relay);
+    let cases = [
+        ("list_conversations", json!({"limit": null}), "limit is null"),
+        (
+            "create_conversation",
+            json!({"objective": "o", "contact": CONTACT, "todos": ["t"], "max_followups": null}),
+            "max_followups is null",
+        ),
+        (
+            "create_conversation",
+            json!({"objective": "o", "contact": CONTACT, "todos": ["t"], "time_zone": null}),
+            "time_zone is null",
+        ),
+        (
+            "create_conversation",
+            json!({"objective": "o", "contact": CONTACT, "todos": ["t", null]}),
+            "todos[1] is null",
+        ),
+    ];
+    for (tool, arguments, says) in cases {
+        let response = mcp.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_eq!(response["error"]["code"], -32602, "{tool} {arguments}: {response}");
+        let message = response["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says) && message.contains("leave an argument out"), "{message}");
+    }
+    let listed = mcp.call("list_conversations", json!({}));
+    assert_eq!(listed["isError"], false, "{listed}");
+    // A cursor of the right shape that relay did not give is refused, not an empty page.
+    let cursor = "1.00000000000000000000000000000000";
+    let refused = mcp.call("list_conversations", json!({"cursor": cursor}));
+    assert!(refused["isError"] == true && text(&refused).contains("is not a cursor relay gave"), "{refused}");
     assert_eq!(mcp.close(), Some(0));
 }
 

@@ -89,9 +89,12 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
         if instance.state.is_terminal() {
             break instance;
         }
-        // The simulated contact answers each message relay sent, after a moment.
+        // The simulated contact answers each message relay sent, after a
+        // moment, once the conversation waits for it: so the demo prints the
+        // same order however slow the machine.
         let sent = client.sandbox_outbox(&OutboxQuery::default()).await?;
-        if sent.len() > answered && answered < CONTACT_SAYS.len() {
+        let waiting = instance.state == crate::api::State::WaitingForReply;
+        if waiting && sent.len() > answered && answered < CONTACT_SAYS.len() {
             tokio::time::sleep(Duration::from_millis(700)).await;
             let say_request = SandboxSayRequest::text(CONTACT, CONTACT_SAYS[answered]);
             client.sandbox_say(&say_request).await?;

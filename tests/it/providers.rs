@@ -77,18 +77,8 @@ fn a_whole_conversation_with_a_photo(provider: &str, tool_calls: &str) {
         Reply::tool("end_conversation", json!({"reason": "the reading is recorded", "outcome": "achieved"})),
     ]));
     let relay = relay_on(provider, &model, tool_calls, 0);
-    let id = relay.ok(&[
-        "create",
-        "--objective",
-        "Get the meter reading",
-        "--contact",
-        CONTACT,
-        "--todo",
-        "The meter reading",
-        "--answer",
-        "integer",
-    ]);
-    let id = id.trim();
+    let id = crate::typed_answers::ask_for_the_meter_reading(&relay);
+    let id = id.as_str();
     relay.wait_for_state(id, "WAITING_FOR_REPLY");
     let photo = relay.path().join("meter.png");
     std::fs::write(&photo, crate::typed_answers::PHOTO).unwrap();

@@ -227,6 +227,22 @@ fn a_value_its_quoted_words_do_not_say_is_refused_and_the_report_says_how_each_w
 }
 
 /// A valid 1x1 PNG: the photo of the meter.
+/// Creates the conversation the photo tests hold: one integer todo, the reading.
+pub(crate) fn ask_for_the_meter_reading(relay: &crate::support::Relay) -> String {
+    let id = relay.ok(&[
+        "create",
+        "--objective",
+        "Get the meter reading",
+        "--contact",
+        CONTACT,
+        "--todo",
+        "The meter reading",
+        "--answer",
+        "integer",
+    ]);
+    id.trim().to_string()
+}
+
 pub(crate) const PHOTO: &[u8] = &[
     0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
     0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49,
@@ -256,18 +272,7 @@ fn meter_reading(vision: bool) -> (Value, crate::support::Relay, relay::scripted
         json!({}),
         move |config| config["model"]["vision"] = json!(vision),
     );
-    let id = relay.ok(&[
-        "create",
-        "--objective",
-        "Get the meter reading",
-        "--contact",
-        CONTACT,
-        "--todo",
-        "The meter reading",
-        "--answer",
-        "integer",
-    ]);
-    let id = id.trim().to_string();
+    let id = ask_for_the_meter_reading(&relay);
     relay.wait_for(&id, "the first message", |i| i["state"] == "WAITING_FOR_REPLY");
     let photo = relay.path().join("meter.png");
     std::fs::write(&photo, PHOTO).unwrap();

@@ -30,7 +30,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     })?;
     let bytes = ctx.client()?.media(&id, message).await?;
     if args.out.as_os_str() == "-" {
-        std::io::stdout().write_all(&bytes).map_err(|e| CliError::failure(format!("cannot write the file: {e}")))?;
+        output::stdout().write_all(&bytes).map_err(|e| CliError::failure(format!("cannot write the file: {e}")))?;
         return Ok(());
     }
     let mut options = std::fs::OpenOptions::new();

@@ -261,11 +261,10 @@ pub fn parse() -> Result<Cli, clap::Error> {
 
 /// Runs the parsed command line and returns the process exit code.
 pub fn main(cli: Cli) -> ExitCode {
-    if !matches!(cli.command, Command::Daemon(_)) {
-        // Like any Unix filter, die quietly when the reader goes away
-        // (`relay list | head`). Only clients: the daemon keeps ignoring it.
-        crate::sys::set_disposition(libc::SIGPIPE, crate::sys::Disposition::Default);
-    }
+    // SIGPIPE stays ignored, as Rust leaves it: a daemon that answers an
+    // upload before reading it closes a socket the client is writing to,
+    // and that must be an error to handle, not a silent death (exit 141).
+    // A closed stdout still ends the process quietly (`output::stdout`).
     // What needs neither a home nor a runtime: it works where HOME is unset
     // too (a package build generating completions).
     let result = match cli.command {

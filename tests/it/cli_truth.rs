@@ -63,7 +63,7 @@ fn exits(mut demo: Child) -> ExitStatus {
         }
         if started.elapsed() > Duration::from_secs(60) {
             demo.kill().unwrap();
-            panic!("the demo did not stop");
+            panic!("the process did not stop");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -109,6 +109,30 @@ fn a_demo_whose_reader_goes_away_stops_its_daemon_and_removes_its_home() {
     let status = exits(demo);
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
     nothing_left(daemon, &home);
+}
+
+/// A client whose reader goes away (`relay events -f | head -1`) ends
+/// quietly at its next line, as SIGPIPE ends any filter, in text and in
+/// JSON: relay ignores SIGPIPE itself (a socket must not kill it), so its
+/// stdout is what ends it.
+#[test]
+fn a_follower_whose_reader_goes_away_ends_quietly() {
+    let relay = Relay::started();
+    relay.create(&[]);
+    for json in [false, true] {
+        let mut args = vec!["events", "--follow"];
+        args.extend(json.then_some("--json"));
+        let mut follower = relay.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+        lines.next().expect("the first event").unwrap();
+        drop(lines); // `| head -1`: the reader closes the pipe
+        relay.ok(&["create", "--objective", "o", "--contact", OTHER_CONTACT, "--todo", "t"]);
+        let mut stderr = follower.stderr.take().unwrap();
+        let status = exits(follower);
+        let stderr = std::io::read_to_string(&mut stderr).unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGPIPE), "json {json}: {status:?} {stderr}");
+        assert_eq!(stderr, "", "json {json}");
+    }
 }
 
 /// An argument error as JSON is the whole sentence: "the following required

@@ -35,6 +35,15 @@ pub(crate) use {complain, say};
 pub use crate::clock::{relative, time, zone};
 pub use crate::util::count;
 
+/// Refuses `flag` (when `given`) without `--json`, whose output it shapes.
+/// (clap's `requires` misses a global `--json` written before the command.)
+pub fn json_only(ctx: &super::Context, flag: &str, given: bool) -> Result<(), super::CliError> {
+    match given && !ctx.json {
+        true => Err(super::CliError::usage(format!("{flag} shapes the JSON output: add --json"))),
+        false => Ok(()),
+    }
+}
+
 /// The CLI's stdout: once its reader has gone (`relay list | head`), the
 /// next write ends the process quietly, as SIGPIPE ends any filter. relay
 /// leaves SIGPIPE ignored (Rust's default) so that a socket the daemon

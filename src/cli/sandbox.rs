@@ -31,7 +31,8 @@ pub enum Command {
         #[arg(long)]
         from_operator: bool,
         /// The message this one replies to (quotes): an id `relay transcript
-        /// --json` shows, or its start (4 characters or more).
+        /// --json` shows, its start (4 characters or more), or its file's
+        /// reference (m1).
         #[arg(long, value_name = "MESSAGE")]
         reply_to: Option<String>,
     },
@@ -39,7 +40,8 @@ pub enum Command {
     React {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its start (4 characters or more).
+        /// An id `relay transcript --json` shows, its start (4 characters or
+        /// more), or its file's reference (m1).
         message: String,
         /// The emoji, e.g. 👍; "" takes the reaction back.
         emoji: String,
@@ -48,7 +50,8 @@ pub enum Command {
     Edit {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its start (4 characters or more).
+        /// An id `relay transcript --json` shows, its start (4 characters or
+        /// more), or its file's reference (m1).
         message: String,
         /// The message's new text.
         text: String,
@@ -57,7 +60,8 @@ pub enum Command {
     Delete {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its start (4 characters or more).
+        /// An id `relay transcript --json` shows, its start (4 characters or
+        /// more), or its file's reference (m1).
         message: String,
     },
     /// CONTACT calls (relay never answers: the operator's phone rings).

@@ -547,12 +547,63 @@ mod cli {
         assert!(missing.contains("cannot read /nonexistent/x.jpg"), "{missing}");
         let two = relay.fails(&["sandbox", "say", CONTACT, "--image", "a", "--voice", "b"], 2);
         assert!(two.contains("cannot be used with"), "{two}");
-        let no_id = relay.fails(&["media", &id, "m1", "--out", "x"], 2);
-        assert!(no_id.contains("'m1' is not a message id"), "{no_id}");
         let text_message =
             transcript.iter().find(|m| m["role"] == "agent").unwrap()["id"].as_str().unwrap().to_string();
         let no_file = relay.fails(&["media", &id, &text_message, "--out", "x"], 4);
         assert!(no_file.contains("has no file"), "{no_file}");
+    }
+
+    /// `relay media` takes a message as the transcript, the agent and
+    /// `mark_todo_item` name it (`m1`), by its id, or by a unique start of
+    /// its id, as conversations are taken; a start two ids share, a file
+    /// the conversation does not have and what names no message each get
+    /// their reason.
+    #[test]
+    fn a_file_is_copied_out_by_its_reference_or_a_start_of_its_message_id() {
+        let relay = crate::support::Relay::started();
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+        let photo = relay.path().join("meter.jpg");
+        std::fs::write(&photo, super::jpeg()).unwrap();
+        relay.ok(&["sandbox", "say", CONTACT, "the meter", "--image", photo.to_str().unwrap()]);
+        relay.wait_for(&id, "the photo kept", |_| {
+            relay.transcript(&id).iter().any(|m| m["media"]["status"] == "stored")
+        });
+        let message = relay.transcript(&id).into_iter().find(|m| m["media"].is_object()).unwrap();
+        let message_id = message["id"].as_str().unwrap().to_string();
+        let copy = |named: &str| {
+            let out = relay.path().join(format!("copy-{named}.jpg"));
+            relay.ok(&["media", &id[..8], named, "--out", out.to_str().unwrap(), "--force"]);
+            std::fs::read(&out).unwrap()
+        };
+        for named in ["m1", "M1", &message_id[..4], &message_id[..13], &message_id] {
+            assert_eq!(copy(named), super::jpeg(), "{named}");
+        }
+
+        // Another message whose id starts as the photo's (chance does it in
+        // a long transcript): that start names neither, and says how many.
+        let file = relay.path().join("transcripts").join(format!("{id}.jsonl"));
+        let mut twin = message.clone();
+        let other = if message_id.as_bytes()[9] == b'0' { "1" } else { "0" };
+        twin["id"] = format!("{}{other}{}", &message_id[..9], &message_id[10..]).into();
+        twin["media"] = serde_json::Value::Null;
+        let mut lines = std::fs::read_to_string(&file).unwrap();
+        lines.push_str(&format!("{twin}\n"));
+        std::fs::write(&file, lines).unwrap();
+        let ambiguous = relay.fails(&["media", &id, &message_id[..8], "--out", "x"], 2);
+        assert!(ambiguous.contains(&format!("'{}' starts 2 of the conversation's message ids", &message_id[..8])));
+        assert_eq!(copy(&message_id[..10]), super::jpeg(), "one more character tells them apart");
+        assert_eq!(copy("m1"), super::jpeg());
+
+        let unknown = relay.fails(&["media", &id, "m7", "--out", "x"], 4);
+        assert!(unknown.contains("the conversation has no message or file 'm7'"), "{unknown}");
+        let unknown = relay.fails(&["media", &id, "ffffffff", "--out", "x"], 4);
+        assert!(unknown.contains("no message or file 'ffffffff'"), "{unknown}");
+        let short = relay.fails(&["media", &id, "3f", "--out", "x"], 2);
+        assert!(short.contains("too short for a message id"), "{short}");
+        let wrong = relay.fails(&["media", &id, "../status", "--out", "x"], 2);
+        assert!(wrong.contains("'../status' names no message"), "{wrong}");
+        assert!(!std::path::Path::new("x").exists(), "nothing written");
     }
 
     #[test]

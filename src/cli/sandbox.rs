@@ -3,7 +3,7 @@
 //! channel, and read what relay sent. For trying relay and for tests; on
 //! the WhatsApp channel the daemon refuses them.
 
-use super::output::say;
+use super::output::{complain, say};
 use super::{CliError, Context, output};
 use crate::api::{
     MediaKind, OutboxQuery, PhoneAction, PhoneRequest, SandboxAct, SandboxActRequest, SandboxLockRequest,
@@ -146,7 +146,9 @@ pub struct FileClaims {
     /// The type the message says the file is (it may lie); default: what it is.
     #[arg(long)]
     mime: Option<String>,
-    /// How long a voice note, audio or video plays, in seconds.
+    /// How long the message says a voice note, audio or video plays, in
+    /// seconds (it may lie); relay goes by the file's own length where it
+    /// can read one (an Ogg voice note), as it does on WhatsApp.
     #[arg(long)]
     seconds: Option<u32>,
     /// The first N fetches of the file fail, as on a bad network.
@@ -188,10 +190,13 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             delivered(ctx, client.sandbox_act(&act(contact, SandboxAct::Call, None, None, None)).await?);
         }
         Command::Say { contact, text, file, claims, from_operator, reply_to } => {
-            let media = upload(&client, *file, *claims).await?;
+            let (media, note) = upload(&client, *file, *claims).await?.unzip();
             let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media, from_operator, reply_to };
             let said = client.sandbox_say(&request).await?;
             said_by(ctx, &said, from_operator);
+            if let Some(note) = note.flatten().filter(|_| !ctx.json) {
+                complain!("relay: note: {note}");
+            }
         }
         Command::Lock { until, unreported } => {
             let lock = client.sandbox_lock(&SandboxLockRequest { lasts: until, unreported }).await?;
@@ -337,25 +342,42 @@ async fn link(ctx: &Context, client: &crate::client::Client, online: bool, cut_s
 }
 
 /// The file a simulated contact sends, uploaded first, with what their
-/// message says of it.
+/// message says of it; and a note when `--seconds` will not show, the file
+/// knowing its own length.
 async fn upload(
     client: &crate::client::Client,
     file: SaidFile,
     claims: FileClaims,
-) -> Result<Option<SandboxMedia>, CliError> {
+) -> Result<Option<(SandboxMedia, Option<String>)>, CliError> {
     let Some((kind, path)) = file.given() else { return Ok(None) };
+    let plays = matches!(kind, MediaKind::VoiceNote | MediaKind::Audio | MediaKind::Video);
+    if claims.seconds.is_some() && !plays {
+        return Err(CliError::usage(
+            "--seconds is how long a voice note, audio or video plays (--voice, --audio, --video)",
+        ));
+    }
     let bytes = std::fs::read(&path).map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    // The same reading of the bytes as the daemon's (media::intake), which wins over the claim.
+    let own = claims.seconds.and_then(|said| crate::media::ogg::seconds(&bytes).filter(|own| *own != said));
+    let note = own.map(|own| {
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let (own, said) = (crate::media::label::clock(own), claims.seconds.unwrap_or_default());
+        format!(
+            "{name} itself plays {own}, and relay goes by that rather than what its message claims (--seconds {said})"
+        )
+    });
     let uploaded = client.upload(bytes).await?;
     let file_name =
         (kind == MediaKind::Document).then(|| path.file_name().map(|n| n.to_string_lossy().into_owned())).flatten();
-    Ok(Some(SandboxMedia {
+    let media = SandboxMedia {
         kind,
         upload_id: uploaded.upload_id,
         mime: claims.mime,
         file_name,
         seconds: claims.seconds,
         fail_downloads: claims.fail_downloads,
-    }))
+    };
+    Ok(Some((media, note)))
 }
 
 /// Where a simulated message went, for a person or as JSON.

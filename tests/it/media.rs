@@ -553,6 +553,56 @@ mod cli {
         assert!(no_file.contains("has no file"), "{no_file}");
     }
 
+    /// `relay sandbox say --seconds` is what the message claims a voice
+    /// note, audio or video plays: the transcript shows it while relay
+    /// cannot read the file's own length, and the file's length where it
+    /// can (an Ogg voice note), saying so at once; for a file that does not
+    /// play it is refused.
+    #[test]
+    fn seconds_is_the_length_a_message_claims_and_the_file_knows_better() {
+        let relay = crate::support::Relay::started();
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+        let voice = relay.path().join("voice.ogg");
+        std::fs::write(&voice, relay::media::ogg::scripted_voice_note("see you thursday", 3)).unwrap();
+        let clip = relay.path().join("clip.mp4");
+        std::fs::write(&clip, b"not a video relay can read the length of").unwrap();
+        let said = |file: &str, path: &std::path::Path, seconds: &str| {
+            let run = relay.run(&["sandbox", "say", CONTACT, "--seconds", seconds, file, path.to_str().unwrap()]);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            run.stderr
+        };
+        let note = said("--voice", &voice, "12");
+        assert_eq!(
+            note.trim(),
+            "relay: note: voice.ogg itself plays 0:03, and relay goes by that rather than what its message claims \
+             (--seconds 12)"
+        );
+        assert_eq!(said("--voice", &voice, "3"), "", "a claim the file bears out needs no note");
+        assert_eq!(said("--video", &clip, "31"), "", "a length relay cannot read: the claim stands");
+        relay.wait_for(&id, "the files kept", |_| {
+            relay.transcript(&id).iter().filter(|m| m["media"]["status"] == "stored").count() == 3
+        });
+        let lengths: Vec<(String, u64)> = relay
+            .transcript(&id)
+            .iter()
+            .filter(|m| m["media"].is_object())
+            .map(|m| (m["media"]["kind"].as_str().unwrap().to_string(), m["media"]["duration_s"].as_u64().unwrap()))
+            .collect();
+        let expected = [("voice_note", 3), ("voice_note", 3), ("video", 31)].map(|(k, s)| (k.to_string(), s));
+        assert_eq!(lengths, expected);
+        let shown = relay.ok(&["transcript", &id]);
+        assert!(shown.contains("[video m3, 0:31"), "{shown}");
+
+        let photo = relay.path().join("meter.jpg");
+        std::fs::write(&photo, super::jpeg()).unwrap();
+        for (file, path) in [("--image", &photo), ("--document", &clip)] {
+            let refused = relay.fails(&["sandbox", "say", CONTACT, file, path.to_str().unwrap(), "--seconds", "5"], 2);
+            assert!(refused.contains("--seconds is how long a voice note, audio or video plays"), "{refused}");
+        }
+        assert_eq!(relay.transcript(&id).len(), 3, "nothing more was said");
+    }
+
     /// `relay media` takes a message as the transcript, the agent and
     /// `mark_todo_item` name it (`m1`), by its id, or by a unique start of
     /// its id, as conversations are taken; a start two ids share, a file

@@ -376,7 +376,8 @@ pub fn argument_error(error: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn report(json: bool, error: CliError) -> ExitCode {
+fn report(json: bool, mut error: CliError) -> ExitCode {
+    crate::courtesy::optout::Surface::Cli.reword(&mut error.error);
     if json {
         eprintln!("{}", serde_json::to_string(&error.error).expect("errors serialise"));
     } else {

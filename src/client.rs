@@ -509,12 +509,15 @@ pub fn port(home: &Home, asked: Option<u16>, config: &Config) -> u16 {
     asked.or_else(|| daemon_files::read_port(home)).unwrap_or(config.daemon_port)
 }
 
-/// A config.json that cannot be used, as an error with its code.
+/// A config.json that cannot be used, as an error with its code and how to
+/// repair it: the one way every command (and the daemon) says it.
 pub fn config_error(error: ConfigError) -> Error {
-    match error {
-        ConfigError::Missing(_) => Error::new(ErrorCode::NotInitialised, error.to_string()),
-        _ => Error::new(ErrorCode::InvalidConfig, error.to_string()),
-    }
+    let code = match error {
+        ConfigError::Missing(_) => ErrorCode::NotInitialised,
+        ConfigError::Io { .. } => ErrorCode::Failure,
+        ConfigError::Invalid { .. } | ConfigError::Setting { .. } => ErrorCode::InvalidConfig,
+    };
+    Error::new(code, error.with_fix())
 }
 
 /// No daemon answers.

@@ -47,7 +47,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  failure (daemon error, I/O, channel unavailable; `relay doctor`: a check failed)
-  2  invalid arguments or request
+  2  invalid arguments or request, or a config.json relay cannot use (it says how to repair it)
   3  the daemon is not running (run `relay start`)
   4  no such conversation (unknown id or prefix), template, webhook or listed number, or events no longer kept
   5  not allowed in the conversation's current state, or the number is on the do-not-contact list
@@ -208,14 +208,14 @@ impl CliError {
         use ErrorCode::*;
         match self.error.code {
             InvalidArguments | InvalidRequest | AmbiguousId | PayloadTooLarge | UnsupportedMediaType
-            | IdempotencyKeyReused => 2,
+            | IdempotencyKeyReused | InvalidConfig => 2,
             DaemonNotRunning | DaemonStopped => 3,
             NotFound | Gone => 4,
             InvalidTransition | Ended | NotSandbox | NotWhatsapp | OptedOut => 5,
             NotInitialised => 6,
             Unauthorized | Forbidden => 7,
             TimedOut => 8,
-            Failure | InvalidConfig | ReaderGone | MethodNotAllowed | ChannelUnavailable | NotSent | ShuttingDown
+            Failure | ReaderGone | MethodNotAllowed | ChannelUnavailable | NotSent | ShuttingDown
             | IdempotencyKeyInUse | StorageUnavailable | TooManyConnections | Internal => 1,
         }
     }

@@ -213,9 +213,18 @@ impl Client {
         }
     }
 
-    /// `GET /instances/{id}/messages/{message}/media`: the file's bytes.
-    pub async fn media(&self, id: &InstanceId, message: uuid::Uuid) -> Result<Vec<u8>, Error> {
-        let path = format!("{}/messages/{message}/media", id.path());
+    /// `GET /instances/{id}/messages/{message}/media`: the file's bytes;
+    /// `message` is its file's reference (`m1`), its id or a start of it.
+    pub async fn media(&self, id: &InstanceId, message: &str) -> Result<Vec<u8>, Error> {
+        if !crate::engine::message_ref::could_name_one(message) {
+            return Err(Error::new(
+                ErrorCode::InvalidArguments,
+                format!(
+                    "'{message}' names no message: give its file's reference (m1) or its id, as `relay transcript` shows"
+                ),
+            ));
+        }
+        let path = format!("{}/messages/{}/media", id.path(), message.trim());
         let response = self.send_request(Method::GET, &path, None, "application/octet-stream").await?;
         let status = response.status();
         let body = response.bytes().await.map_err(cut)?;
@@ -500,12 +509,15 @@ pub fn port(home: &Home, asked: Option<u16>, config: &Config) -> u16 {
     asked.or_else(|| daemon_files::read_port(home)).unwrap_or(config.daemon_port)
 }
 
-/// A config.json that cannot be used, as an error with its code.
+/// A config.json that cannot be used, as an error with its code and how to
+/// repair it: the one way every command (and the daemon) says it.
 pub fn config_error(error: ConfigError) -> Error {
-    match error {
-        ConfigError::Missing(_) => Error::new(ErrorCode::NotInitialised, error.to_string()),
-        _ => Error::new(ErrorCode::InvalidConfig, error.to_string()),
-    }
+    let code = match error {
+        ConfigError::Missing(_) => ErrorCode::NotInitialised,
+        ConfigError::Io { .. } => ErrorCode::Failure,
+        ConfigError::Invalid { .. } | ConfigError::Setting { .. } => ErrorCode::InvalidConfig,
+    };
+    Error::new(code, error.with_fix())
 }
 
 /// No daemon answers.

@@ -240,11 +240,9 @@ fn check_config(home: &Home, config: &Result<Config, ConfigError>) -> Check {
             format!("relay is not initialised: no {}", home.config_file().display()),
             "run `relay init` (or `relay init --channel sandbox` to try relay)",
         ),
-        Err(e @ ConfigError::Setting { .. }) => {
-            Check::failed("config", e.to_string(), "correct it in config.json, or with `relay init` and its flags")
-        }
         Err(e) => {
-            Check::failed("config", e.to_string(), "correct config.json (the README's config table has every setting)")
+            let fix = e.fix().unwrap_or_else(|| "make config.json readable by you (see `ls -l` of it)".into());
+            Check::failed("config", e.to_string(), fix)
         }
     }
 }

@@ -71,14 +71,6 @@ pub fn quiet_if_reader_gone(result: Result<(), Error>) -> Result<(), Error> {
     }
 }
 
-/// Makes a closed stdout a failed write (an error `ReaderGone` from whoever
-/// writes, which [`with_relay`] takes as SIGPIPE) rather than death by
-/// SIGPIPE, which would orphan the trial's daemon. Call it first, while no
-/// other thread runs.
-pub fn ignore_sigpipe() {
-    crate::sys::set_disposition(libc::SIGPIPE, crate::sys::Disposition::Ignore);
-}
-
 /// The running trial relay.
 pub struct Relay {
     pub home: Home,

@@ -25,7 +25,6 @@ const CONTACT_SAYS: [&str; 2] = ["Hi! Friday works for me.", "Afternoon is best,
 const GIVE_UP: Duration = Duration::from_secs(60);
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
-    trial::ignore_sigpipe();
     let model = ScriptedModel::start(demo_model())
         .await
         .map_err(|e| CliError::failure(format!("demo: cannot start the scripted model server: {e}")))?;

@@ -43,7 +43,6 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
-    trial::ignore_sigpipe();
     let (model, agent) = model_under_test(ctx, &args)?;
     let scenarios = crate::eval::scenarios(args.scenarios.as_deref(), &args.only)?;
     let eval = Eval::new(model, agent, scenarios, args.timeout)?;

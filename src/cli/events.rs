@@ -35,7 +35,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         .client()?
         .events(&query, |event: ConversationEvent| {
             last_seq = event.seq;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             // Flushed per event: `relay events -f | ...` sees each at once.
             if json {
                 let line = serde_json::to_string(&event).expect("events serialise");

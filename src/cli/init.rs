@@ -218,8 +218,9 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
 }
 
 fn ask_channel() -> Result<ChannelKind, CliError> {
-    print!("Channel: whatsapp, or sandbox (simulated contacts, to try relay) [whatsapp]: ");
-    let _ = std::io::stdout().flush();
+    let mut out = output::stdout();
+    let _ = write!(out, "Channel: whatsapp, or sandbox (simulated contacts, to try relay) [whatsapp]: ");
+    let _ = out.flush();
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer).map_err(|e| CliError::failure(e.to_string()))?;
     match answer.trim().to_ascii_lowercase().as_str() {

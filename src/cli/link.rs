@@ -108,7 +108,7 @@ async fn watch(
                 last_cause = Some(cause);
             }
             _ = &mut give_up, if !answered => {
-                screen.clear_status(&mut std::io::stdout().lock());
+                screen.clear_status(&mut output::stdout());
                 return Err(unreachable(timeout, attempts, last_cause, failures.is_none()));
             }
             _ = tick.tick() => screen.tick(failed_dials()),
@@ -174,10 +174,10 @@ impl Screen {
 
     fn show(&mut self, event: &PairingEvent) {
         if self.json {
-            println!("{}", serde_json::to_string(event).expect("pairing events serialise"));
+            let _ = writeln!(output::stdout(), "{}", serde_json::to_string(event).expect("pairing events serialise"));
             return;
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = output::stdout();
         match event {
             PairingEvent::Qr { code, expires_in_secs } => {
                 let lines = match qr::render(code) {
@@ -250,7 +250,7 @@ impl Screen {
             }
             None => format!("{} connecting", FRAMES[self.spinner]),
         };
-        let mut out = std::io::stdout().lock();
+        let mut out = output::stdout();
         let _ = write!(out, "\r\x1b[2K{line}");
         let _ = out.flush();
     }
@@ -260,7 +260,7 @@ impl Screen {
         if self.json {
             return;
         }
-        self.clear_status(&mut std::io::stdout().lock());
+        self.clear_status(&mut output::stdout());
         say!("Attempt {attempt} to reach WhatsApp failed: {cause}");
     }
 

@@ -25,6 +25,31 @@ pub struct Args {
     /// Every page, not only the first.
     #[arg(long)]
     pub all: bool,
+    /// With --json: the page as one object, {"conversations": [...],
+    /// "next_cursor": "...", "remaining": N} (as MCP's list_conversations
+    /// answers), for a program to page with --cursor.
+    #[arg(long)]
+    pub with_cursor: bool,
+}
+
+/// The page for a program: with `--with-cursor` one object that says where
+/// the next page starts; else the bare array (the seeds' shape), and the
+/// hint for a person on stderr.
+fn page_as_json(
+    conversations: Vec<crate::api::ConversationInstance>,
+    more: Option<(usize, crate::api::paging::Cursor)>,
+    with_cursor: bool,
+    hint: Option<String>,
+) {
+    if with_cursor {
+        let (remaining, next_cursor) = more.map_or((0, None), |(remaining, next)| (remaining, Some(next.to_string())));
+        output::json(&crate::mcp::Conversations { conversations, next_cursor, remaining });
+        return;
+    }
+    output::json(&conversations);
+    if let Some(hint) = hint {
+        complain!("{hint}; --with-cursor puts the cursor in the JSON");
+    }
 }
 
 /// `--state` as the daemon reads it, checked before anything is asked.
@@ -39,6 +64,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         }
         None => None,
     };
+    output::json_only(ctx, "--with-cursor", args.with_cursor)?;
     let query = ListQuery { state: args.state, contact, limit: Some(args.limit as usize), cursor: args.cursor.clone() };
     let client = ctx.client()?;
     let (instances, more) = match args.all {
@@ -64,10 +90,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         format!("{more}; use `{again} --cursor {next}` for the next page, or --all")
     });
     if ctx.json {
-        output::json(&instances);
-        if let Some(hint) = hint {
-            complain!("{hint}");
-        }
+        page_as_json(instances, more, args.with_cursor, hint);
         return Ok(());
     }
     if instances.is_empty() {

@@ -13,7 +13,8 @@ use crate::client::InstanceId;
 pub struct Args {
     /// The conversation's id (or a unique prefix).
     id: String,
-    /// The message's id, as `relay transcript` shows it.
+    /// The message: its file's reference (m1), its id, or a unique start of
+    /// its id (4 characters or more), as `relay transcript` shows them.
     message: String,
     /// Where to write the file (owner-only); `-` for standard output.
     #[arg(long, value_name = "FILE")]
@@ -25,12 +26,9 @@ pub struct Args {
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let id = InstanceId::parse(&args.id)?;
-    let message = uuid::Uuid::parse_str(args.message.trim()).map_err(|_| {
-        CliError::usage(format!("'{}' is not a message id (a UUID, as `relay transcript` shows it)", args.message))
-    })?;
-    let bytes = ctx.client()?.media(&id, message).await?;
+    let bytes = ctx.client()?.media(&id, &args.message).await?;
     if args.out.as_os_str() == "-" {
-        std::io::stdout().write_all(&bytes).map_err(|e| CliError::failure(format!("cannot write the file: {e}")))?;
+        output::stdout().write_all(&bytes).map_err(|e| CliError::failure(format!("cannot write the file: {e}")))?;
         return Ok(());
     }
     let mut options = std::fs::OpenOptions::new();

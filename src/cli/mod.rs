@@ -47,7 +47,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  failure (daemon error, I/O, channel unavailable; `relay doctor`: a check failed)
-  2  invalid arguments or request
+  2  invalid arguments or request, or a config.json relay cannot use (it says how to repair it)
   3  the daemon is not running (run `relay start`)
   4  no such conversation (unknown id or prefix), template, webhook or listed number, or events no longer kept
   5  not allowed in the conversation's current state, or the number is on the do-not-contact list
@@ -208,14 +208,14 @@ impl CliError {
         use ErrorCode::*;
         match self.error.code {
             InvalidArguments | InvalidRequest | AmbiguousId | PayloadTooLarge | UnsupportedMediaType
-            | IdempotencyKeyReused => 2,
+            | IdempotencyKeyReused | InvalidConfig => 2,
             DaemonNotRunning | DaemonStopped => 3,
             NotFound | Gone => 4,
             InvalidTransition | Ended | NotSandbox | NotWhatsapp | OptedOut => 5,
             NotInitialised => 6,
             Unauthorized | Forbidden => 7,
             TimedOut => 8,
-            Failure | InvalidConfig | ReaderGone | MethodNotAllowed | ChannelUnavailable | NotSent | ShuttingDown
+            Failure | ReaderGone | MethodNotAllowed | ChannelUnavailable | NotSent | ShuttingDown
             | IdempotencyKeyInUse | StorageUnavailable | TooManyConnections | Internal => 1,
         }
     }
@@ -261,11 +261,10 @@ pub fn parse() -> Result<Cli, clap::Error> {
 
 /// Runs the parsed command line and returns the process exit code.
 pub fn main(cli: Cli) -> ExitCode {
-    if !matches!(cli.command, Command::Daemon(_)) {
-        // Like any Unix filter, die quietly when the reader goes away
-        // (`relay list | head`). Only clients: the daemon keeps ignoring it.
-        crate::sys::set_disposition(libc::SIGPIPE, crate::sys::Disposition::Default);
-    }
+    // SIGPIPE stays ignored, as Rust leaves it: a daemon that answers an
+    // upload before reading it closes a socket the client is writing to,
+    // and that must be an error to handle, not a silent death (exit 141).
+    // A closed stdout still ends the process quietly (`output::stdout`).
     // What needs neither a home nor a runtime: it works where HOME is unset
     // too (a package build generating completions).
     let result = match cli.command {
@@ -377,7 +376,8 @@ pub fn argument_error(error: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn report(json: bool, error: CliError) -> ExitCode {
+fn report(json: bool, mut error: CliError) -> ExitCode {
+    crate::courtesy::optout::Surface::Cli.reword(&mut error.error);
     if json {
         eprintln!("{}", serde_json::to_string(&error.error).expect("errors serialise"));
     } else {

@@ -13,13 +13,16 @@ use std::io::Write;
 
 use serde::Serialize;
 
+/// `value` as the one JSON document on stdout.
 pub fn json<T: Serialize>(value: &T) {
-    println!("{}", serde_json::to_string_pretty(value).expect("output serialises"));
+    let document = serde_json::to_string_pretty(value).expect("output serialises");
+    let mut out = stdout();
+    let _ = writeln!(out, "{document}").and_then(|()| out.flush());
 }
 
 /// `println!` for a person: the text, made [`visible`], then a newline.
 macro_rules! say {
-    ($($arg:tt)*) => { $crate::cli::output::human_line(&mut ::std::io::stdout().lock(), &format!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::cli::output::human_line(&mut $crate::cli::output::stdout(), &format!($($arg)*)) };
 }
 
 /// `eprintln!` for a person, through [`visible`] like [`say!`].
@@ -32,19 +35,56 @@ pub(crate) use {complain, say};
 pub use crate::clock::{relative, time, zone};
 pub use crate::util::count;
 
-/// Writes `text` made [`visible`] and a newline, and flushes (a reader of
-/// `relay events -f | ...` sees each line at once). A closed pipe is not an
-/// error worth a panic: the reader went away.
+/// Refuses `flag` (when `given`) without `--json`, whose output it shapes.
+/// (clap's `requires` misses a global `--json` written before the command.)
+pub fn json_only(ctx: &super::Context, flag: &str, given: bool) -> Result<(), super::CliError> {
+    match given && !ctx.json {
+        true => Err(super::CliError::usage(format!("{flag} shapes the JSON output: add --json"))),
+        false => Ok(()),
+    }
+}
+
+/// The CLI's stdout: once its reader has gone (`relay list | head`), the
+/// next write ends the process quietly, as SIGPIPE ends any filter. relay
+/// leaves SIGPIPE ignored (Rust's default) so that a socket the daemon
+/// closes mid-upload is an error to handle, not a death: only stdout keeps
+/// a filter's manners. (A trial's output goes through [`show`] instead,
+/// which cleans up first.)
+pub fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        quiet_if_reader_gone(self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        quiet_if_reader_gone(self.0.flush())
+    }
+}
+
+fn quiet_if_reader_gone<T>(written: std::io::Result<T>) -> std::io::Result<T> {
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => crate::sys::die_of(libc::SIGPIPE),
+        written => written,
+    }
+}
+
 /// `text` on stdout exactly as it is (a shell script, a Markdown file for
 /// an agent): not a person's view, so nothing is escaped.
 pub fn verbatim(text: &str, what: &str) -> Result<(), super::CliError> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = stdout();
     stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .map_err(|e| super::CliError::failure(format!("cannot print {what}: {e}")))
 }
 
+/// Writes `text` made [`visible`] and a newline, and flushes (a reader of
+/// `relay events -f | ...` sees each line at once).
 pub fn human_line(out: &mut impl Write, text: &str) {
     let _ = writeln!(out, "{}", visible(text)).and_then(|()| out.flush());
 }

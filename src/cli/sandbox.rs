@@ -3,7 +3,7 @@
 //! channel, and read what relay sent. For trying relay and for tests; on
 //! the WhatsApp channel the daemon refuses them.
 
-use super::output::say;
+use super::output::{complain, say};
 use super::{CliError, Context, output};
 use crate::api::{
     MediaKind, OutboxQuery, PhoneAction, PhoneRequest, SandboxAct, SandboxActRequest, SandboxLockRequest,
@@ -31,7 +31,8 @@ pub enum Command {
         #[arg(long)]
         from_operator: bool,
         /// The message this one replies to (quotes): an id `relay transcript
-        /// --json` shows, or its start (4 characters or more).
+        /// --json` shows, its start (4 characters or more), or its file's
+        /// reference (m1).
         #[arg(long, value_name = "MESSAGE")]
         reply_to: Option<String>,
     },
@@ -39,7 +40,8 @@ pub enum Command {
     React {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its start (4 characters or more).
+        /// An id `relay transcript --json` shows, its start (4 characters or
+        /// more), or its file's reference (m1).
         message: String,
         /// The emoji, e.g. 👍; "" takes the reaction back.
         emoji: String,
@@ -48,7 +50,8 @@ pub enum Command {
     Edit {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its start (4 characters or more).
+        /// An id `relay transcript --json` shows, its start (4 characters or
+        /// more), or its file's reference (m1).
         message: String,
         /// The message's new text.
         text: String,
@@ -57,7 +60,8 @@ pub enum Command {
     Delete {
         /// The simulated contact, e.g. +56912345678.
         contact: String,
-        /// An id `relay transcript --json` shows, or its start (4 characters or more).
+        /// An id `relay transcript --json` shows, its start (4 characters or
+        /// more), or its file's reference (m1).
         message: String,
     },
     /// CONTACT calls (relay never answers: the operator's phone rings).
@@ -142,7 +146,9 @@ pub struct FileClaims {
     /// The type the message says the file is (it may lie); default: what it is.
     #[arg(long)]
     mime: Option<String>,
-    /// How long a voice note, audio or video plays, in seconds.
+    /// How long the message says a voice note, audio or video plays, in
+    /// seconds (it may lie); relay goes by the file's own length where it
+    /// can read one (an Ogg voice note), as it does on WhatsApp.
     #[arg(long)]
     seconds: Option<u32>,
     /// The first N fetches of the file fail, as on a bad network.
@@ -184,10 +190,13 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
             delivered(ctx, client.sandbox_act(&act(contact, SandboxAct::Call, None, None, None)).await?);
         }
         Command::Say { contact, text, file, claims, from_operator, reply_to } => {
-            let media = upload(&client, *file, *claims).await?;
+            let (media, note) = upload(&client, *file, *claims).await?.unzip();
             let request = SandboxSayRequest { contact, text: text.unwrap_or_default(), media, from_operator, reply_to };
             let said = client.sandbox_say(&request).await?;
             said_by(ctx, &said, from_operator);
+            if let Some(note) = note.flatten().filter(|_| !ctx.json) {
+                complain!("relay: note: {note}");
+            }
         }
         Command::Lock { until, unreported } => {
             let lock = client.sandbox_lock(&SandboxLockRequest { lasts: until, unreported }).await?;
@@ -333,25 +342,42 @@ async fn link(ctx: &Context, client: &crate::client::Client, online: bool, cut_s
 }
 
 /// The file a simulated contact sends, uploaded first, with what their
-/// message says of it.
+/// message says of it; and a note when `--seconds` will not show, the file
+/// knowing its own length.
 async fn upload(
     client: &crate::client::Client,
     file: SaidFile,
     claims: FileClaims,
-) -> Result<Option<SandboxMedia>, CliError> {
+) -> Result<Option<(SandboxMedia, Option<String>)>, CliError> {
     let Some((kind, path)) = file.given() else { return Ok(None) };
+    let plays = matches!(kind, MediaKind::VoiceNote | MediaKind::Audio | MediaKind::Video);
+    if claims.seconds.is_some() && !plays {
+        return Err(CliError::usage(
+            "--seconds is how long a voice note, audio or video plays (--voice, --audio, --video)",
+        ));
+    }
     let bytes = std::fs::read(&path).map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    // The same reading of the bytes as the daemon's (media::intake), which wins over the claim.
+    let own = claims.seconds.and_then(|said| crate::media::ogg::seconds(&bytes).filter(|own| *own != said));
+    let note = own.map(|own| {
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let (own, said) = (crate::media::label::clock(own), claims.seconds.unwrap_or_default());
+        format!(
+            "{name} itself plays {own}, and relay goes by that rather than what its message claims (--seconds {said})"
+        )
+    });
     let uploaded = client.upload(bytes).await?;
     let file_name =
         (kind == MediaKind::Document).then(|| path.file_name().map(|n| n.to_string_lossy().into_owned())).flatten();
-    Ok(Some(SandboxMedia {
+    let media = SandboxMedia {
         kind,
         upload_id: uploaded.upload_id,
         mime: claims.mime,
         file_name,
         seconds: claims.seconds,
         fail_downloads: claims.fail_downloads,
-    }))
+    };
+    Ok(Some((media, note)))
 }
 
 /// Where a simulated message went, for a person or as JSON.

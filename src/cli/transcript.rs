@@ -20,6 +20,11 @@ pub struct Args {
     /// Every page, not only the first.
     #[arg(long)]
     pub all: bool,
+    /// With --json: the page as one object, {"messages": [...],
+    /// "next_cursor": "...", "remaining": N} (as MCP's get_transcript
+    /// answers), for a program to page with --cursor.
+    #[arg(long)]
+    pub with_cursor: bool,
 }
 
 /// `--cursor` as the daemon reads it, checked before anything is asked.
@@ -29,6 +34,7 @@ fn cursor(text: &str) -> Result<String, String> {
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let id = InstanceId::parse(&args.id)?;
+    output::json_only(ctx, "--with-cursor", args.with_cursor)?;
     let client = ctx.client()?;
     let (messages, more) = match args.all {
         true => (client.transcript(&id).await?, None),
@@ -47,20 +53,35 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         let more = output::count(remaining as u64, "more message");
         format!("{more}; use `relay transcript {}{limit} --cursor {next}` for the next page, or --all", args.id)
     });
+    if ctx.json && args.with_cursor {
+        let (remaining, next_cursor) = more.map_or((0, None), |(remaining, next)| (remaining, Some(next.to_string())));
+        output::json(&crate::mcp::Transcript { messages, next_cursor, remaining });
+        return Ok(());
+    }
     if ctx.json {
         output::json(&messages);
         if let Some(hint) = hint {
-            complain!("{hint}");
+            complain!("{hint}; --with-cursor puts the cursor in the JSON");
         }
         return Ok(());
     }
     if messages.is_empty() {
         say!("No messages yet.");
     }
+    show(&messages);
+    if let Some(hint) = hint {
+        say!("{hint}");
+    }
+    Ok(())
+}
+
+/// The messages for a person, oldest first, each with its ticks, its file
+/// and what became of it.
+fn show(messages: &[crate::api::TranscriptMessage]) {
     // A contact's reaction, reply, edit or deletion reads with the message it acts on.
     let by_id: std::collections::HashMap<uuid::Uuid, &crate::api::TranscriptMessage> =
         messages.iter().map(|m| (m.id, m)).collect();
-    for m in &messages {
+    for m in messages {
         let content = match m.role {
             Role::Contact => crate::agent::acts::contact_message(m, &m.content, &by_id, &[]),
             _ => m.content.clone(),
@@ -105,10 +126,6 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             _ => {}
         }
     }
-    if let Some(hint) = hint {
-        say!("{hint}");
-    }
-    Ok(())
 }
 
 /// A message's file in a few words: "photo m1, image/jpeg, 2 KB" when it is

@@ -238,10 +238,42 @@ pub enum ConfigError {
     Missing(String),
     #[error("cannot read {path}: {source}")]
     Io { path: String, source: io::Error },
-    #[error("{path} is not a valid relay config: {source}")]
+    #[error("{path} is {}: {source}", match source.classify() {
+        serde_json::error::Category::Data => "not a relay config",
+        _ => "not valid JSON",
+    })]
     Invalid { path: String, source: serde_json::Error },
     #[error("{path}: {problem}")]
     Setting { path: String, problem: String },
+}
+
+impl ConfigError {
+    /// The error and how to repair it, in one sentence for a person.
+    pub fn with_fix(&self) -> String {
+        match self.fix() {
+            Some(fix) => format!("{self}; {fix}"),
+            None => self.to_string(),
+        }
+    }
+
+    /// How to repair the config, for every reader that reports it (the
+    /// CLI's commands, the daemon, `relay doctor`). `relay init` cannot
+    /// read a file that is not a config either, so the way out it offers
+    /// is a fresh one, the broken one kept beside it.
+    pub fn fix(&self) -> Option<String> {
+        let aside = |path: &str| {
+            format!("or move it aside (`mv {path} {path}.broken`) and run `relay init` to write a new one")
+        };
+        match self {
+            ConfigError::Missing(_) | ConfigError::Io { .. } => None,
+            // The error itself says where: serde_json's "at line 3 column 5".
+            ConfigError::Invalid { path, .. } => Some(format!("correct it there, {}", aside(path))),
+            ConfigError::Setting { path, .. } => Some(format!(
+                "correct it (the README's configuration table has every setting and its default), {}",
+                aside(path)
+            )),
+        }
+    }
 }
 
 impl Config {
@@ -320,8 +352,11 @@ impl Config {
         let mut config: Config = serde_path_to_error::deserialize(&mut reader).map_err(|error| {
             let setting = error.path().to_string();
             let source = error.into_inner();
+            // Broken JSON is broken wherever it is: not a setting's problem.
+            let data = source.classify() == serde_json::error::Category::Data;
             match setting.as_str() {
                 "." | "" | "?" => ConfigError::Invalid { path: shown(), source },
+                _ if !data => ConfigError::Invalid { path: shown(), source },
                 _ => ConfigError::Setting { path: shown(), problem: format!("{setting}: {source}") },
             }
         })?;

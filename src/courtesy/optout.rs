@@ -55,17 +55,73 @@ impl OptOut {
         OptOut { contact, since: crate::clock::now(), source, reason, instance_id, overrides: Vec::new() }
     }
 
-    /// "+56912345678 asked on 2026-11-25 not to be contacted".
+    /// "+56912345678 asked on 2026-11-25 not to be contacted", and that
+    /// writing anyway is a person's call, with the override in the API's
+    /// words (a front end rewords them: [`Surface::reword`]).
     pub fn refusal(&self) -> String {
         let who = match self.source {
             OptOutSource::Contact => "asked",
             OptOutSource::Operator => "was listed by the operator",
         };
         format!(
-            "{} {who} on {} not to be contacted; create with --override-opt-out \"reason\" to write to them in \
-             this one conversation anyway",
+            "{} {who} on {} not to be contacted. Writing to them anyway is a person's decision (the operator's), \
+             not an agent's: only on their word does {} write to them, in this one conversation",
             self.contact,
             self.since.format("%Y-%m-%d"),
+            Surface::Http.override_words(),
         )
+    }
+}
+
+/// Where a refusal is read: the daemon's API, `relay`'s command line or
+/// its MCP tools. Each names the override of the list in its own words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    Http,
+    Cli,
+    Mcp,
+}
+
+impl Surface {
+    fn override_words(self) -> &'static str {
+        match self {
+            Surface::Http => "a request with \"override_opt_out\": \"<their reason>\"",
+            Surface::Cli => "`relay create --override-opt-out \"<their reason>\"`",
+            Surface::Mcp => "create_conversation with override_opt_out: \"<their reason>\"",
+        }
+    }
+
+    /// `error` in this surface's words: the daemon names the override as
+    /// its API takes it; the command line and MCP, as their callers do.
+    pub fn reword(self, error: &mut crate::api::ApiErrorResponse) {
+        if error.code == crate::api::ErrorCode::OptedOut {
+            error.error = error.error.replace(Surface::Http.override_words(), self.override_words());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_surface_names_the_override_in_its_own_words() {
+        let entry = OptOut::new("+56912345678".into(), OptOutSource::Contact, "STOP".into(), None);
+        let refused = || crate::api::ApiErrorResponse::new(crate::api::ErrorCode::OptedOut, entry.refusal());
+        let words = [
+            (Surface::Http, "a request with \"override_opt_out\": \"<their reason>\" write"),
+            (Surface::Cli, "`relay create --override-opt-out \"<their reason>\"` write"),
+            (Surface::Mcp, "create_conversation with override_opt_out: \"<their reason>\" write"),
+        ];
+        for (surface, named) in words {
+            let mut error = refused();
+            surface.reword(&mut error);
+            assert!(error.error.contains(named), "{surface:?}: {}", error.error);
+            assert!(error.error.contains("a person's decision (the operator's), not an agent's"), "{}", error.error);
+        }
+        // Another error that quotes the same words is left as it is.
+        let mut other = crate::api::ApiErrorResponse::new(crate::api::ErrorCode::InvalidRequest, entry.refusal());
+        Surface::Cli.reword(&mut other);
+        assert!(other.error.contains("\"override_opt_out\""), "{}", other.error);
     }
 }

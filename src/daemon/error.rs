@@ -37,7 +37,9 @@ impl From<EngineError> for ApiError {
             EngineError::NotFound(_) | EngineError::NotListed(_) => {
                 ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
             }
-            EngineError::Ambiguous { .. } => ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::AmbiguousId, message),
+            EngineError::Ambiguous { .. } | EngineError::AmbiguousMessage { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::AmbiguousId, message)
+            }
             EngineError::Transition { source, .. } => {
                 let mut e = ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidTransition, message);
                 e.body.current_state = Some(source.state);

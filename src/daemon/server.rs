@@ -5,7 +5,9 @@
 //! kept-alive connection that has asked nothing for as long; and a request
 //! body that stops arriving for `http.body_timeout` is cut off. A long poll
 //! (`wait`, `events --follow`) is a request under way, not an idle
-//! connection: it is never timed out here, but it holds its slot.
+//! connection: it is never timed out here, but it holds its slot. A
+//! connection is closed lingering, so that an answer given before the
+//! request's body was read reaches a client still sending it.
 //!
 //! axum's own `serve` sets none of these (hyper's header timeout needs a
 //! timer it does not give), hence this loop.
@@ -86,6 +88,7 @@ async fn serve_connection(stream: TcpStream, router: Router, limits: HttpSetting
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
     builder.http2().timer(TokioTimer::new());
+    let (stream, given_back) = Lent::new(stream);
     let connection = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
     let served = async {
         tokio::pin!(connection);
@@ -104,6 +107,93 @@ async fn serve_connection(stream: TcpStream, router: Router, limits: HttpSetting
     match whole_connection_bounded {
         true => drop(tokio::time::timeout(limits.header_timeout, served).await),
         false => served.await,
+    }
+    if let Ok(stream) = given_back.await {
+        tokio::select! {
+            () = linger(stream) => {}
+            () = closing.cancelled() => {}
+        }
+    }
+}
+
+/// How long a connection is held open after its last answer, for the
+/// client to read it (see [`linger`]).
+const LINGER: Duration = Duration::from_secs(5);
+
+/// Closes a connection the way that lets the client read its answer: the
+/// end of the answer first (FIN), then whatever the client still sends is
+/// read and dropped until it closes, for [`LINGER`] at most. An answer
+/// given before a request's body was read (a file over `media.max_bytes`,
+/// refused by its Content-Length) leaves the client still writing; closing
+/// at once, with its bytes unread, resets the connection, and the client
+/// sees a broken pipe instead of the answer it was sent.
+async fn linger(mut stream: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.shutdown().await;
+    let mut sink = vec![0u8; 64 * 1024];
+    let drain = async { while let Ok(1..) = stream.read(&mut sink).await {} };
+    let _ = tokio::time::timeout(LINGER, drain).await;
+}
+
+/// A connection's socket lent to hyper, given back when hyper drops it,
+/// so that [`linger`] closes it rather than hyper.
+struct Lent {
+    stream: Option<TcpStream>,
+    back: Option<tokio::sync::oneshot::Sender<TcpStream>>,
+}
+
+impl Lent {
+    fn new(stream: TcpStream) -> (Lent, tokio::sync::oneshot::Receiver<TcpStream>) {
+        let (back, given_back) = tokio::sync::oneshot::channel();
+        (Lent { stream: Some(stream), back: Some(back) }, given_back)
+    }
+
+    fn stream(&mut self) -> Pin<&mut TcpStream> {
+        Pin::new(self.stream.as_mut().expect("lent until dropped"))
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let (Some(stream), Some(back)) = (self.stream.take(), self.back.take()) {
+            let _ = back.send(stream);
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for Lent {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        self.stream().poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Lent {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        self.stream().poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.stream().poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.is_write_vectored())
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.stream().poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.stream().poll_shutdown(cx)
     }
 }
 

@@ -39,6 +39,7 @@ mod first_contact;
 pub mod heartbeat;
 pub mod idempotency;
 mod inbound;
+pub mod message_ref;
 mod registry;
 pub mod report;
 mod retention;
@@ -88,6 +89,9 @@ pub enum EngineError {
     NotFound(String),
     #[error("the id prefix '{prefix}' matches {} conversations: {}", matches.len(), matches.join(", "))]
     Ambiguous { prefix: String, matches: Vec<String> },
+    /// A start of a message id that `count` of a conversation's messages have.
+    #[error("'{prefix}' starts {count} of the conversation's message ids: give more of it")]
+    AmbiguousMessage { prefix: String, count: usize },
     #[error("{source}")]
     Transition { id: Uuid, source: InvalidTransition },
     /// `relay answer`, but the agent asked nothing: it stopped for `reason`.
@@ -542,24 +546,23 @@ impl Engine {
         let Some(id) = live else {
             return Err(EngineError::Missing(format!("{contact} has no live conversation")));
         };
-        let wanted = message.trim().to_ascii_lowercase();
-        if wanted.chars().count() < 4 {
-            return Err(EngineError::Invalid(format!("{message:?} is too short: give 4 characters of the id or more")));
-        }
         let transcript = self.shared.store.read_transcript(id)?;
-        let found: Vec<&TranscriptMessage> =
-            transcript.iter().filter(|m| m.id.to_string().starts_with(&wanted)).collect();
-        match found.as_slice() {
-            [one] => match &one.channel_message_id {
-                Some(channel_id) => Ok(((*one).clone(), channel_id.clone())),
-                None => Err(EngineError::Invalid(format!(
-                    "message {message} has not reached WhatsApp (it has no id there yet)"
-                ))),
-            },
-            [] => Err(EngineError::Missing(format!(
+        let one = message_ref::find(&transcript, message).map_err(|unfound| match unfound {
+            message_ref::Unfound::TooShort => EngineError::Invalid(format!(
+                "{message:?} is too short: give 4 characters of the id or more, or its file's reference (m1)"
+            )),
+            message_ref::Unfound::NoSuch => EngineError::Missing(format!(
                 "there is no message {message} in {contact}'s conversation: give an id `relay transcript --json` shows"
+            )),
+            message_ref::Unfound::Several(count) => {
+                EngineError::AmbiguousMessage { prefix: message.trim().to_string(), count }
+            }
+        })?;
+        match &one.channel_message_id {
+            Some(channel_id) => Ok((one.clone(), channel_id.clone())),
+            None => Err(EngineError::Invalid(format!(
+                "message {message} has not reached WhatsApp (it has no id there yet)"
             ))),
-            _ => Err(EngineError::Invalid(format!("{message} starts more than one message id: give more of it"))),
         }
     }
 
@@ -574,18 +577,19 @@ impl Engine {
         crate::api::paging::transcript_page(self.transcript(id_or_prefix)?, after, limit).map_err(EngineError::Invalid)
     }
 
-    /// The file of message `message_id` in a conversation: what the
-    /// transcript says of it, and its bytes.
+    /// The file of `message` in a conversation (its file's reference, its
+    /// id or a unique start of it: [`message_ref`]): what the transcript
+    /// says of it, and its bytes.
     pub fn media_file(
         &self,
         id_or_prefix: &str,
-        message_id: Uuid,
+        message: &str,
     ) -> Result<(crate::api::MediaInfo, Vec<u8>), EngineError> {
         let transcript = self.transcript(id_or_prefix)?;
-        let message = transcript.into_iter().find(|m| m.id == message_id);
-        let message =
-            message.ok_or_else(|| EngineError::Missing(format!("the conversation has no message {message_id}")))?;
-        let media = message.media.ok_or_else(|| EngineError::Missing(format!("message {message_id} has no file")))?;
+        let message = message_ref::of_file(&transcript, message)?;
+        let message_id = message.id;
+        let media =
+            message.media.clone().ok_or_else(|| EngineError::Missing(format!("message {message_id} has no file")))?;
         let path = match (&media.path, media.status) {
             (Some(path), crate::api::MediaStatus::Stored) => std::path::PathBuf::from(path),
             (_, status) => {

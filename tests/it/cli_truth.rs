@@ -63,7 +63,7 @@ fn exits(mut demo: Child) -> ExitStatus {
         }
         if started.elapsed() > Duration::from_secs(60) {
             demo.kill().unwrap();
-            panic!("the demo did not stop");
+            panic!("the process did not stop");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -111,6 +111,30 @@ fn a_demo_whose_reader_goes_away_stops_its_daemon_and_removes_its_home() {
     nothing_left(daemon, &home);
 }
 
+/// A client whose reader goes away (`relay events -f | head -1`) ends
+/// quietly at its next line, as SIGPIPE ends any filter, in text and in
+/// JSON: relay ignores SIGPIPE itself (a socket must not kill it), so its
+/// stdout is what ends it.
+#[test]
+fn a_follower_whose_reader_goes_away_ends_quietly() {
+    let relay = Relay::started();
+    relay.create(&[]);
+    for json in [false, true] {
+        let mut args = vec!["events", "--follow"];
+        args.extend(json.then_some("--json"));
+        let mut follower = relay.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+        lines.next().expect("the first event").unwrap();
+        drop(lines); // `| head -1`: the reader closes the pipe
+        relay.ok(&["create", "--objective", "o", "--contact", OTHER_CONTACT, "--todo", "t"]);
+        let mut stderr = follower.stderr.take().unwrap();
+        let status = exits(follower);
+        let stderr = std::io::read_to_string(&mut stderr).unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGPIPE), "json {json}: {status:?} {stderr}");
+        assert_eq!(stderr, "", "json {json}");
+    }
+}
+
 /// An argument error as JSON is the whole sentence: "the following required
 /// arguments were not provided:" was all it said, naming none.
 #[test]
@@ -130,9 +154,9 @@ fn a_config_that_is_not_a_file_is_refused_at_once() {
     let config = relay.path().join("config.json");
     std::fs::remove_file(&config).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &config).unwrap();
-    for args in [&["start"][..], &["doctor", "--offline"][..]] {
+    for (args, code) in [(&["start"][..], 2), (&["doctor", "--offline"][..], 1)] {
         let run = run_within(relay.command(args), Duration::from_secs(30));
-        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert_eq!(run.code, code, "{args:?}: {}", run.stderr);
         assert!(
             run.stderr.contains("is not a regular file") || run.stdout.contains("is not a regular file"),
             "{args:?}: {} {}",
@@ -153,6 +177,40 @@ fn a_config_that_is_not_a_file_is_refused_at_once() {
 fn a_wrong_setting_is_named() {
     let relay = Relay::init("sandbox");
     relay.edit_config(|config| config["agent"]["max_rounds"] = serde_json::json!("many"));
-    let stderr = relay.fails(&["start"], 1);
+    let stderr = relay.fails(&["start"], 2);
     assert!(stderr.contains("agent.max_rounds: invalid type"), "{stderr}");
+    assert!(stderr.contains("the README's configuration table has every setting"), "{stderr}");
+}
+
+/// A config.json that is not JSON says which file, where, and how to get
+/// out: correct it there, or move it aside and let `relay init` write a
+/// new one; the same words, and exit 2 (bad input), from every command
+/// that reads it, and `relay doctor` gives them as its fix. The way out
+/// works.
+#[test]
+fn a_broken_config_says_how_to_repair_it_wherever_it_is_read() {
+    let relay = Relay::init("sandbox");
+    let path = relay.path().join("config.json");
+    // A colon lost in an edit, on line 4.
+    std::fs::write(&path, "{\n  \"channel\": \"sandbox\",\n  \"courtesy\": {\n    \"quiet_hours\" \"off\"\n  }\n}\n")
+        .unwrap();
+    let path = path.display().to_string();
+    let repair = format!(
+        "correct it there, or move it aside (`mv {path} {path}.broken`) and run `relay init` to write a new one"
+    );
+    let broken = format!("{path} is not valid JSON: expected `:` at line 4 column 19");
+    for args in [&["init", "--channel", "sandbox"][..], &["start"], &["status"], &["list"], &["daemon"]] {
+        let stderr = relay.fails(args, 2);
+        assert_eq!(stderr.trim(), format!("relay: {broken}; {repair}"), "{args:?}");
+    }
+    let error: serde_json::Value = serde_json::from_str(relay.fails(&["start", "--json"], 2).trim()).unwrap();
+    assert_eq!(error["code"], "invalid_config");
+    let doctor = relay.run(&["doctor", "--offline"]);
+    assert_eq!(doctor.code, 1);
+    let config = doctor.stdout.lines().find(|l| l.contains(" config ")).unwrap().to_string();
+    assert!(config.starts_with("failed") && config.ends_with(&format!("{broken}; fix: {repair}")), "{config}");
+
+    std::fs::rename(&path, format!("{path}.broken")).unwrap();
+    relay.ok(&["init", "--channel", "sandbox"]);
+    relay.ok(&["start"]);
 }

@@ -158,3 +158,73 @@ fn a_body_that_stops_arriving_is_cut_off() {
     assert!((400..500).contains(&status), "{answer}");
     assert_eq!(relay.json(&["list"]), serde_json::json!([]), "nothing was created");
 }
+
+/// An answer given before a request's body is read (a body over a limit,
+/// refused by its Content-Length) leaves the client still sending. The
+/// daemon reads and drops the rest rather than resetting the connection:
+/// a reset fails the client's next write, and an HTTP client that fails
+/// on it never reads the answer. Each of the two limits, with a body far
+/// larger than the sockets' buffers.
+#[test]
+fn a_client_still_sending_after_an_early_answer_is_not_reset() {
+    let relay = Relay::sandbox();
+    relay.edit_config(|config| config["media"] = serde_json::json!({"max_bytes": 1000}));
+    relay.ok(&["start"]);
+    let body = vec![b'x'; 32 << 20];
+    for (path, content_type, reason) in [
+        ("/media", "application/octet-stream", "files are limited to 1000 bytes (media.max_bytes)"),
+        ("/instances", "application/json", "request bodies are limited to 64 KiB"),
+    ] {
+        let mut stream = connect(&relay);
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nContent-Type: \
+             {content_type}\r\nContent-Length: {}\r\n\r\n",
+            relay.port,
+            relay.token(),
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        let sent = std::thread::scope(|scope| {
+            let sending = scope.spawn(|| writer.write_all(&body));
+            let answer = until_closed(stream);
+            assert!(answer.starts_with("HTTP/1.1 413"), "{path}: {answer}");
+            assert!(answer.contains(reason), "{path}: {answer}");
+            sending.join().unwrap()
+        });
+        assert!(sent.is_ok(), "{path}: the daemon reset a client still sending: {sent:?}");
+    }
+}
+
+/// The CLI's side of it: `relay send --file`, `relay create --attach` and
+/// `relay sandbox say --document` with a file over `media.max_bytes` print
+/// the daemon's reason and exit 2 every time (they once did so once, then
+/// died of SIGPIPE with nothing said).
+#[test]
+fn an_upload_refused_early_is_reported_every_time() {
+    let relay = Relay::sandbox();
+    relay.edit_config(|config| config["media"] = serde_json::json!({"max_bytes": 1000}));
+    relay.ok(&["start"]);
+    let id = relay.create(&[]);
+    relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+    let big = relay.path().join("big.bin");
+    std::fs::write(&big, vec![7u8; 16 << 20]).unwrap();
+    let big = big.to_str().unwrap();
+    let commands: [&[&str]; 3] = [
+        &["send", &id, "--file", big],
+        &["create", "--objective", "o", "--contact", OTHER_CONTACT, "--todo", "t", "--attach", big],
+        &["sandbox", "say", CONTACT, "the file", "--document", big],
+    ];
+    for args in commands {
+        for attempt in 1..=20 {
+            let run = run_within(relay.command(args), Duration::from_secs(60));
+            assert_eq!(run.code, 2, "{args:?}, attempt {attempt}: {}{}", run.stdout, run.stderr);
+            assert_eq!(
+                run.stderr.trim(),
+                "relay: files are limited to 1000 bytes (media.max_bytes)",
+                "{args:?}, attempt {attempt}"
+            );
+        }
+    }
+    assert_eq!(relay.instances().len(), 1, "nothing was created");
+}

@@ -488,7 +488,7 @@ fn a_model_with_no_server_keeps_the_daemon_from_starting() {
     });
     for command in [&["start"][..], &["daemon"][..]] {
         let run = relay.run(command);
-        assert_eq!(run.code, 1, "relay {command:?}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.code, 2, "relay {command:?}: {}{}", run.stdout, run.stderr);
         assert!(run.stderr.contains("model.base_url is missing"), "relay {command:?}: {}", run.stderr);
     }
     assert_eq!(relay.pid(), None, "no daemon runs");

@@ -100,6 +100,6 @@ fn a_webhook_behind_what_is_kept_goes_on_from_the_oldest_kept() {
 fn an_events_keep_out_of_bounds_is_refused_by_name() {
     let relay = Relay::sandbox();
     relay.edit_config(|config| config["events"] = json!({"keep": "1h"}));
-    let error = relay.fails(&["start"], 1);
+    let error = relay.fails(&["start"], 2);
     assert!(error.contains("events.keep must be from 1d to 3650d (it is 1h"), "{error}");
 }

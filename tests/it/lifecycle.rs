@@ -160,13 +160,13 @@ fn a_damaged_config_is_named_and_not_mistaken_for_a_missing_one() {
     let relay = Relay::sandbox();
     std::fs::write(relay.path().join("config.json"), "{\"channel\": \"sandbox\", \"chanel\": 1}").unwrap();
     let run = relay.run(&["start", "--json"]);
-    assert_eq!(run.code, 1);
+    assert_eq!(run.code, 2);
     let error: Value = serde_json::from_str(run.stderr.trim()).unwrap();
     assert_eq!(error["code"], "invalid_config");
     assert!(error["error"].as_str().unwrap().contains("chanel"), "{error}");
     // A setting that would make every turn fail is refused with its name.
     std::fs::write(relay.path().join("config.json"), r#"{"channel": "sandbox", "agent": {"max_rounds": 0}}"#).unwrap();
-    assert!(relay.fails(&["start"], 1).contains("agent.max_rounds must be at least 1"));
+    assert!(relay.fails(&["start"], 2).contains("agent.max_rounds must be at least 1"));
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn a_running_daemon_is_found_without_config_json() {
     relay.ok(&["stop"]);
     // Stopped, a broken config matters again (to the next start).
     std::fs::write(relay.path().join("config.json"), "not json at all").unwrap();
-    relay.fails(&["start"], 1);
+    relay.fails(&["start"], 2);
 }
 
 #[test]

@@ -440,6 +440,10 @@ fn an_agent_keeps_the_do_not_contact_list() {
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(text(&refused).contains("+56912345678 was listed by the operator on "), "{refused}");
     assert!(text(&refused).contains("code: opted_out"), "{refused}");
+    // Overriding is a person's call, named as this caller gives it.
+    let words = "a person's decision (the operator's), not an agent's: only on their word does create_conversation \
+                 with override_opt_out: \"<their reason>\" write to them";
+    assert!(text(&refused).contains(words) && !text(&refused).contains("--override-opt-out"), "{refused}");
 
     let mut anyway = conversation.clone();
     anyway["override_opt_out"] = json!("the operator says she asked us to write");

@@ -551,12 +551,113 @@ mod cli {
         assert!(missing.contains("cannot read /nonexistent/x.jpg"), "{missing}");
         let two = relay.fails(&["sandbox", "say", CONTACT, "--image", "a", "--voice", "b"], 2);
         assert!(two.contains("cannot be used with"), "{two}");
-        let no_id = relay.fails(&["media", &id, "m1", "--out", "x"], 2);
-        assert!(no_id.contains("'m1' is not a message id"), "{no_id}");
         let text_message =
             transcript.iter().find(|m| m["role"] == "agent").unwrap()["id"].as_str().unwrap().to_string();
         let no_file = relay.fails(&["media", &id, &text_message, "--out", "x"], 4);
         assert!(no_file.contains("has no file"), "{no_file}");
+    }
+
+    /// `relay sandbox say --seconds` is what the message claims a voice
+    /// note, audio or video plays: the transcript shows it while relay
+    /// cannot read the file's own length, and the file's length where it
+    /// can (an Ogg voice note), saying so at once; for a file that does not
+    /// play it is refused.
+    #[test]
+    fn seconds_is_the_length_a_message_claims_and_the_file_knows_better() {
+        let relay = crate::support::Relay::started();
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+        let voice = relay.path().join("voice.ogg");
+        std::fs::write(&voice, relay::media::ogg::scripted_voice_note("see you thursday", 3)).unwrap();
+        let clip = relay.path().join("clip.mp4");
+        std::fs::write(&clip, b"not a video relay can read the length of").unwrap();
+        let said = |file: &str, path: &std::path::Path, seconds: &str| {
+            let run = relay.run(&["sandbox", "say", CONTACT, "--seconds", seconds, file, path.to_str().unwrap()]);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            run.stderr
+        };
+        let note = said("--voice", &voice, "12");
+        assert_eq!(
+            note.trim(),
+            "relay: note: voice.ogg itself plays 0:03, and relay goes by that rather than what its message claims \
+             (--seconds 12)"
+        );
+        assert_eq!(said("--voice", &voice, "3"), "", "a claim the file bears out needs no note");
+        assert_eq!(said("--video", &clip, "31"), "", "a length relay cannot read: the claim stands");
+        relay.wait_for(&id, "the files kept", |_| {
+            relay.transcript(&id).iter().filter(|m| m["media"]["status"] == "stored").count() == 3
+        });
+        let lengths: Vec<(String, u64)> = relay
+            .transcript(&id)
+            .iter()
+            .filter(|m| m["media"].is_object())
+            .map(|m| (m["media"]["kind"].as_str().unwrap().to_string(), m["media"]["duration_s"].as_u64().unwrap()))
+            .collect();
+        let expected = [("voice_note", 3), ("voice_note", 3), ("video", 31)].map(|(k, s)| (k.to_string(), s));
+        assert_eq!(lengths, expected);
+        let shown = relay.ok(&["transcript", &id]);
+        assert!(shown.contains("[video m3, 0:31"), "{shown}");
+
+        let photo = relay.path().join("meter.jpg");
+        std::fs::write(&photo, super::jpeg()).unwrap();
+        for (file, path) in [("--image", &photo), ("--document", &clip)] {
+            let refused = relay.fails(&["sandbox", "say", CONTACT, file, path.to_str().unwrap(), "--seconds", "5"], 2);
+            assert!(refused.contains("--seconds is how long a voice note, audio or video plays"), "{refused}");
+        }
+        assert_eq!(relay.transcript(&id).len(), 3, "nothing more was said");
+    }
+
+    /// `relay media` takes a message as the transcript, the agent and
+    /// `mark_todo_item` name it (`m1`), by its id, or by a unique start of
+    /// its id, as conversations are taken; a start two ids share, a file
+    /// the conversation does not have and what names no message each get
+    /// their reason.
+    #[test]
+    fn a_file_is_copied_out_by_its_reference_or_a_start_of_its_message_id() {
+        let relay = crate::support::Relay::started();
+        let id = relay.create(&[]);
+        relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
+        let photo = relay.path().join("meter.jpg");
+        std::fs::write(&photo, super::jpeg()).unwrap();
+        relay.ok(&["sandbox", "say", CONTACT, "the meter", "--image", photo.to_str().unwrap()]);
+        relay.wait_for(&id, "the photo kept", |_| {
+            relay.transcript(&id).iter().any(|m| m["media"]["status"] == "stored")
+        });
+        let message = relay.transcript(&id).into_iter().find(|m| m["media"].is_object()).unwrap();
+        let message_id = message["id"].as_str().unwrap().to_string();
+        let copy = |named: &str| {
+            let out = relay.path().join(format!("copy-{named}.jpg"));
+            relay.ok(&["media", &id[..8], named, "--out", out.to_str().unwrap(), "--force"]);
+            std::fs::read(&out).unwrap()
+        };
+        for named in ["m1", "M1", &message_id[..4], &message_id[..13], &message_id] {
+            assert_eq!(copy(named), super::jpeg(), "{named}");
+        }
+
+        // Another message whose id starts as the photo's (chance does it in
+        // a long transcript): that start names neither, and says how many.
+        let file = relay.path().join("transcripts").join(format!("{id}.jsonl"));
+        let mut twin = message.clone();
+        let other = if message_id.as_bytes()[9] == b'0' { "1" } else { "0" };
+        twin["id"] = format!("{}{other}{}", &message_id[..9], &message_id[10..]).into();
+        twin["media"] = serde_json::Value::Null;
+        let mut lines = std::fs::read_to_string(&file).unwrap();
+        lines.push_str(&format!("{twin}\n"));
+        std::fs::write(&file, lines).unwrap();
+        let ambiguous = relay.fails(&["media", &id, &message_id[..8], "--out", "x"], 2);
+        assert!(ambiguous.contains(&format!("'{}' starts 2 of the conversation's message ids", &message_id[..8])));
+        assert_eq!(copy(&message_id[..10]), super::jpeg(), "one more character tells them apart");
+        assert_eq!(copy("m1"), super::jpeg());
+
+        let unknown = relay.fails(&["media", &id, "m7", "--out", "x"], 4);
+        assert!(unknown.contains("the conversation has no message or file 'm7'"), "{unknown}");
+        let unknown = relay.fails(&["media", &id, "ffffffff", "--out", "x"], 4);
+        assert!(unknown.contains("no message or file 'ffffffff'"), "{unknown}");
+        let short = relay.fails(&["media", &id, "3f", "--out", "x"], 2);
+        assert!(short.contains("too short for a message id"), "{short}");
+        let wrong = relay.fails(&["media", &id, "../status", "--out", "x"], 2);
+        assert!(wrong.contains("'../status' names no message"), "{wrong}");
+        assert!(!std::path::Path::new("x").exists(), "nothing written");
     }
 
     #[test]

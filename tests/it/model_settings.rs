@@ -209,7 +209,7 @@ fn an_old_text_tool_calls_setting_still_works_and_is_rewritten() {
     assert!(written["model"].get("text_tool_calls").is_none(), "{written:#}");
 
     relay.edit_config(|config| config["model"]["text_tool_calls"] = json!(false));
-    let refused = relay.fails(&["start"], 1);
+    let refused = relay.fails(&["start"], 2);
     assert!(
         refused.contains("model.text_tool_calls (false) and model.tool_calls (\"text\") disagree")
             && refused.contains("relay init --tool-calls text"),
@@ -220,7 +220,7 @@ fn an_old_text_tool_calls_setting_still_works_and_is_rewritten() {
     assert!(config(&relay)["model"].get("text_tool_calls").is_none());
 
     relay.edit_config(|config| config["model"]["tool_calls"] = json!("xml"));
-    let refused = relay.fails(&["start"], 1);
+    let refused = relay.fails(&["start"], 2);
     assert!(refused.contains("model.tool_calls: unknown variant `xml`"), "{refused}");
 }
 
@@ -296,22 +296,22 @@ fn init_writes_the_transcriber_and_removes_it() {
 fn a_wrong_media_setting_is_refused_by_name() {
     let relay = Relay::sandbox();
     relay.edit_config(|config| config["media"]["download_attempts"] = json!(0));
-    let refused = relay.fails(&["start"], 1);
+    let refused = relay.fails(&["start"], 2);
     assert!(refused.contains("media.download_attempts must be at least 1"), "{refused}");
     let report = relay.run(&["doctor", "--offline", "--json"]);
     assert!(report.stdout.contains("media.download_attempts must be at least 1"), "{}", report.stdout);
 
     relay.edit_config(|config| config["media"] = json!({"keep": "three months"}));
-    let refused = relay.fails(&["start"], 1);
+    let refused = relay.fails(&["start"], 2);
     assert!(refused.contains("media.keep: 'three months' is not a duration"), "{refused}");
     relay.edit_config(|config| config["media"] = json!({"keep": "5m"}));
-    let refused = relay.fails(&["start"], 1);
+    let refused = relay.fails(&["start"], 2);
     assert!(refused.contains("media.keep must be from 1h to 3650d (it is 5m"), "{refused}");
     relay.edit_config(|config| config["media"] = json!({"max_size": 10}));
-    let refused = relay.fails(&["start"], 1);
+    let refused = relay.fails(&["start"], 2);
     assert!(refused.contains("unknown field `max_size`"), "{refused}");
     relay.edit_config(|config| config["model"] = json!({"provider": "ollama", "name": "m", "vision": "yes"}));
     relay.edit_config(|config| config["media"] = json!({}));
-    let refused = relay.fails(&["start"], 1);
+    let refused = relay.fails(&["start"], 2);
     assert!(refused.contains("model.vision"), "{refused}");
 }

@@ -62,6 +62,38 @@ fn a_listed_number_has_its_conversations_ended_and_is_refused_until_it_is_taken_
 
 /// Wrong input is refused in the user's words, with the documented exit
 /// codes, before anything changes.
+/// A create for a listed number is refused saying that writing anyway is
+/// a person's decision, and naming the override as the caller would give
+/// it: the command line's flag, the API's field (MCP's argument is in
+/// `mcp`). No surface is told another's words.
+#[test]
+fn the_refusal_leaves_the_override_to_a_person_in_the_callers_words() {
+    let relay = Relay::started();
+    relay.ok(&["optout", "add", CONTACT, "--reason", "asked by phone"]);
+    let person = "Writing to them anyway is a person's decision (the operator's), not an agent's";
+    let create = ["create", "--objective", "o", "--contact", CONTACT, "--todo", "t"];
+    let text = relay.fails(&create, 5);
+    let json = relay.fails(&[&create[..], &["--json"]].concat(), 5);
+    let json: Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(json["code"], "opted_out");
+    let body = json!({"objective": "o", "target_contact": CONTACT, "todos": [{"text": "t"}]}).to_string();
+    let (status, http) = relay.http("POST", "/instances", &[], Some(&body));
+    assert_eq!(status, 409, "{http}");
+    let http: Value = serde_json::from_str(&http).unwrap();
+    let cli_words = "only on their word does `relay create --override-opt-out \"<their reason>\"` write to them";
+    let http_words = "only on their word does a request with \"override_opt_out\": \"<their reason>\" write to them";
+    for (surface, said, words, foreign) in [
+        ("relay create", text.as_str(), cli_words, "\"override_opt_out\""),
+        ("relay create --json", json["error"].as_str().unwrap(), cli_words, "\"override_opt_out\""),
+        ("POST /instances", http["error"].as_str().unwrap(), http_words, "--override-opt-out"),
+    ] {
+        assert!(said.contains("+56912345678 was listed by the operator on "), "{surface}: {said}");
+        assert!(said.contains(person) && said.contains(words), "{surface}: {said}");
+        assert!(!said.contains(foreign), "{surface}: {said}");
+    }
+    assert_eq!(relay.instances().len(), 0, "nothing was created");
+}
+
 #[test]
 fn a_malformed_number_or_one_not_listed_is_refused_and_says_why() {
     let relay = Relay::started();

@@ -177,3 +177,60 @@ fn a_transcript_pages_oldest_first_and_relay_transcript_walks_them() {
     let wrong = relay.fails(&["transcript", &id, "--cursor", "page-2"], 2);
     assert!(wrong.contains("'page-2' is not a cursor"), "{wrong}");
 }
+
+/// What a program does: `--json --with-cursor` a page at a time, going on
+/// with the `next_cursor` of each answer (and nothing else) until there is
+/// none. Returns the `key` ids of every page, in order; checks that each
+/// answer is one JSON object on stdout, nothing on stderr, and that
+/// `remaining` counts down to 0.
+fn walk_as_a_program(relay: &Relay, command: &[&str], key: &str, total: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = command.to_vec();
+        args.extend(["--json", "--with-cursor", "--limit", "2"]);
+        if let Some(cursor) = &cursor {
+            args.extend(["--cursor", cursor]);
+        }
+        let run = relay.run(&args);
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{args:?}: {}", run.stdout);
+        let page: Value = serde_json::from_str(&run.stdout).unwrap();
+        let items = page[key].as_array().unwrap_or_else(|| panic!("no {key} in {page}"));
+        assert!(items.len() <= 2, "{page}");
+        seen.extend(items.iter().map(|item| item["id"].as_str().unwrap().to_string()));
+        assert_eq!(page["remaining"], total - seen.len(), "{page}");
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return seen,
+        }
+        assert!(seen.len() < total, "a cursor after the last page: {page}");
+    }
+}
+
+/// A program pages conversations and a transcript with the cursor in the
+/// JSON (as MCP answers), and gets each item once; the bare array stays
+/// the default, and --with-cursor without --json is refused.
+#[test]
+fn a_program_pages_with_the_cursor_in_the_json() {
+    let relay = Relay::started();
+    let ids: Vec<String> = (0..5).map(|_| relay.create(&[])).collect();
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    assert_eq!(walk_as_a_program(&relay, &["list"], "conversations", 5), newest_first);
+
+    let id = &ids[0];
+    relay.wait_for_state(id, "NEEDS_HUMAN_INTERVENTION");
+    for n in 0..5 {
+        relay.ok(&["sandbox", "say", CONTACT, &format!("message {n}")]);
+    }
+    let transcript: Vec<String> = relay.transcript(id).iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(transcript.len(), 5);
+    assert_eq!(walk_as_a_program(&relay, &["transcript", &id[..8]], "messages", 5), transcript);
+
+    // The seeds' shape is unchanged: a bare array.
+    assert!(relay.json(&["list", "--limit", "2"]).is_array());
+    assert!(relay.json(&["transcript", id, "--limit", "2"]).is_array());
+    for command in [&["list", "--with-cursor"][..], &["transcript", id, "--with-cursor"][..]] {
+        let refused = relay.fails(command, 2);
+        assert!(refused.contains("--with-cursor shapes the JSON output: add --json"), "{refused}");
+    }
+}

@@ -39,16 +39,14 @@ pub(super) async fn upload_media(State(app): State<App>, body: RawBody) -> ApiRe
 /// note or document), as its bytes, with the type relay found in them.
 #[utoipa::path(get, path = "/instances/{id}/messages/{message_id}/media", tag = "media",
     params(("id" = String, Path, description = "conversation id, or a unique prefix"),
-           ("message_id" = uuid::Uuid, Path, description = "the message's id (in the transcript)")),
+           ("message_id" = String, Path, description = "the message: its file's reference (m1, as the transcript shows), its id, or a unique start of its id (4 characters or more)")),
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
               (status = 400, body = ApiErrorResponse), (status = 404, body = ApiErrorResponse)))]
 pub(super) async fn get_media(
     State(app): State<App>,
     axum::extract::Path((id, message_id)): axum::extract::Path<(String, String)>,
 ) -> ApiResult<impl IntoResponse> {
-    let message_id = uuid::Uuid::parse_str(&message_id)
-        .map_err(|_| super::invalid(format!("'{message_id}' is not a message id (a UUID, as the transcript shows)")))?;
-    let (media, bytes) = app.engine.media_file(&id, message_id)?;
+    let (media, bytes) = app.engine.media_file(&id, &message_id)?;
     let mime = media.mime.unwrap_or_else(|| "application/octet-stream".into());
     // relay's own name for it: the contact's never reaches a header.
     let name = media.path.as_deref().and_then(|p| p.rsplit('/').next()).unwrap_or("file").to_string();

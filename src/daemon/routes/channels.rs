@@ -114,8 +114,7 @@ pub(super) async fn sandbox_act(
     let (act, text) = match request.act {
         SandboxAct::React => {
             let emoji = request.emoji.clone().unwrap_or_default().trim().to_string();
-            let symbol = |c: char| !(c.is_alphanumeric() || c.is_control() || c.is_whitespace());
-            if emoji.chars().count() > 16 || !emoji.chars().all(symbol) {
+            if !crate::api::is_reaction(&emoji) {
                 return Err(invalid(format!(
                     "{emoji:?} is not an emoji: give one like 👍 (\"\" takes the reaction back)"
                 )));

@@ -367,6 +367,13 @@ impl Webhooks {
     }
 }
 
+/// The JSON Schema `pattern` of what [`resolve`] takes as a webhook id: its
+/// first (at least [`MIN_ID_PREFIX`]) hex digits, with or without `wh_`, in
+/// either case. Whatever it matches names a webhook or none, never "not an id".
+pub fn id_pattern() -> String {
+    format!("^(?:[wW][hH]_)?[0-9a-fA-F]{{{MIN_ID_PREFIX},}}$")
+}
+
 /// The index of the webhook `wanted` names: its whole id or the first
 /// (at least [`MIN_ID_PREFIX`]) hex digits of it, with or without `wh_`.
 fn resolve(hooks: &[Hook], wanted: &str) -> Result<usize, WebhookError> {
@@ -405,6 +412,23 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
     let digest = mac.finalize().into_bytes();
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256={hex}")
+}
+
+/// The JSON Schema `pattern` of the URLs [`check_url`] takes, in their
+/// plainest form: `http://` or `https://` (either case); a host name (labels
+/// of letters and digits, single dashes inside; the last starts with a
+/// letter, as one of digits would be read as an IP address) or a dotted
+/// IPv4 address; maybe a port; then anything but spaces after `/`, `?` or
+/// `#`. It takes more (user info, IPv6); every string the pattern matches
+/// it takes.
+pub fn url_pattern() -> String {
+    let label = "[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*";
+    let last_label = "[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*";
+    let octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+    let port = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})";
+    format!(
+        "^[hH][tT][tT][pP][sS]?://(?:(?:{label}\\.)*{last_label}|(?:{octet}\\.){{3}}{octet})(?::{port})?(?:[/?#]\\S*)?$"
+    )
 }
 
 fn check_url(url: &str) -> Result<String, WebhookError> {
@@ -475,6 +499,44 @@ mod tests {
                 }
                 Err(other) => proptest::prop_assert!(false, "{}", other),
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the id pattern matches names a webhook or none (or
+        /// several), never "not a webhook id".
+        #[test]
+        fn every_string_the_id_pattern_matches_is_an_id(
+            given in proptest::string::string_regex(id_pattern().trim_start_matches('^').trim_end_matches('$')).unwrap(),
+        ) {
+            let hooks = hooks(&["wh_3f2a9c1e4b5d".to_string(), "wh_3f2a00000000".to_string()]);
+            proptest::prop_assert!(regex::Regex::new(&id_pattern()).unwrap().is_match(&given));
+            proptest::prop_assert!(!matches!(resolve(&hooks, &given), Err(WebhookError::Invalid(_))), "{}", given);
+        }
+
+        /// A client that writes a URL as the schema's pattern says is never
+        /// refused for its form.
+        #[test]
+        fn every_url_the_pattern_matches_is_taken(
+            url in proptest::string::string_regex(url_pattern().trim_start_matches('^').trim_end_matches('$')).unwrap(),
+        ) {
+            proptest::prop_assert!(regex::Regex::new(&url_pattern()).unwrap().is_match(&url));
+            proptest::prop_assert!(check_url(&url).is_ok(), "{}: {:?}", url, check_url(&url));
+        }
+    }
+
+    #[test]
+    fn the_url_pattern_takes_the_plain_urls_and_refuses_the_others() {
+        let pattern = regex::Regex::new(&url_pattern()).unwrap();
+        for plain in
+            ["https://example.com/relay-events", "http://127.0.0.1:9/hook", "HTTP://a", "http://a.b-c.io?x=1#y"]
+        {
+            assert!(pattern.is_match(plain) && check_url(plain).is_ok(), "{plain}");
+        }
+        for refused in
+            ["", "ftp://example.com", "http://", "http://a b", "http://a.1", "http://256.0.0.1", "http://a:65536"]
+        {
+            assert!(!pattern.is_match(refused), "{refused}");
         }
     }
 

@@ -51,6 +51,17 @@ pub const MIN_ID_PREFIX: usize = 4;
 /// The JSON Schema `pattern` of a conversation id or a prefix of one: hex
 /// digits and dashes (at least [`MIN_ID_PREFIX`] of them: a `minLength`).
 pub const ID_PATTERN: &str = "^[0-9a-fA-F-]+$";
+/// Whether `text` has the form of a conversation id or a prefix of one, as
+/// the resolver looks it up: at least [`MIN_ID_PREFIX`] hex digits and
+/// dashes ([`ID_PATTERN`] with that `minLength` says the same).
+pub fn is_id_prefix(text: &str) -> bool {
+    text.chars().count() >= MIN_ID_PREFIX && text.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
+/// The longest reach-out lock the sandbox simulates: WhatsApp's last hours
+/// or days, and a year bounds it.
+pub const MAX_SANDBOX_LOCK: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// How long `GET /instances/{id}/wait` (and `relay wait`, MCP's `wait`)
 /// waits when not told, and at most.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);
@@ -69,6 +80,16 @@ mod tests {
             let one = c.to_string();
             assert_eq!(key.is_match(&one), idempotency_key_problem(&one).is_none(), "{c:?}");
             assert_eq!(id.is_match(&one), c.is_ascii_hexdigit() || c == '-', "{c:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the id pattern matches, at its `minLength`, the resolver
+        /// looks up: it is never refused as "not a conversation id".
+        #[test]
+        fn every_id_the_pattern_matches_is_looked_up(text in "[0-9a-fA-F-]{4,40}|[ -~]{0,8}") {
+            let matched = regex::Regex::new(ID_PATTERN).unwrap().is_match(&text) && text.chars().count() >= MIN_ID_PREFIX;
+            proptest::prop_assert_eq!(matched, is_id_prefix(&text), "{}", text);
         }
     }
 }

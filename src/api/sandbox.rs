@@ -54,6 +54,41 @@ pub struct SandboxActRequest {
     pub text: Option<String>,
 }
 
+/// The most characters a reaction has: an emoji may be several (skin
+/// tones, joined ones).
+pub const MAX_REACTION_CHARS: usize = 16;
+
+/// Whether `emoji` (trimmed) is a reaction the sandbox takes: at most
+/// [`MAX_REACTION_CHARS`] characters, none a letter, digit, control or space
+/// (none at all takes the reaction back).
+pub fn is_reaction(emoji: &str) -> bool {
+    let symbol = |c: char| !(c.is_alphanumeric() || c.is_control() || c.is_whitespace());
+    emoji.chars().count() <= MAX_REACTION_CHARS && emoji.chars().all(symbol)
+}
+
+/// The JSON Schema `pattern` of a reaction, in its plainest form: up to
+/// [`MAX_REACTION_CHARS`] characters of the emoji blocks (symbols and
+/// pictographs, the joiner and the emoji variation selector) that
+/// [`is_reaction`] takes, written as themselves (an escape of a character
+/// past U+FFFF is written differently in each regex dialect). It takes more
+/// (other symbols, spaces around); every string the pattern matches it takes.
+pub fn reaction_pattern() -> String {
+    const EMOJI_BLOCKS: [(u32, u32); 4] = [(0x200D, 0x200D), (0x2190, 0x2BFF), (0xFE0F, 0xFE0F), (0x1F000, 0x1FAFF)];
+    let mut runs: Vec<(char, char)> = Vec::new();
+    let taken = EMOJI_BLOCKS.iter().flat_map(|&(first, last)| (first..=last).filter_map(char::from_u32));
+    for c in taken.filter(|c| is_reaction(&c.to_string())) {
+        match runs.last_mut() {
+            Some((_, last)) if u32::from(*last) + 1 == u32::from(c) => *last = c,
+            _ => runs.push((c, c)),
+        }
+    }
+    let class: String = runs
+        .iter()
+        .map(|&(first, last)| if first == last { first.to_string() } else { format!("{first}-{last}") })
+        .collect();
+    format!("^[{class}]{{0,{MAX_REACTION_CHARS}}}$")
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxAct {
@@ -232,4 +267,31 @@ pub struct SandboxLinkResponse {
     /// The span of the last catch-up cut short, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<super::MissedSpan>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// A reaction written as the schema's pattern says is taken.
+        #[test]
+        fn every_reaction_the_pattern_matches_is_taken(
+            emoji in proptest::string::string_regex(reaction_pattern().trim_start_matches('^').trim_end_matches('$')).unwrap(),
+        ) {
+            proptest::prop_assert!(regex::Regex::new(&reaction_pattern()).unwrap().is_match(&emoji));
+            proptest::prop_assert!(is_reaction(&emoji), "{:?}", emoji);
+        }
+    }
+
+    #[test]
+    fn the_reaction_pattern_takes_emoji_and_refuses_words() {
+        let pattern = regex::Regex::new(&reaction_pattern()).unwrap();
+        for emoji in ["", "👍", "❤\u{FE0F}", "👨\u{200D}👩\u{200D}👧", "🎉🎉", "✅"] {
+            assert!(pattern.is_match(emoji) && is_reaction(emoji), "{emoji:?}");
+        }
+        for words in ["a", "ok", "1", "👍 👍", "🅰", "①", "👍".repeat(MAX_REACTION_CHARS + 1).as_str()] {
+            assert!(!pattern.is_match(words), "{words:?}");
+        }
+    }
 }

@@ -100,6 +100,64 @@ pub fn parse_setting(s: &str) -> Result<Option<QuietHours>, String> {
     }
 }
 
+/// The JSON Schema `pattern` of what [`parse_setting`] takes, in its
+/// plainest form: `off` in any case, or a window `HH:MM-HH:MM` (24-hour
+/// clock, two digits each) whose start and end differ. It takes more
+/// (spaces, one-digit hours); every string the pattern matches it takes.
+pub fn pattern() -> String {
+    // Two times differ in one of their four digits: for each digit and each
+    // value of it, a start with that value there and an end without it.
+    let digits: [(fn(u32) -> u32, bool); 4] =
+        [(|h| h / 10, true), (|h| h % 10, true), (|m| m / 10, false), (|m| m % 10, false)];
+    let mut windows = Vec::new();
+    for (digit, of_the_hour) in digits {
+        for value in 0..10 {
+            let time = |keep: &dyn Fn(u32) -> bool| {
+                let (hours, minutes) = if of_the_hour { (keep, &any as _) } else { (&any as _, keep) };
+                Some(format!("{}:{}", two_digits(24, hours)?, two_digits(60, minutes)?))
+            };
+            if let (Some(start), Some(end)) = (time(&|n| digit(n) == value), time(&|n| digit(n) != value)) {
+                windows.push(format!("{start}-{end}"));
+            }
+        }
+    }
+    format!("^(?:{}|{})$", crate::fsm::any_case("off"), windows.join("|"))
+}
+
+fn any(_: u32) -> bool {
+    true
+}
+
+/// A regular expression of the two-digit numbers below `below` that `keep`
+/// takes (none if it takes none): tens that take the same units share a
+/// class, as `[0-5][0-9]`.
+fn two_digits(below: u32, keep: &dyn Fn(u32) -> bool) -> Option<String> {
+    let class = |digits: &[u32]| -> String {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for &d in digits {
+            match runs.last_mut() {
+                Some((_, last)) if *last + 1 == d => *last = d,
+                _ => runs.push((d, d)),
+            }
+        }
+        let runs: String = runs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+        format!("[{runs}]")
+    };
+    let mut groups: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    for tens in 0..below.div_ceil(10) {
+        let units: Vec<u32> = (0..10).filter(|u| tens * 10 + u < below && keep(tens * 10 + u)).collect();
+        if units.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(same, _)| *same == units) {
+            Some((_, tens_of)) => tens_of.push(tens),
+            None => groups.push((units, vec![tens])),
+        }
+    }
+    let forms: Vec<String> = groups.iter().map(|(units, tens)| format!("{}{}", class(tens), class(units))).collect();
+    (!forms.is_empty()).then(|| format!("(?:{})", forms.join("|")))
+}
+
 /// Serde for `Option<QuietHours>` written as a window or "off" (never null):
 /// an operator reading config.json sees that quiet hours can be turned off.
 pub mod setting {
@@ -170,6 +228,39 @@ mod tests {
         assert_eq!(q.next_open(utc("2026-01-15T05:00:00Z"), tz), utc("2026-01-15T12:00:00Z"));
         // 15:00: now.
         assert_eq!(q.next_open(utc("2026-01-15T18:00:00Z"), tz), utc("2026-01-15T18:00:00Z"));
+    }
+
+    /// The pattern takes a window exactly when its start and end differ,
+    /// every hour and minute tried as a start, and `off` in any case.
+    #[test]
+    fn the_pattern_takes_the_windows_parse_takes() {
+        let pattern = regex::Regex::new(&pattern()).unwrap();
+        for (h, m) in (0..24).flat_map(|h| (0..60).map(move |m| (h, m))) {
+            let start = format!("{h:02}:{m:02}");
+            for end in [start.clone(), format!("{:02}:{m:02}", (h + 1) % 24), format!("{h:02}:{:02}", (m + 1) % 60)] {
+                let window = format!("{start}-{end}");
+                assert_eq!(pattern.is_match(&window), start != end, "{window}");
+                assert_eq!(parse_setting(&window).is_ok(), start != end, "{window}");
+            }
+        }
+        for taken in ["off", "OFF", "Off", "22:00-08:00", "00:00-23:59"] {
+            assert!(pattern.is_match(taken) && parse_setting(taken).is_ok(), "{taken}");
+        }
+        for refused in ["", "of", "24:00-08:00", "22:60-08:00", "22:00", "22:00-08:00-09:00", "9:00-10:00"] {
+            assert!(!pattern.is_match(refused), "{refused}");
+        }
+    }
+
+    proptest! {
+        /// A client that writes quiet hours as the schema's pattern says is
+        /// never refused.
+        #[test]
+        fn every_string_the_pattern_matches_parses(
+            text in proptest::string::string_regex(pattern().trim_start_matches('^').trim_end_matches('$')).unwrap(),
+        ) {
+            prop_assert!(regex::Regex::new(&pattern()).unwrap().is_match(&text), "{}", text);
+            prop_assert!(parse_setting(&text).is_ok(), "{}: {:?}", text, parse_setting(&text));
+        }
     }
 
     fn window() -> impl Strategy<Value = QuietHours> {

@@ -67,6 +67,12 @@ pub fn parse_zone(name: &str) -> Result<Tz, String> {
     })
 }
 
+/// Every name [`parse_zone`] takes as it is written (the tz database's, as
+/// chrono-tz knows them): a time zone's JSON Schema `enum`.
+pub fn zone_names() -> impl Iterator<Item = &'static str> {
+    chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())
+}
+
 /// Every country's zones, from the tz database's `zone.tab`.
 #[rustfmt::skip]
 pub const COUNTRY_ZONES: &[(&str, &[&str])] = &[
@@ -325,6 +331,17 @@ mod tests {
 
     fn contact(number: &str) -> Contact {
         Contact::parse(number).unwrap()
+    }
+
+    /// Every name the schema's `enum` lists is taken, and only zones are.
+    #[test]
+    fn every_listed_zone_name_parses() {
+        let names: Vec<&str> = zone_names().collect();
+        assert!(names.len() > 400 && names.contains(&"America/Santiago") && names.contains(&"UTC"));
+        for name in names {
+            assert_eq!(parse_zone(name).map(|tz| tz.name()), Ok(name));
+        }
+        assert!(parse_zone("Mars/Olympus_Mons").is_err());
     }
 
     #[test]

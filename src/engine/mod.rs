@@ -513,7 +513,7 @@ impl Engine {
                 false => Err(EngineError::NotFound(id_or_prefix.to_string())),
             };
         }
-        if wanted.len() < limits::MIN_ID_PREFIX || !wanted.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        if !limits::is_id_prefix(&wanted) {
             return Err(EngineError::Invalid(format!(
                 "'{id_or_prefix}' is not a conversation id: give the full id or at least {} of its first characters",
                 limits::MIN_ID_PREFIX

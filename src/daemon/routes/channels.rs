@@ -114,8 +114,7 @@ pub(super) async fn sandbox_act(
     let (act, text) = match request.act {
         SandboxAct::React => {
             let emoji = request.emoji.clone().unwrap_or_default().trim().to_string();
-            let symbol = |c: char| !(c.is_alphanumeric() || c.is_control() || c.is_whitespace());
-            if emoji.chars().count() > 16 || !emoji.chars().all(symbol) {
+            if !crate::api::is_reaction(&emoji) {
                 return Err(invalid(format!(
                     "{emoji:?} is not an emoji: give one like 👍 (\"\" takes the reaction back)"
                 )));
@@ -175,12 +174,10 @@ pub(super) async fn sandbox_lock(
     Body(request): Body<SandboxLockRequest>,
 ) -> ApiResult<Json<SandboxLockState>> {
     let sandbox = sandbox(&app)?;
-    // WhatsApp's locks last hours or days; a year bounds the simulated one.
-    const LONGEST: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
     let lasts = crate::duration::parse(&request.lasts).map_err(|_| {
         invalid(format!("'{}' is not how long the lock lasts: write it like 90s, 30m, 2h or 1d", request.lasts))
     })?;
-    if lasts.is_zero() || lasts > LONGEST {
+    if lasts.is_zero() || lasts > crate::api::limits::MAX_SANDBOX_LOCK {
         return Err(invalid(format!("the lock must last more than 0s and at most 365d, not '{}'", request.lasts)));
     }
     Ok(Json(sandbox.lock(lasts, !request.unreported).map_err(crate::engine::EngineError::Store)?))

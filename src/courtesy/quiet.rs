@@ -107,7 +107,8 @@ pub fn parse_setting(s: &str) -> Result<Option<QuietHours>, String> {
 pub fn pattern() -> String {
     // Two times differ in one of their four digits: for each digit and each
     // value of it, a start with that value there and an end without it.
-    let digits: [(fn(u32) -> u32, bool); 4] =
+    type DigitOf = fn(u32) -> u32;
+    let digits: [(DigitOf, bool); 4] =
         [(|h| h / 10, true), (|h| h % 10, true), (|m| m / 10, false), (|m| m % 10, false)];
     let mut windows = Vec::new();
     for (digit, of_the_hour) in digits {

@@ -205,3 +205,33 @@ pub(super) fn declare_state_patterns(openapi: &mut utoipa::openapi::OpenApi) {
         }
     }
 }
+
+/// An event stream's schema describes one event, as OpenAPI 3.1 reads it
+/// (Schemathesis included): an object whose `data` is the item as JSON
+/// (`contentSchema`) and whose `id` is its sequence number.
+pub(super) fn declare_event_stream_events(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::extensions::Extensions;
+    use utoipa::openapi::{ObjectBuilder, RefOr, Type};
+    for (_, _, operation) in operations_mut(&mut openapi.paths) {
+        for response in operation.responses.responses.values_mut() {
+            let RefOr::T(response) = response else { continue };
+            let Some(stream) = response.content.get_mut("text/event-stream") else { continue };
+            let Some(item) = stream.schema.take() else { continue };
+            let mut content_schema = Extensions::default();
+            content_schema.insert("contentSchema".into(), serde_json::to_value(&item).expect("a schema serialises"));
+            let data = ObjectBuilder::new()
+                .schema_type(Type::String)
+                .content_media_type("application/json")
+                .description(Some("The item, as JSON"))
+                .build();
+            let mut data = data;
+            data.extensions = Some(content_schema);
+            let event = ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property("id", ObjectBuilder::new().schema_type(Type::String).description(Some("Its sequence number")))
+                .property("data", data)
+                .required("data");
+            stream.schema = Some(RefOr::T(event.build().into()));
+        }
+    }
+}

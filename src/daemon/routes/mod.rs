@@ -146,6 +146,7 @@ fn api() -> (Router<App>, utoipa::openapi::OpenApi) {
     document::declare_common_responses(&mut openapi);
     document::declare_contact_pattern(&mut openapi);
     document::declare_state_patterns(&mut openapi);
+    document::declare_event_stream_events(&mut openapi);
     (router, openapi)
 }
 

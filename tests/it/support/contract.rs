@@ -167,7 +167,7 @@ fn check_headers(contract: &Contract, at: &str, response: &Value, headers: &[(St
 
 /// The content type is one declared for the status, and the body is of its
 /// schema: JSON whole, NDJSON line by line, an event stream's `data:`
-/// lines one by one. A status declared without content has an empty body.
+/// lines one by one against its events' `data` `contentSchema`. A status declared without content has an empty body.
 fn check_body(
     contract: &Contract,
     at: &str,
@@ -189,11 +189,18 @@ fn check_body(
         let names: Vec<&String> = content.keys().collect();
         return Err(format!("{at} {status}: content type {sent:?} is not one declared ({names:?})"));
     };
-    let schema = &declared["schema"];
+    let mut schema = &declared["schema"];
     let documents: Vec<&[u8]> = match media.as_str() {
         "application/json" => vec![body],
         "application/x-ndjson" => body.split(|b| *b == b'\n').filter(|line| !line.is_empty()).collect(),
-        "text/event-stream" => event_stream_data(body),
+        "text/event-stream" => {
+            // The schema is of an event; its `data` is the item, as JSON.
+            schema = &schema["properties"]["data"]["contentSchema"];
+            if schema.is_null() {
+                return Err(format!("{at} {status}: the event stream's events declare no contentSchema for data"));
+            }
+            event_stream_data(body)
+        }
         _ => return Ok(()),
     };
     for document in documents {

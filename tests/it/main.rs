@@ -48,6 +48,7 @@ mod paging;
 mod private_context;
 mod reliability;
 mod soak;
+mod strict_schemas;
 mod tool_calls;
 mod typed_answers;
 mod whatsapp_session;

@@ -16,6 +16,12 @@ use utoipa::ToSchema;
 pub const MAX_PATTERN_CHARS: usize = 200;
 pub const MAX_ENUM_VALUES: usize = 50;
 
+/// What a todo's answer is: a small JSON Schema. Its keywords fit its
+/// `type` (the schema's conditions say which); what they cannot say is
+/// refused too: `minimum` above `maximum`, `minLength` above `maxLength`,
+/// an `enum` value outside the `format`, `pattern` or range given, and a
+/// `pattern` the regex crate cannot read (it has no look-around and no
+/// backreferences).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AnswerSchema {

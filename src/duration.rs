@@ -79,16 +79,23 @@ fn one_to(most: u64) -> Option<String> {
         return None;
     }
     let digits: Vec<u8> = most.to_string().bytes().map(|b| b - b'0').collect();
+    let any_digits = |n: usize| match n {
+        0 => String::new(),
+        1 => "[0-9]".to_string(),
+        n => format!("[0-9]{{{n}}}"),
+    };
     let mut forms = Vec::new();
-    if digits.len() > 1 {
-        forms.push(format!("[1-9][0-9]{{0,{}}}", digits.len() - 2));
+    match digits.len() {
+        1 => {}
+        2 => forms.push("[1-9]".to_string()),
+        n => forms.push(format!("[1-9][0-9]{{0,{}}}", n - 2)),
     }
     for (at, &digit) in digits.iter().enumerate() {
         let lowest = u8::from(at == 0);
         if digit > lowest {
             let prefix: String = digits[..at].iter().map(u8::to_string).collect();
-            let rest = digits.len() - at - 1;
-            forms.push(format!("{prefix}[{lowest}-{}][0-9]{{{rest}}}", digit - 1));
+            let below = if digit - 1 == lowest { lowest.to_string() } else { format!("[{lowest}-{}]", digit - 1) };
+            forms.push(format!("{prefix}{below}{}", any_digits(digits.len() - at - 1)));
         }
     }
     forms.push(most.to_string());

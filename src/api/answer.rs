@@ -16,6 +16,12 @@ use utoipa::ToSchema;
 pub const MAX_PATTERN_CHARS: usize = 200;
 pub const MAX_ENUM_VALUES: usize = 50;
 
+/// What a todo's answer is: a small JSON Schema. Its keywords fit its
+/// `type` (the schema's conditions say which); what they cannot say is
+/// refused too: `minimum` above `maximum`, `minLength` above `maxLength`,
+/// an `enum` value outside the `format`, `pattern` or range given, and a
+/// `pattern` the regex crate cannot read (it has no look-around and no
+/// backreferences).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AnswerSchema {
@@ -156,6 +162,48 @@ impl AnswerSchema {
             }
         }
         Ok(())
+    }
+
+    /// What [`AnswerSchema::check`] refuses that a JSON Schema can say, to
+    /// merge into this type's own schema: `enum` holds 1 to
+    /// [`MAX_ENUM_VALUES`] distinct values of the declared type (strings not
+    /// blank), `pattern` is a regular expression of at most
+    /// [`MAX_PATTERN_CHARS`], and (`if` the type is ..., `then` ...) the
+    /// string keywords come only with type string, `minimum` and `maximum`
+    /// only with number or integer. A keyword set to null counts as left
+    /// out, as serde reads it. What no schema can say stays in words:
+    /// minimum ≤ maximum, minLength ≤ maxLength, each enum value of the
+    /// format, pattern and range given, the regex crate's syntax.
+    pub fn schema_rules() -> Value {
+        use serde_json::json;
+        let name = |kind: AnswerType| serde_json::to_value(kind).expect("a type serialises");
+        let of_type = |kinds: &[AnswerType]| json!({"properties": {"type": {"enum": kinds.iter().map(|k| name(*k)).collect::<Vec<_>>()}}});
+        let left_out = json!({"type": "null"});
+        let mut rules = vec![
+            json!({
+                "if": of_type(&[AnswerType::Number, AnswerType::Integer, AnswerType::Boolean]),
+                "then": {"properties": {"format": left_out, "pattern": left_out, "minLength": left_out, "maxLength": left_out}},
+            }),
+            json!({
+                "if": of_type(&[AnswerType::String, AnswerType::Boolean]),
+                "then": {"properties": {"minimum": left_out, "maximum": left_out}},
+            }),
+        ];
+        for kind in [AnswerType::String, AnswerType::Number, AnswerType::Integer, AnswerType::Boolean] {
+            // A JSON Schema type of the same name; a string value is text, trimmed and not empty.
+            let mut value = json!({"type": name(kind)});
+            if kind == AnswerType::String {
+                value["minLength"] = json!(1);
+            }
+            rules.push(json!({"if": of_type(&[kind]), "then": {"properties": {"enum": {"items": value}}}}));
+        }
+        json!({
+            "properties": {
+                "enum": {"minItems": 1, "maxItems": MAX_ENUM_VALUES, "uniqueItems": true},
+                "pattern": {"format": "regex", "maxLength": MAX_PATTERN_CHARS},
+            },
+            "allOf": rules,
+        })
     }
 
     /// The answer it expects, in words, for the agent's tool and the prompt.

@@ -217,9 +217,10 @@ pub struct Attachment {
 #[serde(deny_unknown_fields)]
 pub struct NewAttachment {
     pub upload_id: uuid::Uuid,
-    /// The name the contact sees; left out, `a1.pdf` and so on.
+    /// The name the contact sees; left out (or nothing left once cleaned:
+    /// controls, separators and spaces around go), `a1.pdf` and so on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_length = 1, max_length = 100)]
+    #[schema(max_length = 100)]
     pub name: Option<String>,
 }
 

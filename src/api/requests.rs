@@ -140,11 +140,12 @@ impl SendMessageRequest {
 #[serde(deny_unknown_fields)]
 pub struct SendFile {
     pub upload_id: Uuid,
-    /// The name the contact sees; left out, `a2.pdf` and so on.
+    /// The name the contact sees; left out (or nothing left once cleaned:
+    /// controls, separators and spaces around go), `a2.pdf` and so on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_length = 1, max_length = 100)]
+    #[schema(max_length = 100)]
     pub name: Option<String>,
-    /// Written under the file (at most 1,024 characters).
+    /// Written under the file (at most 1,024 characters; blank: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 1024)]
     pub caption: Option<String>,

@@ -70,8 +70,9 @@ pub fn is_reaction(emoji: &str) -> bool {
 /// [`MAX_REACTION_CHARS`] characters of the emoji blocks (symbols and
 /// pictographs, the joiner and the emoji variation selector) that
 /// [`is_reaction`] takes, written as themselves (an escape of a character
-/// past U+FFFF is written differently in each regex dialect). It takes more
-/// (other symbols, spaces around); every string the pattern matches it takes.
+/// past U+FFFF is written differently in each regex dialect), maybe with
+/// spaces around (the handler trims). It takes more (other symbols, other
+/// spaces around); every string the pattern matches it takes, trimmed.
 pub fn reaction_pattern() -> String {
     const EMOJI_BLOCKS: [(u32, u32); 4] = [(0x200D, 0x200D), (0x2190, 0x2BFF), (0xFE0F, 0xFE0F), (0x1F000, 0x1FAFF)];
     let mut runs: Vec<(char, char)> = Vec::new();
@@ -86,7 +87,7 @@ pub fn reaction_pattern() -> String {
         .iter()
         .map(|&(first, last)| if first == last { first.to_string() } else { format!("{first}-{last}") })
         .collect();
-    format!("^[{class}]{{0,{MAX_REACTION_CHARS}}}$")
+    format!("^ *[{class}]{{0,{MAX_REACTION_CHARS}}} *$")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -280,15 +281,15 @@ mod tests {
             emoji in proptest::string::string_regex(reaction_pattern().trim_start_matches('^').trim_end_matches('$')).unwrap(),
         ) {
             proptest::prop_assert!(regex::Regex::new(&reaction_pattern()).unwrap().is_match(&emoji));
-            proptest::prop_assert!(is_reaction(&emoji), "{:?}", emoji);
+            proptest::prop_assert!(is_reaction(emoji.trim()), "{:?}", emoji);
         }
     }
 
     #[test]
     fn the_reaction_pattern_takes_emoji_and_refuses_words() {
         let pattern = regex::Regex::new(&reaction_pattern()).unwrap();
-        for emoji in ["", "👍", "❤\u{FE0F}", "👨\u{200D}👩\u{200D}👧", "🎉🎉", "✅"] {
-            assert!(pattern.is_match(emoji) && is_reaction(emoji), "{emoji:?}");
+        for emoji in ["", "   ", " 👍 ", "👍", "❤\u{FE0F}", "👨\u{200D}👩\u{200D}👧", "🎉🎉", "✅"] {
+            assert!(pattern.is_match(emoji) && is_reaction(emoji.trim()), "{emoji:?}");
         }
         for words in ["a", "ok", "1", "👍 👍", "🅰", "①", "👍".repeat(MAX_REACTION_CHARS + 1).as_str()] {
             assert!(!pattern.is_match(words), "{words:?}");

@@ -107,9 +107,8 @@ pub fn parse_setting(s: &str) -> Result<Option<QuietHours>, String> {
 pub fn pattern() -> String {
     // Two times differ in one of their four digits: for each digit and each
     // value of it, a start with that value there and an end without it.
-    type DigitOf = fn(u32) -> u32;
-    let digits: [(DigitOf, bool); 4] =
-        [(|h| h / 10, true), (|h| h % 10, true), (|m| m / 10, false), (|m| m % 10, false)];
+    let (tens, units): (Digit, Digit) = (|n| n / 10, |n| n % 10);
+    let digits = [(tens, true), (units, true), (tens, false), (units, false)];
     let mut windows = Vec::new();
     for (digit, of_the_hour) in digits {
         for value in 0..10 {
@@ -124,6 +123,9 @@ pub fn pattern() -> String {
     }
     format!("^(?:{}|{})$", crate::fsm::any_case("off"), windows.join("|"))
 }
+
+/// One digit of a two-digit number: its tens, or its units.
+type Digit = fn(u32) -> u32;
 
 fn any(_: u32) -> bool {
     true

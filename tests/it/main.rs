@@ -49,6 +49,7 @@ mod private_context;
 mod providers;
 mod reliability;
 mod soak;
+mod strict_schemas;
 mod tool_calls;
 mod typed_answers;
 mod whatsapp_session;

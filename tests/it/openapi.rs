@@ -277,7 +277,9 @@ fn objects(value: &Value, at: String, found: &mut Vec<String>) {
     }
 }
 
-/// Every object schema a request body can contain, by where it was reached.
+/// Every object schema a request body can contain, by where it was reached:
+/// those that say `type: object` (a condition's branch, which constrains
+/// properties of the object it is in, is none of its own).
 fn request_object_schemas<'a>(doc: &'a Value, schema: &'a Value, at: String, found: &mut Vec<(String, &'a Value)>) {
     if let Some(reference) = schema["$ref"].as_str() {
         if found.iter().any(|(seen, _)| seen == reference) {
@@ -289,7 +291,7 @@ fn request_object_schemas<'a>(doc: &'a Value, schema: &'a Value, at: String, fou
     }
     let is_object =
         schema["type"] == "object" || schema["type"].as_array().is_some_and(|t| t.contains(&json!("object")));
-    if is_object || schema.get("properties").is_some() {
+    if is_object {
         found.push((at.clone(), schema));
     }
     for key in ["oneOf", "anyOf", "allOf"] {
@@ -549,7 +551,7 @@ fn a_method_a_path_does_not_serve_is_405_with_allow_as_declared() {
 }
 
 /// Every phone number a request carries (a body's property, a query or
-/// path parameter: anything named `contact`) has the pattern the daemon's
+/// path parameter: anything named `contact`, and the `phone` to pair) has the pattern the daemon's
 /// parser keeps to (`relay::contact::pattern()`), and the daemon takes what
 /// it matches and refuses what it does not (the MCP tests and
 /// `contact.rs`'s proptests try many more).
@@ -572,7 +574,7 @@ fn the_contacts_carry_the_daemons_pattern() {
         request_object_schemas(&doc, schema, format!("{method} {path}"), &mut objects);
         for (at, object) in objects {
             for (name, property) in object["properties"].as_object().into_iter().flatten() {
-                if name.contains("contact") {
+                if name.contains("contact") || name == "phone" {
                     assert_eq!(property["pattern"], pattern, "{at}.{name}");
                     found.insert(format!("{}.{name}", at.trim_start_matches("#/components/schemas/")));
                 }
@@ -584,6 +586,7 @@ fn the_contacts_carry_the_daemons_pattern() {
         "OptOutRequest.contact",
         "SandboxSayRequest.contact",
         "PhoneRequest.contact",
+        "PairRequest.phone",
         "GET /instances contact",
         "GET /sandbox/outbox contact",
         "DELETE /opt-outs/{contact} contact",

@@ -6,9 +6,22 @@
 
 use super::OPENAPI_PATH;
 
+/// The document as served: what the annotations say, then each rule.
+pub(super) fn finish(mut openapi: utoipa::openapi::OpenApi) -> serde_json::Value {
+    describe_the_document(&mut openapi);
+    declare_common_responses(&mut openapi);
+    declare_contact_pattern(&mut openapi);
+    declare_state_patterns(&mut openapi);
+    declare_event_stream_events(&mut openapi);
+    let mut document = serde_json::to_value(openapi).expect("the document serialises");
+    // The rules utoipa's types have no words for (`if`, `not`, ...), on the JSON.
+    super::request_schemas::declare_what_the_handlers_take(&mut document);
+    document
+}
+
 /// `GET /openapi.json` is served by hand (it serves the finished document),
 /// so no annotation describes it; this does.
-pub(super) fn describe_the_document(openapi: &mut utoipa::openapi::OpenApi) {
+fn describe_the_document(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::{HttpMethod, OperationBuilder};
     use utoipa::openapi::{ContentBuilder, ObjectBuilder, ResponseBuilder};
     let operation = OperationBuilder::new()
@@ -53,7 +66,7 @@ fn operations_mut(
 /// with `Allow`, for a method the path does not serve). They are declared here
 /// once, by the rule that produces them, so a new route gets them without
 /// anyone remembering to; a route that declares a status itself keeps its own.
-pub(super) fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
+fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::header::HeaderBuilder;
     use utoipa::openapi::path::{Operation, ParameterIn};
     use utoipa::openapi::{ContentBuilder, ObjectBuilder, Ref, RefOr, ResponseBuilder, Type};
@@ -146,14 +159,14 @@ pub(super) fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
     }
 }
 
-/// The phone numbers requests carry (a body's `contact` or
-/// `target_contact`, a `contact` query or path parameter) are read by
+/// The phone numbers requests carry (a body's `contact`, `target_contact`
+/// or `phone`, a `contact` query or path parameter) are read by
 /// `Contact::parse`: they carry its pattern (`contact::pattern()`), set
 /// here once, as utoipa takes only a literal pattern, and by the rule, so
 /// a new request with a contact gets it too.
-pub(super) fn declare_contact_pattern(openapi: &mut utoipa::openapi::OpenApi) {
+fn declare_contact_pattern(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{RefOr, Schema};
-    const NAMES: [&str; 2] = ["contact", "target_contact"];
+    const NAMES: [&str; 3] = ["contact", "target_contact", "phone"];
     let pattern = crate::contact::pattern();
     // (A contact of another shape would go without: tests/it/openapi.rs
     // checks that none does.)
@@ -187,7 +200,7 @@ pub(super) fn declare_contact_pattern(openapi: &mut utoipa::openapi::OpenApi) {
 /// list): utoipa's attributes take only literals, which would go stale
 /// with a new state. A `cursor` takes its pattern from where that list's
 /// cursors are written: a transcript's is a message's id.
-pub(super) fn declare_state_patterns(openapi: &mut utoipa::openapi::OpenApi) {
+fn declare_state_patterns(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{RefOr, Schema};
     for (path, _, operation) in operations_mut(&mut openapi.paths) {
         let transcript = path.ends_with("/transcript");
@@ -209,7 +222,7 @@ pub(super) fn declare_state_patterns(openapi: &mut utoipa::openapi::OpenApi) {
 /// An event stream's schema describes one event, as OpenAPI 3.1 reads it
 /// (Schemathesis included): an object whose `data` is the item as JSON
 /// (`contentSchema`) and whose `id` is its sequence number.
-pub(super) fn declare_event_stream_events(openapi: &mut utoipa::openapi::OpenApi) {
+fn declare_event_stream_events(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::extensions::Extensions;
     use utoipa::openapi::{ObjectBuilder, RefOr, Type};
     for (_, _, operation) in operations_mut(&mut openapi.paths) {

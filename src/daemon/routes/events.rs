@@ -11,7 +11,10 @@ use crate::api::*;
 /// Server-Sent Events (`id:` is the sequence number, `event:` the type), or
 /// as NDJSON with `Accept: application/x-ndjson`. Without `follow=true` the
 /// stream ends after the stored events.
-#[utoipa::path(get, path = "/events", tag = "events", params(EventsQuery),
+#[utoipa::path(get, path = "/events", tag = "events",
+    params(EventsQuery,
+           ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "As `after` (which wins when both are given): \
+                                                                   the `id:` of the last event a reconnecting stream saw")),
     responses((status = 200, description = "The events, one per `data:` line of a server-sent event stream by default, \
                                         or one per line with `Accept: application/x-ndjson`",
                content((ConversationEvent = "text/event-stream"), (ConversationEvent = "application/x-ndjson"))),

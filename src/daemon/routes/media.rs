@@ -17,7 +17,7 @@ use crate::engine::EngineError;
 /// at most `media.max_bytes`). It is kept, owner-only, until a request names
 /// its `upload_id` (a sandbox contact's file), and an hour at most.
 #[utoipa::path(post, path = "/media", tag = "media",
-    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    request_body(content_type = "application/octet-stream", description = "The file's bytes, at most `media.max_bytes`"),
     responses((status = 201, body = UploadResponse), (status = 413, body = ApiErrorResponse),
               (status = 415, body = ApiErrorResponse), (status = 507, body = ApiErrorResponse)))]
 pub(super) async fn upload_media(State(app): State<App>, body: RawBody) -> ApiResult<impl IntoResponse> {
@@ -40,7 +40,9 @@ pub(super) async fn upload_media(State(app): State<App>, body: RawBody) -> ApiRe
 #[utoipa::path(get, path = "/instances/{id}/messages/{message_id}/media", tag = "media",
     params(("id" = String, Path, description = "conversation id, or a unique prefix"),
            ("message_id" = String, Path, description = "the message: its file's reference (m1, as the transcript shows), its id, or a unique start of its id (4 characters or more)")),
-    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
+    responses((status = 200, content_type = "*/*",
+               description = "The file's bytes, with the type relay found in them as Content-Type (`image/png`, `audio/ogg`, \
+                              `application/pdf`, ...; `application/octet-stream` when it found none)"),
               (status = 400, body = ApiErrorResponse), (status = 404, body = ApiErrorResponse)))]
 pub(super) async fn get_media(
     State(app): State<App>,

@@ -62,6 +62,11 @@ pub(super) fn of_file<'a>(
     })
 }
 
+/// The JSON Schema `pattern` of what [`find`] looks up rather than refuses
+/// as too short: a file's reference, or at least [`MIN_ID_PREFIX`] letters,
+/// digits and dashes (a start of an id, or nothing relay has: not found).
+pub const MESSAGE_PATTERN: &str = "^(?:[A-Za-z][0-9]+|[0-9A-Za-z-]{4,})$";
+
 /// Whether `text` is shaped as a file's reference: a letter, then digits.
 fn is_reference(text: &str) -> bool {
     let mut chars = text.chars();
@@ -79,6 +84,15 @@ pub fn could_name_one(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    proptest::proptest! {
+        /// A message named as the pattern says is looked up, never refused as too short.
+        #[test]
+        fn whatever_the_pattern_matches_is_looked_up(wanted in "(?:[A-Za-z][0-9]{1,5}|[0-9A-Za-z-]{4,40})") {
+            proptest::prop_assert!(regex::Regex::new(MESSAGE_PATTERN).unwrap().is_match(&wanted));
+            proptest::prop_assert_ne!(find(&[], &wanted).unwrap_err(), Unfound::TooShort);
+        }
+    }
+
     use super::*;
     use crate::api::{MediaInfo, MediaKind, MediaStatus, Role};
 

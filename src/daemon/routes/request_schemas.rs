@@ -28,15 +28,18 @@ pub(super) fn declare_what_the_handlers_take(document: &mut Value) {
 /// Conversation ids (the `{id}` of `/instances/{id}/...`, the `instance`
 /// of `/events`) are read by the engine's resolver: a full id, or a prefix
 /// of hex digits and dashes (`limits::is_id_prefix`); a webhook's `{id}`
-/// by the webhooks' (`webhooks::id_pattern`).
+/// by the webhooks' (`webhooks::id_pattern`); a `{message_id}` by
+/// `message_ref::find`.
 fn declare_id_patterns(document: &mut Value) {
     let conversation = json!({"pattern": limits::ID_PATTERN, "minLength": limits::MIN_ID_PREFIX});
     let webhook = json!({"pattern": crate::webhooks::id_pattern()});
+    let message = json!({"pattern": crate::engine::message_ref::MESSAGE_PATTERN});
     for (path, parameter) in parameters_mut(document) {
         let rule = match (parameter["in"].as_str(), parameter["name"].as_str()) {
             (Some("path"), Some("id")) if path.starts_with("/instances/") => &conversation,
             (Some("query"), Some("instance")) if path == "/events" => &conversation,
             (Some("path"), Some("id")) if path.starts_with("/webhooks/") => &webhook,
+            (Some("path"), Some("message_id")) => &message,
             _ => continue,
         };
         merge(&mut parameter["schema"], rule.clone());

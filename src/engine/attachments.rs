@@ -44,7 +44,7 @@ pub(super) fn attach_at_create(
 }
 
 /// Why the upload `id` cannot be used, in the caller's words.
-pub(super) fn no_upload(id: Uuid) -> EngineError {
+pub(crate) fn no_upload(id: Uuid) -> EngineError {
     EngineError::Missing(format!(
         "relay has no file {id}: it was never given (POST /media), was used already, or waited more than an hour; \
          give the file again"

@@ -34,9 +34,7 @@ pub(super) async fn sandbox_say(
                 return Err(invalid(format!("a caption is at most {max} characters")));
             }
             let bytes = app.engine.take_upload(media.upload_id).map_err(crate::engine::EngineError::Store)?;
-            let bytes = bytes.ok_or_else(|| {
-                invalid(format!("there is no upload {} (each is used once, and kept an hour)", media.upload_id))
-            })?;
+            let bytes = bytes.ok_or_else(|| crate::engine::attachments::no_upload(media.upload_id))?;
             let caption = (!caption.is_empty()).then(|| caption.to_string());
             InboundMessage::with_media(contact.clone(), crate::channel::sandbox::file_from_phone(media, bytes, caption))
         }

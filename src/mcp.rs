@@ -1034,7 +1034,7 @@ fn usage(message: String) -> ApiErrorResponse {
 /// "no conversation ... (code: not_found)", with the state for a refused transition.
 fn error_text(error: &ApiErrorResponse) -> String {
     let mut error = error.clone();
-    crate::courtesy::optout::Surface::Mcp.reword(&mut error);
+    error.reword_for(crate::courtesy::optout::Surface::Mcp);
     let mut text = format!("{} (code: {}", error.error, error.code);
     if let Some(state) = error.current_state {
         text.push_str(&format!(", current state: {state}"));

@@ -108,6 +108,14 @@ pub struct ApiErrorResponse {
 }
 
 impl ApiErrorResponse {
+    /// An `opted_out` refusal in the words of the surface that shows it;
+    /// any other error as it is.
+    pub fn reword_for(&mut self, surface: crate::courtesy::optout::Surface) {
+        if self.code == ErrorCode::OptedOut {
+            self.error = surface.reword(&self.error);
+        }
+    }
+
     pub fn new(code: ErrorCode, error: impl Into<String>) -> ApiErrorResponse {
         ApiErrorResponse {
             error: error.into(),
@@ -130,6 +138,29 @@ mod error_code_tests {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
             assert_eq!(serde_json::from_value::<ErrorCode>(serde_json::json!(code.as_str())).unwrap(), code);
         }
+    }
+
+    #[test]
+    fn each_surface_names_the_opt_out_override_in_its_own_words() {
+        use super::ApiErrorResponse;
+        use crate::courtesy::optout::{OptOut, OptOutSource, Surface};
+        let entry = OptOut::new("+56912345678".into(), OptOutSource::Contact, "STOP".into(), None);
+        let refused = || ApiErrorResponse::new(ErrorCode::OptedOut, entry.refusal());
+        let words = [
+            (Surface::Http, "a request with \"override_opt_out\": \"<their reason>\" write"),
+            (Surface::Cli, "`relay create --override-opt-out \"<their reason>\"` write"),
+            (Surface::Mcp, "create_conversation with override_opt_out: \"<their reason>\" write"),
+        ];
+        for (surface, named) in words {
+            let mut error = refused();
+            error.reword_for(surface);
+            assert!(error.error.contains(named), "{surface:?}: {}", error.error);
+            assert!(error.error.contains("a person's decision (the operator's), not an agent's"), "{}", error.error);
+        }
+        // Another error that quotes the same words is left as it is.
+        let mut other = ApiErrorResponse::new(ErrorCode::InvalidRequest, entry.refusal());
+        other.reword_for(Surface::Cli);
+        assert!(other.error.contains("\"override_opt_out\""), "{}", other.error);
     }
 
     #[test]

@@ -377,7 +377,7 @@ pub fn argument_error(error: clap::Error) -> ExitCode {
 }
 
 fn report(json: bool, mut error: CliError) -> ExitCode {
-    crate::courtesy::optout::Surface::Cli.reword(&mut error.error);
+    error.error.reword_for(crate::courtesy::optout::Surface::Cli);
     if json {
         eprintln!("{}", serde_json::to_string(&error.error).expect("errors serialise"));
     } else {

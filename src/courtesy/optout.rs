@@ -91,37 +91,9 @@ impl Surface {
         }
     }
 
-    /// `error` in this surface's words: the daemon names the override as
+    /// A refusal in this surface's words: the daemon names the override as
     /// its API takes it; the command line and MCP, as their callers do.
-    pub fn reword(self, error: &mut crate::api::ApiErrorResponse) {
-        if error.code == crate::api::ErrorCode::OptedOut {
-            error.error = error.error.replace(Surface::Http.override_words(), self.override_words());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_surface_names_the_override_in_its_own_words() {
-        let entry = OptOut::new("+56912345678".into(), OptOutSource::Contact, "STOP".into(), None);
-        let refused = || crate::api::ApiErrorResponse::new(crate::api::ErrorCode::OptedOut, entry.refusal());
-        let words = [
-            (Surface::Http, "a request with \"override_opt_out\": \"<their reason>\" write"),
-            (Surface::Cli, "`relay create --override-opt-out \"<their reason>\"` write"),
-            (Surface::Mcp, "create_conversation with override_opt_out: \"<their reason>\" write"),
-        ];
-        for (surface, named) in words {
-            let mut error = refused();
-            surface.reword(&mut error);
-            assert!(error.error.contains(named), "{surface:?}: {}", error.error);
-            assert!(error.error.contains("a person's decision (the operator's), not an agent's"), "{}", error.error);
-        }
-        // Another error that quotes the same words is left as it is.
-        let mut other = crate::api::ApiErrorResponse::new(crate::api::ErrorCode::InvalidRequest, entry.refusal());
-        Surface::Cli.reword(&mut other);
-        assert!(other.error.contains("\"override_opt_out\""), "{}", other.error);
+    pub fn reword(self, refusal: &str) -> String {
+        refusal.replace(Surface::Http.override_words(), self.override_words())
     }
 }

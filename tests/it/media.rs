@@ -687,8 +687,8 @@ mod cli {
         let (status, body) = relay.http("POST", "/sandbox/messages", &[], Some(&say(id)));
         assert_eq!(status, 200, "{body}");
         let (status, body) = relay.http("POST", "/sandbox/messages", &[], Some(&say(id)));
-        assert_eq!(status, 400, "{body}");
-        assert!(body.contains("used once"), "{body}");
+        assert_eq!(status, 404, "an upload used once is not there: {body}");
+        assert!(body.contains("was used already"), "{body}");
         let (status, body) =
             relay.http("POST", "/sandbox/messages", &[], Some(&serde_json::json!({"contact": CONTACT}).to_string()));
         assert_eq!(status, 400, "a message with neither text nor file: {body}");

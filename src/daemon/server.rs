@@ -130,7 +130,8 @@ const LINGER: Duration = Duration::from_secs(5);
 async fn linger(mut stream: TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = stream.shutdown().await;
-    let mut sink = vec![0u8; 64 * 1024];
+    // In the task's own state, not a heap buffer per connection closed.
+    let mut sink = [0u8; 8 * 1024];
     let drain = async { while let Ok(1..) = stream.read(&mut sink).await {} };
     let _ = tokio::time::timeout(LINGER, drain).await;
 }

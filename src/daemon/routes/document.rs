@@ -67,9 +67,8 @@ fn operations_mut(
 /// once, by the rule that produces them, so a new route gets them without
 /// anyone remembering to; a route that declares a status itself keeps its own.
 fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::header::HeaderBuilder;
     use utoipa::openapi::path::{Operation, ParameterIn};
-    use utoipa::openapi::{ContentBuilder, ObjectBuilder, Ref, RefOr, ResponseBuilder, Type};
+    use utoipa::openapi::{Ref, RefOr};
 
     const COMMON: [(&str, &str, &str); 8] = [
         (
@@ -100,36 +99,9 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
     ];
     let components = openapi.components.get_or_insert_with(Default::default);
     for (status, name, description) in COMMON {
-        let error = ContentBuilder::new().schema(Some(Ref::from_schema_name("ApiErrorResponse"))).build();
-        let mut response = ResponseBuilder::new().description(description).content("application/json", error);
-        if status == "405" {
-            // axum's method router writes it on every 405.
-            let allow = HeaderBuilder::new()
-                .schema(ObjectBuilder::new().schema_type(Type::String))
-                .description(Some("The methods this path serves, comma-separated (`GET,HEAD`)"));
-            response = response.header("Allow", allow.build());
-        }
-        if status == "503" {
-            let retry = HeaderBuilder::new()
-                .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
-                .description(Some("Seconds to wait before trying again"));
-            response = response.header("Retry-After", retry.build());
-        }
-        components.responses.insert(name.into(), RefOr::T(response.build()));
+        components.responses.insert(name.into(), RefOr::T(common_response(status, description)));
     }
-    // The paths the router answers 405 on: those that do not serve every
-    // method (HEAD is served with GET).
-    let partial: std::collections::BTreeSet<String> = openapi
-        .paths
-        .paths
-        .iter()
-        .filter(|(_, item)| {
-            let head = item.head.is_some() || item.get.is_some();
-            let others = [&item.get, &item.put, &item.post, &item.delete, &item.options, &item.patch, &item.trace];
-            !head || others.iter().any(|operation| operation.is_none())
-        })
-        .map(|(path, _)| path.clone())
-        .collect();
+    let partial = partially_served(&openapi.paths);
     for (path, method, operation) in operations_mut(&mut openapi.paths) {
         let has_param = |operation: &Operation, place: ParameterIn| {
             operation.parameters.iter().flatten().any(|p| p.parameter_in == place)
@@ -139,8 +111,8 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
         // The guard lets only /health through without the token.
         let needs_token = path != "/health";
         let applies = |status: &str| match status {
-            // The guard refuses a malformed Host on any route.
             "401" => needs_token,
+            // The guard's Host rule and the connection limit hold on any route.
             "400" | "403" | "413" | "503" => true,
             // An id in the path, or in a body (an upload, a message, the
             // contact's live conversation), may name nothing relay has.
@@ -157,6 +129,39 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
             }
         }
     }
+}
+
+/// One of the common refusals: an `ApiErrorResponse`, with `Allow` on a
+/// 405 (axum's method router writes it) and `Retry-After` on a 503.
+fn common_response(status: &str, description: &str) -> utoipa::openapi::Response {
+    use utoipa::openapi::header::HeaderBuilder;
+    use utoipa::openapi::{ContentBuilder, ObjectBuilder, Ref, ResponseBuilder, Type};
+    let error = ContentBuilder::new().schema(Some(Ref::from_schema_name("ApiErrorResponse"))).build();
+    let mut response = ResponseBuilder::new().description(description).content("application/json", error);
+    if status == "405" {
+        let allow = HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::String))
+            .description(Some("The methods this path serves, comma-separated (`GET,HEAD`)"));
+        response = response.header("Allow", allow.build());
+    }
+    if status == "503" {
+        let retry = HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+            .description(Some("Seconds to wait before trying again"));
+        response = response.header("Retry-After", retry.build());
+    }
+    response.build()
+}
+
+/// The paths the router answers 405 on: those that do not serve every
+/// method (HEAD is served with GET).
+fn partially_served(paths: &utoipa::openapi::path::Paths) -> std::collections::BTreeSet<String> {
+    let partial = |item: &utoipa::openapi::path::PathItem| {
+        let head = item.head.is_some() || item.get.is_some();
+        let others = [&item.get, &item.put, &item.post, &item.delete, &item.options, &item.patch, &item.trace];
+        !head || others.iter().any(|operation| operation.is_none())
+    };
+    paths.paths.iter().filter(|(_, item)| partial(item)).map(|(path, _)| path.clone()).collect()
 }
 
 /// The phone numbers requests carry (a body's `contact`, `target_contact`

@@ -46,7 +46,7 @@ pub const MAX_CALLS_PER_REPLY: u64 = 4;
 /// readily: the 0.5B model opened every conversation of two runs with
 /// `place_call`, then called it again until its output ran out.
 pub fn offered() -> Vec<Definition> {
-    tools::definitions().into_iter().filter(|tool| tool.name != tools::STUB).collect()
+    tools::ToolName::ALL.into_iter().filter(|tool| !tool.is_stub()).map(tools::ToolName::definition).collect()
 }
 
 /// [`schema`] for these tools.
@@ -240,7 +240,8 @@ mod tests {
             (Some("array"), Some(1), Some(MAX_CALLS_PER_REPLY))
         );
         let branches = calls["items"]["anyOf"].as_array().unwrap();
-        let definitions: Vec<_> = tools::definitions().into_iter().filter(|t| t.name != tools::STUB).collect();
+        let definitions: Vec<_> =
+            tools::definitions().into_iter().filter(|t| t.name != tools::ToolName::PlaceCall.as_str()).collect();
         assert_eq!(definitions.len(), tools::NAMES.len() - 1);
         assert_eq!(branches.len(), definitions.len());
         for (branch, tool) in branches.iter().zip(&definitions) {

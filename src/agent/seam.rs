@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::tools::ToolName;
 use crate::api::{Outcome, TodoStatus, TokenUsage};
 use crate::util::BoxFuture;
 
@@ -57,33 +58,28 @@ pub enum ToolCall {
 }
 
 impl ToolCall {
-    /// Whether the call writes to the contact (a message or a file): what
-    /// a turn must do unless it ends otherwise.
-    pub fn sends(&self) -> bool {
-        matches!(self, ToolCall::SendMessage { .. } | ToolCall::SendAttachment { .. })
+    /// The tool this call is of.
+    pub fn tool(&self) -> ToolName {
+        match self {
+            ToolCall::SendMessage { .. } => ToolName::SendMessage,
+            ToolCall::SendAttachment { .. } => ToolName::SendAttachment,
+            ToolCall::MarkTodoItem { .. } => ToolName::MarkTodoItem,
+            ToolCall::EndConversation { .. } => ToolName::EndConversation,
+            ToolCall::ScheduleNextHeartbeat { .. } => ToolName::ScheduleNextHeartbeat,
+            ToolCall::PlaceCall => ToolName::PlaceCall,
+            ToolCall::RequestHumanIntervention { .. } => ToolName::RequestHumanIntervention,
+            ToolCall::ContactOptedOut { .. } => ToolName::ContactOptedOut,
+        }
     }
 
-    pub fn name(&self) -> &'static str {
-        match self {
-            ToolCall::SendMessage { .. } => "send_message",
-            ToolCall::SendAttachment { .. } => "send_attachment",
-            ToolCall::MarkTodoItem { .. } => "mark_todo_item",
-            ToolCall::EndConversation { .. } => "end_conversation",
-            ToolCall::ScheduleNextHeartbeat { .. } => "schedule_next_heartbeat",
-            ToolCall::PlaceCall => "place_call",
-            ToolCall::RequestHumanIntervention { .. } => "request_human_intervention",
-            ToolCall::ContactOptedOut { .. } => "contact_opted_out",
-        }
+    /// Whether the call writes to the contact ([`ToolName::sends`]).
+    pub fn sends(&self) -> bool {
+        self.tool().sends()
     }
 
     /// Whether the turn should stop after this call succeeds.
     pub fn ends_turn(&self) -> bool {
-        matches!(
-            self,
-            ToolCall::EndConversation { .. }
-                | ToolCall::RequestHumanIntervention { .. }
-                | ToolCall::ContactOptedOut { .. }
-        )
+        self.tool().ends_turn()
     }
 }
 

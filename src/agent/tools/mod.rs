@@ -1,195 +1,153 @@
-//! What the model sees of its eight tools, and the strict parsing of its calls
-//! into [`ToolCall`]s. Each tool's arguments are one struct below: its doc
-//! comments are the descriptions, and the JSON schema the model is sent is
-//! generated from it, so what the model is told and what relay accepts are
-//! the same thing. A call is checked against that schema first, so that a
-//! refusal names the argument and says why; an unknown tool, a missing or
-//! extra argument, or a value of the wrong type is a tool error the model
-//! reads, and nothing is done. No tool takes a recipient.
+//! The agent's tools as the model sees them, and the strict parsing of its
+//! calls into [`ToolCall`]s. [`ToolName`] is the one list of them; each tool
+//! has a file here with its argument struct, whose doc comments are the
+//! descriptions and from which the JSON schema the model is sent is
+//! generated, so what the model is told and what relay accepts are the same
+//! thing. What a call does is the engine's (its actor's `tools`).
+//!
+//! A call is checked against its schema first, so that a refusal names the
+//! argument and says why; an unknown tool, a missing or extra argument, or a
+//! value of the wrong type is a tool error the model reads, and nothing is
+//! done. No tool takes a recipient.
 
 mod check;
+mod contact_opted_out;
+mod end_conversation;
+mod mark_todo_item;
+mod place_call;
+mod request_human_intervention;
+mod schedule_next_heartbeat;
+mod send_attachment;
+mod send_message;
 
-use std::time::Duration;
-
-use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings, json_schema};
-use serde::Deserialize;
+use schemars::{JsonSchema, generate::SchemaSettings};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{ToolCall, ToolError};
-use crate::api::limits;
-use crate::api::{Outcome, TodoStatus};
 use check::{article, check};
 
-/// Send a WhatsApp message to the contact of this conversation (the only
-/// person you can write to). Keep it brief and natural, in the contact's
-/// language.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SendMessageArgs {
-    /// The message.
-    #[schemars(length(min = 1, max = limits::MAX_MESSAGE_CHARS))]
-    pub text: String,
+/// The tools, in the order the model is offered them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolName {
+    SendMessage,
+    SendAttachment,
+    MarkTodoItem,
+    EndConversation,
+    ScheduleNextHeartbeat,
+    PlaceCall,
+    RequestHumanIntervention,
+    ContactOptedOut,
 }
 
-/// Send the contact one of this conversation's attachments (the files
-/// listed under "Attachments you can send"), by its id. Photos arrive as
-/// images, other files as documents.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SendAttachmentArgs {
-    /// The attachment's id as listed, e.g. "a1".
-    #[schemars(length(min = 2, max = 12))]
-    pub attachment_id: String,
-    /// A few words under the file, if any, in the contact's language.
-    #[serde(default)]
-    #[schemars(length(min = 1, max = limits::MAX_CAPTION_CHARS))]
-    pub caption: Option<String>,
-}
+impl ToolName {
+    pub const ALL: [ToolName; 8] = [
+        ToolName::SendMessage,
+        ToolName::SendAttachment,
+        ToolName::MarkTodoItem,
+        ToolName::EndConversation,
+        ToolName::ScheduleNextHeartbeat,
+        ToolName::PlaceCall,
+        ToolName::RequestHumanIntervention,
+        ToolName::ContactOptedOut,
+    ];
 
-// No example answer in this description: small models copy it (Qwen2.5-Coder
-// 1.5B put the old example, "Friday 3pm confirmed", into todos the contact
-// never answered; docs/conduct.md).
-/// Update a todo of this conversation. Put what the contact told you in
-/// `answer`, in their words.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MarkTodoItemArgs {
-    /// The todo's id, e.g. "1".
-    #[serde(deserialize_with = "todo_id")]
-    #[schemars(schema_with = "todo_id_schema")]
-    pub todo_id: String,
-    /// The todo's new status.
-    pub status: TodoStatusArg,
-    /// What was learned, if anything (the old answer stays when this is left out).
-    #[serde(default, alias = "note")]
-    #[schemars(length(min = 1, max = limits::MAX_NOTE_CHARS))]
-    pub answer: Option<String>,
-    /// For a todo whose expected answer the todo list gives: the answer as
-    /// that kind of value (a date "2026-11-27", true or false, a number, one
-    /// of its choices). Needed to complete such a todo.
-    #[serde(default)]
-    #[schemars(schema_with = "typed_value_schema")]
-    pub value: Option<Value>,
-    /// The contact's own words the answer rests on, copied exactly from
-    /// their message (a few words are enough). Needed to complete a todo
-    /// with an answer or value that is not in their words already.
-    #[serde(default)]
-    #[schemars(length(min = 1, max = limits::MAX_NOTE_CHARS))]
-    pub quote: Option<String>,
-    /// When the answer is a file the contact sent (a photo, a document): its
-    /// reference as the conversation shows it, e.g. "m2".
-    #[serde(default)]
-    #[schemars(length(min = 2, max = 12))]
-    pub media: Option<String>,
-}
+    /// The name the model calls it by.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolName::SendMessage => "send_message",
+            ToolName::SendAttachment => "send_attachment",
+            ToolName::MarkTodoItem => "mark_todo_item",
+            ToolName::EndConversation => "end_conversation",
+            ToolName::ScheduleNextHeartbeat => "schedule_next_heartbeat",
+            ToolName::PlaceCall => "place_call",
+            ToolName::RequestHumanIntervention => "request_human_intervention",
+            ToolName::ContactOptedOut => "contact_opted_out",
+        }
+    }
 
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatusArg {
-    Pending,
-    InProgress,
-    Completed,
-    Skipped,
-}
+    /// The tool the model means by `name`, written exactly.
+    pub fn from_name(name: &str) -> Option<ToolName> {
+        ToolName::ALL.into_iter().find(|tool| tool.as_str() == name)
+    }
 
-/// End this conversation, when the objective is achieved or cannot be. Stop
-/// after calling it. What you write is what the person who started this
-/// conversation reads.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EndConversationArgs {
-    /// Why the conversation ends, in a sentence.
-    #[schemars(length(min = 1, max = limits::MAX_REASON_CHARS))]
-    pub reason: String,
-    /// achieved: the objective is met; partially_achieved: some of it;
-    /// declined: the contact said no; failed: it cannot be done. Left out,
-    /// relay judges it from the todos.
-    #[serde(default)]
-    pub outcome: Option<OutcomeArg>,
-    /// What was achieved or learned, in a sentence or two, for the person who
-    /// asked. Left out, the reason is the summary.
-    #[serde(default)]
-    #[schemars(length(min = 1, max = limits::MAX_REASON_CHARS))]
-    pub summary: Option<String>,
-}
+    /// The tool that does nothing yet: it tells the model that calls are
+    /// not available.
+    pub fn is_stub(self) -> bool {
+        self == ToolName::PlaceCall
+    }
 
-/// The outcomes the agent may choose ([`Outcome::AGENT_CHOICES`]).
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum OutcomeArg {
-    Achieved,
-    PartiallyAchieved,
-    Declined,
-    Failed,
-}
+    /// Whether a call writes to the contact (a message or a file): what a
+    /// turn must do unless it ends otherwise.
+    pub fn sends(self) -> bool {
+        matches!(self, ToolName::SendMessage | ToolName::SendAttachment)
+    }
 
-/// Choose when to follow up if the contact stays silent after this turn
-/// (e.g. they said "ask me tomorrow").
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleNextHeartbeatArgs {
-    /// Seconds (a whole number), or a duration such as "90s", "30m", "2h".
-    #[schemars(schema_with = "delay_schema")]
-    pub delay: Value,
-}
+    /// Whether the turn stops after a call that succeeds.
+    pub fn ends_turn(self) -> bool {
+        matches!(self, ToolName::EndConversation | ToolName::RequestHumanIntervention | ToolName::ContactOptedOut)
+    }
 
-/// Calls are not available yet: this tool places no call and only tells
-/// you so.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PlaceCallArgs {}
+    /// The tool as the model is offered it, from its argument struct.
+    pub fn definition(self) -> Definition {
+        match self {
+            ToolName::SendMessage => definition::<send_message::Args>(self),
+            ToolName::SendAttachment => definition::<send_attachment::Args>(self),
+            ToolName::MarkTodoItem => definition::<mark_todo_item::Args>(self),
+            ToolName::EndConversation => definition::<end_conversation::Args>(self),
+            ToolName::ScheduleNextHeartbeat => definition::<schedule_next_heartbeat::Args>(self),
+            ToolName::PlaceCall => definition::<place_call::Args>(self),
+            ToolName::RequestHumanIntervention => definition::<request_human_intervention::Args>(self),
+            ToolName::ContactOptedOut => definition::<contact_opted_out::Args>(self),
+        }
+    }
 
-/// Ask the human operator for help: the contact needs something you cannot
-/// give or decide. Put what you need to know in `question`; the operator's
-/// answer comes to you (not to the contact) in a later turn. Stop after
-/// calling it.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RequestHumanInterventionArgs {
-    /// What the operator must handle.
-    #[schemars(length(min = 1, max = limits::MAX_REASON_CHARS))]
-    pub reason: String,
-    /// The question to the operator, if you have one.
-    #[serde(default)]
-    #[schemars(length(min = 1, max = limits::MAX_REASON_CHARS))]
-    pub question: Option<String>,
-}
-
-/// The contact asked not to be written to any more (to stop, unsubscribe,
-/// be left alone). relay ends the conversation and never writes to them
-/// again; send nothing more. Stop after calling it.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ContactOptedOutArgs {
-    /// What the contact asked, in a sentence (your words).
-    #[schemars(length(min = 1, max = limits::MAX_REASON_CHARS))]
-    pub reason: String,
-}
-
-/// A string; a whole number is understood too (`2` for `"2"`).
-fn todo_id_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": ["string", "integer"]})
-}
-
-/// What an `answer_schema` can ask for: a text (dates and times are
-/// texts), a number or true/false.
-fn typed_value_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": ["string", "number", "boolean"]})
-}
-
-fn delay_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": ["integer", "string"], "minimum": 0})
-}
-
-/// A todo id as a string; a model that writes `2` for `"2"` is understood.
-fn todo_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    match Value::deserialize(deserializer)? {
-        Value::String(s) => Ok(s),
-        Value::Number(n) => Ok(n.to_string()),
-        other => Err(serde::de::Error::custom(format!("expected a string such as \"1\", got {other}"))),
+    /// Checked arguments as this tool's call; `Err` says why not.
+    fn call(self, arguments: Value) -> Result<ToolCall, String> {
+        match self {
+            ToolName::SendMessage => into_call::<send_message::Args>(arguments),
+            ToolName::SendAttachment => into_call::<send_attachment::Args>(arguments),
+            ToolName::MarkTodoItem => into_call::<mark_todo_item::Args>(arguments),
+            ToolName::EndConversation => into_call::<end_conversation::Args>(arguments),
+            ToolName::ScheduleNextHeartbeat => into_call::<schedule_next_heartbeat::Args>(arguments),
+            ToolName::PlaceCall => into_call::<place_call::Args>(arguments),
+            ToolName::RequestHumanIntervention => into_call::<request_human_intervention::Args>(arguments),
+            ToolName::ContactOptedOut => into_call::<contact_opted_out::Args>(arguments),
+        }
     }
 }
+
+impl std::fmt::Display for ToolName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool's arguments: what the model may send, and the call they make.
+trait Tool: DeserializeOwned + JsonSchema {
+    /// The call these arguments make, or why they make none (what the
+    /// schema cannot say).
+    fn into_call(self) -> Result<ToolCall, String>;
+}
+
+fn into_call<T: Tool>(arguments: Value) -> Result<ToolCall, String> {
+    // The schema check catches what a model gets wrong; this is the
+    // backstop for what the schema cannot say.
+    let args: T = serde_json::from_value(arguments).map_err(|e| format!("invalid arguments ({e})"))?;
+    args.into_call()
+}
+
+/// The tools' names, as the model calls them: what a message to the contact
+/// must never hold.
+pub const NAMES: [&str; 8] = {
+    let mut names = [""; 8];
+    let mut at = 0;
+    while at < names.len() {
+        names[at] = ToolName::ALL[at].as_str();
+        at += 1;
+    }
+    names
+};
 
 /// One tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,41 +158,15 @@ pub struct Definition {
     pub parameters: Value,
 }
 
-/// The tools' names, as [`definitions`] gives them (a test keeps the two
-/// in step): what a message to the contact must never hold.
-pub const NAMES: [&str; 8] = [
-    "send_message",
-    "send_attachment",
-    "mark_todo_item",
-    "end_conversation",
-    "schedule_next_heartbeat",
-    "place_call",
-    "request_human_intervention",
-    "contact_opted_out",
-];
-
-/// The tool that does nothing yet: it tells the model that calls are not
-/// available.
-pub const STUB: &str = "place_call";
-
 /// The tools, in the order the model is offered them.
 pub fn definitions() -> Vec<Definition> {
-    vec![
-        definition::<SendMessageArgs>("send_message"),
-        definition::<SendAttachmentArgs>("send_attachment"),
-        definition::<MarkTodoItemArgs>("mark_todo_item"),
-        definition::<EndConversationArgs>("end_conversation"),
-        definition::<ScheduleNextHeartbeatArgs>("schedule_next_heartbeat"),
-        definition::<PlaceCallArgs>("place_call"),
-        definition::<RequestHumanInterventionArgs>("request_human_intervention"),
-        definition::<ContactOptedOutArgs>("contact_opted_out"),
-    ]
+    ToolName::ALL.into_iter().map(ToolName::definition).collect()
 }
 
 /// The tool `name`'s definition, generated from its argument struct: the
 /// struct's doc comment becomes the tool's description, and the rest the
 /// schema of its arguments (subschemas inlined, as providers want).
-fn definition<T: JsonSchema>(name: &'static str) -> Definition {
+fn definition<T: JsonSchema>(tool: ToolName) -> Definition {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
@@ -247,12 +179,12 @@ fn definition<T: JsonSchema>(name: &'static str) -> Definition {
     object.remove("title");
     let description = match object.remove("description") {
         Some(Value::String(s)) => s,
-        _ => panic!("the arguments of {name} need a doc comment: it is the tool's description"),
+        _ => panic!("the arguments of {tool} need a doc comment: it is the tool's description"),
     };
     // An empty struct has no "properties" or "required"; providers want both.
     object.entry("properties").or_insert_with(|| json!({}));
     object.entry("required").or_insert_with(|| json!([]));
-    Definition { name, description, parameters: schema }
+    Definition { name: tool.as_str(), description, parameters: schema }
 }
 
 /// Doc comments keep their line breaks; a description reads as one line.
@@ -275,10 +207,11 @@ fn tidy(schema: &mut Value) {
 
 /// Turns the model's `name(arguments)` into a [`ToolCall`], or says why not.
 pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
-    let Some(definition) = definitions().into_iter().find(|d| d.name == name) else {
+    let Some(tool) = ToolName::from_name(name) else {
         let signatures: Vec<String> = definitions().iter().map(signature).collect();
         return Err(ToolError(format!("there is no tool '{name}'; the tools are {}", signatures.join(", "))));
     };
+    let definition = tool.definition();
     // The right way to call it, from the schema the model was sent.
     let refuse =
         |why: String| ToolError(format!("{name}: {why}; nothing was done. Call it as {}", signature(&definition)));
@@ -291,64 +224,9 @@ pub fn parse(name: &str, arguments: Value) -> Result<ToolCall, ToolError> {
         }
         other => other,
     };
-    let arguments = with_current_names(name, arguments);
+    let arguments = with_current_names(tool, arguments);
     check(&definition.parameters, &arguments).map_err(refuse)?;
-    fn args<T: DeserializeOwned>(arguments: Value) -> Result<T, String> {
-        // The schema check above catches what a model gets wrong; this is
-        // the backstop for what the schema cannot say.
-        serde_json::from_value(arguments).map_err(|e| format!("invalid arguments ({e})"))
-    }
-    Ok(match name {
-        "send_message" => ToolCall::SendMessage { text: args::<SendMessageArgs>(arguments).map_err(refuse)?.text },
-        "send_attachment" => {
-            let SendAttachmentArgs { attachment_id, caption } = args(arguments).map_err(refuse)?;
-            ToolCall::SendAttachment { attachment_id, caption }
-        }
-        "mark_todo_item" => {
-            let MarkTodoItemArgs { todo_id, status, answer, value, quote, media } = args(arguments).map_err(refuse)?;
-            let status = match status {
-                TodoStatusArg::Pending => TodoStatus::Pending,
-                TodoStatusArg::InProgress => TodoStatus::InProgress,
-                TodoStatusArg::Completed => TodoStatus::Completed,
-                TodoStatusArg::Skipped => TodoStatus::Skipped,
-            };
-            ToolCall::MarkTodoItem { todo_id, status, answer, value, quote, media }
-        }
-        "end_conversation" => {
-            let EndConversationArgs { reason, outcome, summary } = args(arguments).map_err(refuse)?;
-            let outcome = outcome.map(|o| match o {
-                OutcomeArg::Achieved => Outcome::Achieved,
-                OutcomeArg::PartiallyAchieved => Outcome::PartiallyAchieved,
-                OutcomeArg::Declined => Outcome::Declined,
-                OutcomeArg::Failed => Outcome::Failed,
-            });
-            ToolCall::EndConversation { reason, outcome, summary }
-        }
-        "schedule_next_heartbeat" => {
-            let delay = match args::<ScheduleNextHeartbeatArgs>(arguments).map_err(refuse)?.delay {
-                Value::Number(n) => n.as_u64().map(Duration::from_secs),
-                Value::String(s) => crate::duration::parse(&s).ok(),
-                _ => None,
-            }
-            .ok_or_else(|| {
-                refuse("`delay` must be seconds (a whole number) or a duration such as \"2h\"".to_string())
-            })?;
-            ToolCall::ScheduleNextHeartbeat { delay }
-        }
-        "place_call" => {
-            args::<PlaceCallArgs>(arguments).map_err(refuse)?;
-            ToolCall::PlaceCall
-        }
-        "request_human_intervention" => {
-            let RequestHumanInterventionArgs { reason, question } = args(arguments).map_err(refuse)?;
-            ToolCall::RequestHumanIntervention { reason, question }
-        }
-        "contact_opted_out" => {
-            let ContactOptedOutArgs { reason } = args(arguments).map_err(refuse)?;
-            ToolCall::ContactOptedOut { reason }
-        }
-        _ => unreachable!("every definition is parsed above"),
-    })
+    tool.call(arguments).map_err(refuse)
 }
 
 /// How a tool is called, as a refusal tells the model: its name and
@@ -368,9 +246,9 @@ pub fn signature(definition: &Definition) -> String {
 
 /// Older names of arguments, still understood: (tool, old name, name).
 /// Each is also a `serde(alias)` on its field.
-const ALIASES: &[(&str, &str, &str)] = &[("mark_todo_item", "note", "answer")];
+const ALIASES: &[(ToolName, &str, &str)] = &[(ToolName::MarkTodoItem, "note", "answer")];
 
-fn with_current_names(tool: &str, mut arguments: Value) -> Value {
+fn with_current_names(tool: ToolName, mut arguments: Value) -> Value {
     if let Some(given) = arguments.as_object_mut() {
         for (_, old, new) in ALIASES.iter().filter(|(t, _, _)| *t == tool) {
             if !given.contains_key(*new)

@@ -1,6 +1,9 @@
 //! The tools' schemas, their strict parsing, and docs/agent.md's list of them.
 
+use std::time::Duration;
+
 use super::*;
+use crate::api::{Outcome, TodoStatus, limits};
 
 #[test]
 fn valid_calls_parse() {
@@ -222,4 +225,28 @@ fn docs_agent_md_lists_the_tools_the_model_is_sent() {
              `RELAY_REFRESH_DOCS=1 cargo test --lib agent::tools`. Generated:\n{generated}"
         );
     }
+}
+
+/// The one list: every tool's name reads back as that tool, its definition
+/// carries the name, and a call parsed under the name is of that tool.
+#[test]
+fn every_tool_name_round_trips_through_definition_and_parse() {
+    let minimal = |tool: ToolName| match tool {
+        ToolName::SendMessage => json!({"text": "hi"}),
+        ToolName::SendAttachment => json!({"attachment_id": "a1"}),
+        ToolName::MarkTodoItem => json!({"todo_id": "1", "status": "skipped"}),
+        ToolName::EndConversation | ToolName::ContactOptedOut | ToolName::RequestHumanIntervention => {
+            json!({"reason": "r"})
+        }
+        ToolName::ScheduleNextHeartbeat => json!({"delay": 60}),
+        ToolName::PlaceCall => json!({}),
+    };
+    for tool in ToolName::ALL {
+        assert_eq!(ToolName::from_name(tool.as_str()), Some(tool));
+        assert_eq!(tool.definition().name, tool.as_str());
+        assert_eq!(parse(tool.as_str(), minimal(tool)).map(|call| call.tool()), Ok(tool));
+    }
+    let mut names = NAMES.to_vec();
+    names.dedup();
+    assert_eq!(names.len(), ToolName::ALL.len());
 }

@@ -27,7 +27,7 @@ impl Actor {
     pub(super) fn tool(&mut self, id: Uuid, turn: u64, call: ToolCall) -> Result<String, ToolError> {
         self.check_turn(id, turn)?;
         let refused = |e: EngineError| ToolError(e.to_string());
-        tracing::debug!(instance = %id, tool = call.name(), "tool call");
+        tracing::debug!(instance = %id, tool = %call.tool(), "tool call");
         match call {
             ToolCall::SendMessage { .. } | ToolCall::SendAttachment { .. } | ToolCall::MarkTodoItem { .. } => {
                 unreachable!("handled by start_agent_send and mark_todo")

@@ -8,17 +8,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rig_core::DynModel;
-use rig_core::completion::message::{
-    AssistantContent, ToolCall as RigToolCall, ToolChoice, ToolFunction, ToolName, ToolResultContent, UserContent,
-};
+use rig_core::completion::message::{ToolChoice, ToolName as RigToolName, UserContent};
 use rig_core::completion::{CompletionRequest, CompletionResponse, FinishReason, Message, ToolDefinition};
 use rig_core::operation::Completion;
-use serde_json::Value;
+
+mod turn;
 
 use super::excerpt;
-use super::prompt::{self, Speaker};
-use super::text_calls::{self, Found};
-use super::{Agent, AgentError, ConversationTools, ToolCall, Turn, Verdict, Verification, json_calls, tools, verify};
+use super::{Agent, AgentError, ConversationTools, Turn, Verdict, Verification, json_calls, tools, verify};
 use crate::api::TokenUsage;
 use crate::config::{AgentSettings, ModelConfig, Provider, ToolCalls};
 use crate::util::{Backoff, BoxFuture};
@@ -81,193 +78,6 @@ impl LlmAgent {
             vision: config.vision(),
             settings,
         })
-    }
-
-    async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
-        // A model slot before the prompt is built, for the first call: when
-        // thousands of turns come due at once (a storm of follow-ups), each
-        // waits holding its conversation, not a prompt and a request built
-        // from it several times over (10,000 such turns peaked at 729 MiB).
-        let mut slot = Some(self.in_flight.acquire().await.expect("the semaphore is never closed"));
-        let prompt::Context { system, turns } =
-            prompt::context(&turn, crate::clock::now(), self.settings.history_budget_chars);
-        // What a provider's error must not repeat (see `excerpt`).
-        let private: Vec<String> =
-            std::iter::once(system.clone()).chain(turns.iter().map(|t| t.text.clone())).collect();
-        let mut messages: Vec<Message> = turns
-            .into_iter()
-            .map(|t| match t.speaker {
-                Speaker::Contact if t.images.is_empty() => Message::user(t.text),
-                // The photos after the words that label them.
-                Speaker::Contact => {
-                    let images = t.images.iter().map(|&i| image_content(&turn.images[i]));
-                    Message::User { content: std::iter::once(UserContent::text(t.text)).chain(images).collect() }
-                }
-                Speaker::Relay => Message::assistant(t.text),
-            })
-            .collect();
-        // What the turn did so far, for the rule on how it may end.
-        let (mut sent, mut tried_to_send, mut scheduled, mut reminded) = (false, false, false, false);
-        // Every call the model made, by tool name, and those that took effect.
-        let mut called: Vec<String> = Vec::new();
-        let mut done: Vec<ToolCall> = Vec::new();
-        // Per tool, the rounds in a row in which relay refused every call
-        // to it; the schema stops offering one refused twice (see `request`).
-        let mut refused_rounds: Vec<(String, u32)> = Vec::new();
-        for round in 0..self.settings.max_rounds {
-            // Acted: the turn may end here (see `may_end_without_sending`).
-            // Until then the request requires a call (the schema's
-            // `minItems`, or `tool_choice: "required"`).
-            let acted = turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled);
-            let stuck: Vec<&str> =
-                refused_rounds.iter().filter(|(_, n)| *n >= REFUSED_ROUNDS_TO_DROP).map(|(t, _)| t.as_str()).collect();
-            let request = self.request(messages.clone(), &system, acted, &stuck);
-            let response = self.call(request, &private, slot.take()).await?;
-            let mut calls: Vec<RigToolCall> = response.tool_calls().cloned().collect();
-            let native = !calls.is_empty();
-            // No native call: the model may have written its calls as text,
-            // or as the JSON document the schema asks for.
-            let mut unreadable = Vec::new();
-            let mut not_the_schema = None;
-            if !native && self.mode == ToolCalls::Text {
-                for found in text_calls::find(&response.text()) {
-                    match found {
-                        Found::Call { name, arguments } => {
-                            calls.extend(made_up_call("relay_text_call", round, calls.len(), name, arguments))
-                        }
-                        Found::Unreadable(why) => unreadable.push(why),
-                    }
-                }
-            }
-            if !native && self.mode == ToolCalls::JsonSchema {
-                match json_calls::read(&response.text()) {
-                    Ok(found) => {
-                        for (name, arguments) in found {
-                            calls.extend(made_up_call("relay_call", round, calls.len(), name, arguments));
-                        }
-                    }
-                    Err(why) => not_the_schema = Some(why),
-                }
-            }
-            let from_text = if !native && self.mode == ToolCalls::Text { calls.len() as u64 } else { 0 };
-            tools.record_usage(TokenUsage {
-                input_tokens: response.usage.input_tokens.unwrap_or(0),
-                cached_input_tokens: response.usage.cached_input_tokens.unwrap_or(0),
-                output_tokens: response.usage.output_tokens.unwrap_or(0),
-                model_calls: 1,
-                text_tool_calls: from_text,
-            });
-            if let Some(why) = not_the_schema {
-                return Err(self.not_the_schema(why, &response));
-            }
-            if from_text > 0 {
-                tracing::info!(model = %self.label, calls = from_text, "tool calls read from the model's text");
-            }
-            if !native && !calls.is_empty() {
-                // The calls as the history's tool calls, so the results that
-                // follow answer them (ids relay made up, one per call).
-                messages.push(Message::from(calls.iter().cloned().map(AssistantContent::ToolCall).collect::<Vec<_>>()));
-            } else if let Some(message) = response.message() {
-                messages.push(message);
-            }
-            if calls.is_empty() {
-                // Text alone reaches no one.
-                if acted {
-                    return Ok(());
-                }
-                tracing::info!(model = %self.label, kind = ?turn.kind, "the model answered without a tool call; nothing was sent");
-                if reminded {
-                    return Err(if tried_to_send { AgentError::NotSent } else { AgentError::Silent });
-                }
-                // Small models often write their message as plain text: tell
-                // them once, in the same turn, and let them act.
-                reminded = true;
-                let mut reminder = prompt::act_through_tools(&turn);
-                for why in &unreadable {
-                    reminder.push_str(&format!(" (relay: {why}; nothing was done.)"));
-                }
-                messages.push(Message::user(reminder));
-                continue;
-            }
-            let mut results = Vec::with_capacity(calls.len());
-            let mut any_took_effect = false;
-            // Per tool called this round: whether any call to it took effect.
-            let mut this_round: Vec<(String, bool)> = Vec::new();
-            for call in &calls {
-                let name = call.function.name.as_str().to_string();
-                tried_to_send |= name == "send_message" || name == "send_attachment";
-                called.push(name.clone());
-                let outcome = match tools::parse(&name, call.function.arguments_value()) {
-                    // The same call again does nothing more: a model that
-                    // repeats itself is told so, not obeyed twice.
-                    Ok(parsed) if done.contains(&parsed) => Err(super::ToolError(format!(
-                        "{name}: this turn already made this same call, with the same arguments; nothing was done"
-                    ))),
-                    Ok(parsed) => {
-                        let ends_turn = parsed.ends_turn();
-                        let sends = parsed.sends();
-                        let schedules = matches!(parsed, ToolCall::ScheduleNextHeartbeat { .. });
-                        let outcome = tools.call(parsed.clone()).await;
-                        if ends_turn && outcome.is_ok() {
-                            return Ok(());
-                        }
-                        sent |= sends && outcome.is_ok();
-                        scheduled |= schedules && outcome.is_ok();
-                        if outcome.is_ok() {
-                            any_took_effect = true;
-                            done.push(parsed);
-                        }
-                        outcome
-                    }
-                    Err(refused) => Err(refused),
-                };
-                match this_round.iter_mut().find(|(tool, _)| *tool == name) {
-                    Some((_, worked)) => *worked |= outcome.is_ok(),
-                    None => this_round.push((name.clone(), outcome.is_ok())),
-                }
-                results.push(match outcome {
-                    Ok(text) => call.result(vec![ToolResultContent::text(text)]),
-                    // Chat Completions has no error flag: the text says it failed.
-                    Err(error) => call.error_result(vec![ToolResultContent::text(format!("error: {error}"))]),
-                });
-            }
-            // A turn that has acted and now only makes calls relay refuses (a
-            // second message in a row, an answer nobody gave, the same call
-            // again) ends here, with what it did: going on, a small model
-            // repeats them until the round limit hands the conversation to
-            // a person (the 1.5B model called send_message 8 times in three
-            // conversations, after its one message had gone).
-            for (tool, worked) in this_round {
-                match refused_rounds.iter_mut().find(|(t, _)| *t == tool) {
-                    Some((_, n)) => *n = if worked { 0 } else { *n + 1 },
-                    None => refused_rounds.push((tool, u32::from(!worked))),
-                }
-            }
-            if acted && !any_took_effect {
-                tracing::info!(model = %self.label, "the turn had acted and relay refused all its next calls; it ends here");
-                return Ok(());
-            }
-            let mut content: Vec<UserContent> = results.into_iter().map(UserContent::ToolResult).collect();
-            // What else the text tried to call, and could not: the model is told.
-            content
-                .extend(unreadable.iter().map(|why| UserContent::text(format!("(relay: {why}; nothing was done.)"))));
-            messages.push(Message::User { content });
-        }
-        let rounds = self.settings.max_rounds;
-        let acted = turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled);
-        Err(AgentError::Model(if acted {
-            format!(
-                "the model was still calling tools after {rounds} model calls in one turn (agent.max_rounds): it \
-                 called {}; stopped",
-                tally(&called)
-            )
-        } else {
-            format!(
-                "the model made {rounds} model calls in one turn (agent.max_rounds) without acting: it called {}, \
-                 but sent no message, did not end the conversation and did not ask for a person; stopped",
-                tally(&called)
-            )
-        }))
     }
 
     /// One model call's request: the history, the tools, and how the model
@@ -384,47 +194,10 @@ impl LlmAgent {
     }
 }
 
-/// Rounds in a row in which relay refused every call to a tool before the
-/// schema stops offering it for the rest of the turn.
-const REFUSED_ROUNDS_TO_DROP: u32 = 2;
-
-/// A call read from the reply's text, as a tool call with an id relay made
-/// up (`prefix`, then the round and the call's place in it: unique in the
-/// turn). A nameless call is no call.
-fn made_up_call(prefix: &str, round: u32, index: usize, name: String, arguments: Value) -> Option<RigToolCall> {
-    let name = ToolName::new(name).ok()?;
-    Some(RigToolCall::from_wire(format!("{prefix}_{round}_{index}"), ToolFunction::new(name, arguments)))
-}
-
 /// A tool as rig-core sends it.
 pub(super) fn rig_definition(tool: tools::Definition) -> ToolDefinition {
-    let name = ToolName::new(tool.name).expect("tool names are not empty");
+    let name = RigToolName::new(tool.name).expect("tool names are not empty");
     ToolDefinition::new(name, tool.description, tool.parameters)
-}
-
-/// What a turn called, tool by tool in the order first called:
-/// "mark_todo_item 7 times and place_call once".
-fn tally(called: &[String]) -> String {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for name in called {
-        match counts.iter_mut().find(|(n, _)| n == name) {
-            Some((_, count)) => *count += 1,
-            None => counts.push((name, 1)),
-        }
-    }
-    let said: Vec<String> = counts
-        .iter()
-        .map(|(name, count)| match count {
-            1 => format!("{name} once"),
-            2 => format!("{name} twice"),
-            n => format!("{name} {n} times"),
-        })
-        .collect();
-    match said.split_last() {
-        None => "no tool".into(),
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-    }
 }
 
 /// A photo as an image part of the contact's message: base64 with its type
@@ -499,7 +272,9 @@ impl LlmAgent {
 
 #[cfg(test)]
 mod tests {
+    use super::turn::tally;
     use super::*;
+    use serde_json::Value;
 
     fn agent(provider: Provider, mode: Option<ToolCalls>) -> LlmAgent {
         let config = ModelConfig {
@@ -538,7 +313,7 @@ mod tests {
         let request = local.request(vec![Message::user("hi")], "system", false, &[]);
         assert!(request.additional_params.unwrap().get("response_format").is_some());
         assert_eq!(request.tools.len(), tools::NAMES.len() - 1, "the tools stay in the request, but for the stub");
-        assert!(request.tools.iter().all(|t| t.name.as_str() != tools::STUB));
+        assert!(request.tools.iter().all(|t| t.name.as_str() != tools::ToolName::PlaceCall.as_str()));
         assert_eq!(agent(Provider::Anthropic, None).request(vec![], "s", false, &[]).tools.len(), tools::NAMES.len());
         let ollama = agent(Provider::Ollama, None);
         assert_eq!(asked(&ollama, false), (None, Some(1)));

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use relay::api::{ConversationInstance, State, TranscriptMessage};
+use relay::api::{State, TranscriptMessage};
 use relay::home::Home;
-use relay::store::{Store, to_pretty_json};
+use relay::store::{ConversationRecord, Store, to_pretty_json};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -109,7 +109,7 @@ impl Relay {
 
     /// One conversation made the normal way (create, first turn), once it
     /// waits for the contact: the template [`Relay::seed`] copies.
-    pub fn template(&self, http: &mut Http, objective: &str) -> (ConversationInstance, Vec<TranscriptMessage>) {
+    pub fn template(&self, http: &mut Http, objective: &str) -> (ConversationRecord, Vec<TranscriptMessage>) {
         let body = create_body(objective, &contact(TEMPLATE), 86_400_000);
         let created: Value = serde_json::from_str(&http.expect("POST", "/instances", Some(&body), 201)).unwrap();
         let id = created["id"].as_str().unwrap().to_string();
@@ -132,9 +132,9 @@ impl Relay {
     pub fn seed(
         &self,
         n: usize,
-        template: &(ConversationInstance, Vec<TranscriptMessage>),
-        mut each: impl FnMut(usize, &mut ConversationInstance),
-    ) -> Vec<ConversationInstance> {
+        template: &(ConversationRecord, Vec<TranscriptMessage>),
+        mut each: impl FnMut(usize, &mut ConversationRecord),
+    ) -> Vec<ConversationRecord> {
         let home = Home::at(self.path());
         let (instance, transcript) = template;
         assert_eq!(instance.state, State::WaitingForReply);

@@ -391,8 +391,9 @@ pub struct StateTransition {
     pub reason: Option<String>,
 }
 
-/// One conversation with one contact: its objective, todos, state and timers.
-/// This is also exactly what `instances/<id>.json` holds.
+/// One conversation with one contact, as a caller sees it: its objective,
+/// todos, state, report and timers. The home's record of it
+/// (`store::ConversationRecord`) is this and relay's own bookkeeping.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ConversationInstance {
     pub id: Uuid,
@@ -452,11 +453,6 @@ pub struct ConversationInstance {
     /// Why the next message waits; null when nothing holds it.
     #[serde(default)]
     pub waiting_for: Option<WaitReason>,
-    /// The line saying that an automated assistant writes
-    /// (`courtesy.disclosure`), put before the agent's first message;
-    /// null once sent, or when disclosure is off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending_disclosure: Option<String>,
     /// WhatsApp refused this conversation's first message with error 463
     /// (its reach-out lock) and nothing has reached the contact: it goes
     /// back to CREATED, and its first message waits for the lock's end.
@@ -477,21 +473,6 @@ pub struct ConversationInstance {
     /// When the armed heartbeat fires (WAITING_FOR_REPLY only).
     #[serde(default)]
     pub next_heartbeat_at: Option<DateTime<Utc>>,
-    /// Time that was left on the heartbeat when the conversation was paused.
-    #[serde(default)]
-    pub paused_heartbeat_remaining_ms: Option<u64>,
-    /// A delay the agent chose with `schedule_next_heartbeat`, used for the
-    /// next wait instead of `heartbeat_config.interval_ms`.
-    #[serde(default)]
-    pub scheduled_heartbeat_ms: Option<u64>,
-    /// Contact messages that arrived since the agent (or the operator) last
-    /// handled the conversation; a turn starts for them as soon as it may.
-    #[serde(default)]
-    pub unanswered_contact_messages: u32,
-    /// Photos, voice notes and files the contact sent in this conversation:
-    /// the next is `m<n+1>` (its `media.reference`).
-    #[serde(default)]
-    pub media_received: u32,
     /// When a device of the contact first received a message relay sent
     /// in this conversation (null: none has, yet).
     #[serde(default)]
@@ -554,16 +535,11 @@ impl ConversationInstance {
             messages_may_be_missing: None,
             next_send_at: None,
             waiting_for: None,
-            pending_disclosure: None,
             first_message_refused: false,
             opt_out_override: None,
             private_context: Vec::new(),
             attachments: Vec::new(),
             next_heartbeat_at: None,
-            paused_heartbeat_remaining_ms: None,
-            scheduled_heartbeat_ms: None,
-            unanswered_contact_messages: 0,
-            media_received: 0,
             first_delivered_at: None,
             last_read_at: None,
             awaiting_delivery: None,

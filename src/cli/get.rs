@@ -88,10 +88,6 @@ pub fn print(i: &ConversationInstance) {
     {
         say!("paused      you wrote to the contact on your phone; `relay resume` lets the agent go on");
     }
-    if let Some(ms) = i.paused_heartbeat_remaining_ms {
-        let left = crate::duration::format(std::time::Duration::from_millis(ms));
-        say!("paused      {left} left on the heartbeat");
-    }
     if i.state == State::NeedsHumanIntervention
         && let Some(reason) = &i.intervention_reason
     {

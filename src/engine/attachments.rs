@@ -8,8 +8,9 @@
 use uuid::Uuid;
 
 use super::EngineError;
-use crate::api::{Attachment, ConversationInstance, MediaKind, NewAttachment, limits};
+use crate::api::{Attachment, MediaKind, NewAttachment, limits};
 use crate::media::{names, sniff};
+use crate::store::ConversationRecord;
 use crate::store::MediaStore;
 
 /// Moves the staged uploads `wanted` into new conversation `instance` as
@@ -17,7 +18,7 @@ use crate::store::MediaStore;
 /// id leaves the others staged for another try.
 pub(super) fn attach_at_create(
     media: &MediaStore,
-    instance: &mut ConversationInstance,
+    instance: &mut ConversationRecord,
     wanted: Vec<NewAttachment>,
 ) -> Result<(), EngineError> {
     if wanted.len() > limits::MAX_ATTACHMENTS {
@@ -55,7 +56,7 @@ pub(crate) fn no_upload(id: Uuid) -> EngineError {
 /// its file written, durably, before anything names it.
 pub(super) fn store(
     media: &MediaStore,
-    instance: &ConversationInstance,
+    instance: &ConversationRecord,
     bytes: &[u8],
     name: Option<&str>,
 ) -> Result<Attachment, EngineError> {
@@ -89,8 +90,8 @@ mod tests {
     use crate::api::HeartbeatConfig;
     use crate::home::Home;
 
-    fn instance() -> ConversationInstance {
-        ConversationInstance::new("o".into(), "+56912345678".into(), Vec::new(), HeartbeatConfig::default())
+    fn instance() -> ConversationRecord {
+        ConversationRecord::new("o".into(), "+56912345678".into(), Vec::new(), HeartbeatConfig::default())
     }
 
     #[test]

@@ -30,9 +30,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::api::{Budget, BudgetLimit, BudgetRequest, ConversationInstance, State};
+use crate::api::{Budget, BudgetLimit, BudgetRequest, State};
 use crate::config::{BudgetSettings, MAX_EXPIRES_IN};
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 
 /// The budget a create request asks for, the config's defaults filling
 /// what it leaves out; or why it cannot be had. `now` is the creation time.
@@ -98,7 +99,7 @@ fn rfc3339(at: DateTime<Utc>) -> String {
 
 /// Keeps `turns_taken` across a transition `from -> to` by `event` (see the
 /// module's notes on what a turn is).
-pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State, event: Event) {
+pub fn on_transition(instance: &mut ConversationRecord, from: State, to: State, event: Event) {
     let starts_turn = matches!(to, State::Active | State::HeartbeatScheduled)
         && from != to
         && from != State::Paused
@@ -112,7 +113,7 @@ pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State
 /// reason in words. `counted`: the turn about to run has been counted
 /// already (the conversation entered ACTIVE or HEARTBEAT_SCHEDULED for it);
 /// otherwise it is the one entering them would start.
-pub fn spent(instance: &ConversationInstance, counted: bool) -> Option<(BudgetLimit, String)> {
+pub fn spent(instance: &ConversationRecord, counted: bool) -> Option<(BudgetLimit, String)> {
     let budget = &instance.budget;
     if let Some(max) = budget.max_turns {
         let allowed = if counted { instance.turns_taken <= max } else { instance.turns_taken < max };
@@ -134,7 +135,7 @@ pub fn spent(instance: &ConversationInstance, counted: bool) -> Option<(BudgetLi
 }
 
 /// Whether the deadline of `instance` has passed at `now`, and the reason in words.
-pub fn expired(instance: &ConversationInstance, now: DateTime<Utc>) -> Option<String> {
+pub fn expired(instance: &ConversationRecord, now: DateTime<Utc>) -> Option<String> {
     let at = instance.budget.expires_at.filter(|at| *at <= now)?;
     Some(format!("the conversation reached its deadline ({})", rfc3339(at)))
 }
@@ -210,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_turn_is_an_entry_into_active_or_heartbeat_scheduled_but_a_resume_or_an_operator_send() {
-        let mut i = ConversationInstance::new("o".into(), "+56912345678".into(), vec![], Default::default());
+        let mut i = ConversationRecord::new("o".into(), "+56912345678".into(), vec![], Default::default());
         on_transition(&mut i, State::Created, State::Active, Event::AgentSendsFirstMessage);
         on_transition(&mut i, State::WaitingForReply, State::HeartbeatScheduled, Event::HeartbeatFires);
         on_transition(&mut i, State::WaitingForAgent, State::Active, Event::AgentProcessesReply);
@@ -225,7 +226,7 @@ mod tests {
 
     #[test]
     fn the_next_turn_is_refused_once_a_budget_is_spent_naming_it() {
-        let mut i = ConversationInstance::new("o".into(), "+56912345678".into(), vec![], Default::default());
+        let mut i = ConversationRecord::new("o".into(), "+56912345678".into(), vec![], Default::default());
         i.budget.max_turns = Some(2);
         i.turns_taken = 1;
         assert_eq!(spent(&i, false), None);

@@ -23,10 +23,11 @@ use uuid::Uuid;
 
 use super::Shared;
 use super::actor::{Actor, Msg};
-use crate::api::{AwaitingDelivery, ConversationInstance, EventData, SendStatus, State, TranscriptMessage};
+use crate::api::{AwaitingDelivery, EventData, SendStatus, State, TranscriptMessage};
 use crate::channel::SentUpdate;
 use crate::contact::Contact;
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 use crate::store::{Journal, Store, StoreError};
 
 /// One line of `sent-ids.jsonl`.
@@ -138,7 +139,7 @@ pub(crate) fn updated(message: &TranscriptMessage, update: &SentUpdate) -> Optio
 }
 
 /// What a message's new status tells about its conversation.
-pub(crate) fn note(instance: &mut ConversationInstance, message: &TranscriptMessage) {
+pub(crate) fn note(instance: &mut ConversationRecord, message: &TranscriptMessage) {
     if let Some(at) = message.delivered_at {
         instance.first_delivered_at = Some(instance.first_delivered_at.map_or(at, |first| first.min(at)));
         if instance.awaiting_delivery.as_ref().is_some_and(|a| a.message_id == message.id) {
@@ -275,7 +276,7 @@ impl Actor {
                 return;
             }
         };
-        let noted = |i: &mut ConversationInstance| {
+        let noted = |i: &mut ConversationRecord| {
             let first = i.first_delivered_at.is_none();
             note(i, &next);
             // A person was called because nothing arrived; now it has.

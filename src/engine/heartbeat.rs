@@ -16,14 +16,15 @@ use uuid::Uuid;
 
 use super::EngineError;
 use super::actor::Actor;
-use crate::api::{ConversationInstance, State, WaitReason};
+use crate::api::{State, WaitReason};
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 
 /// Keeps the heartbeat fields right across a transition `from -> to`:
 /// entering WAITING_FOR_REPLY arms the timer (with the time left if we come
 /// back from PAUSED, else the agent's scheduled delay, else the interval);
 /// leaving it disarms the timer, remembering the time left when pausing.
-pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State, now: DateTime<Utc>) {
+pub fn on_transition(instance: &mut ConversationRecord, from: State, to: State, now: DateTime<Utc>) {
     if from == to {
         return;
     }
@@ -51,13 +52,13 @@ pub fn on_transition(instance: &mut ConversationInstance, from: State, to: State
 }
 
 /// Re-arms a fresh interval (an operator message restarts the wait).
-pub fn rearm(instance: &mut ConversationInstance, now: DateTime<Utc>) {
+pub fn rearm(instance: &mut ConversationRecord, now: DateTime<Utc>) {
     arm(instance, now + chrono::Duration::milliseconds(instance.heartbeat_config.interval_ms as i64));
 }
 
 /// Arms the heartbeat for `due`, or for the end of the contact's quiet
 /// hours if `due` falls in them (and says so: `waiting_for`).
-fn arm(instance: &mut ConversationInstance, due: DateTime<Utc>) {
+fn arm(instance: &mut ConversationRecord, due: DateTime<Utc>) {
     let open = instance.contact_time.as_ref().map_or(due, |t| t.open_at(due));
     instance.next_heartbeat_at = Some(open);
     let moved = open > due;
@@ -65,7 +66,7 @@ fn arm(instance: &mut ConversationInstance, due: DateTime<Utc>) {
     instance.next_send_at = moved.then_some(open);
 }
 
-pub fn remaining_ms(instance: &ConversationInstance, now: DateTime<Utc>) -> u64 {
+pub fn remaining_ms(instance: &ConversationRecord, now: DateTime<Utc>) -> u64 {
     instance.next_heartbeat_at.map(|at| (at - now).num_milliseconds().max(0) as u64).unwrap_or(0)
 }
 
@@ -99,7 +100,7 @@ pub(super) struct Timer {
 /// What the waiting conversation's timer waits for: while relay's latest
 /// message is not delivered, its timeout, and no follow-up (the heartbeat
 /// is held until it is delivered, then fires if it is past).
-fn due(instance: &ConversationInstance) -> Option<(Due, DateTime<Utc>)> {
+fn due(instance: &ConversationRecord) -> Option<(Due, DateTime<Utc>)> {
     if matches!(instance.state, State::Created | State::HeartbeatScheduled) {
         return instance.next_send_at.map(|at| (Due::Hold, at));
     }

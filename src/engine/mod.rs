@@ -66,6 +66,7 @@ use crate::api::{
 use crate::channel::{Channel, ChannelError, Delivery, InboundMessage};
 use crate::contact::Contact;
 use crate::fsm::InvalidTransition;
+use crate::store::ConversationRecord;
 use crate::store::{Store, StoreError};
 use actor::{Msg, Op};
 use delivery::SentIndex;
@@ -346,7 +347,7 @@ impl Engine {
     /// oldest first. One pass over the view, not one per contact: a start
     /// with 10,000 conversations must not cost 10,000².
     fn spawn_actors(&self) {
-        let mut live: HashMap<Contact, Vec<Arc<ConversationInstance>>> = HashMap::new();
+        let mut live: HashMap<Contact, Vec<Arc<ConversationRecord>>> = HashMap::new();
         self.shared.read_view(|view| {
             for instance in view.live() {
                 live.entry(contact_of(instance)).or_default().push(instance.clone());
@@ -400,7 +401,7 @@ impl Engine {
     /// attachments, once everything else about it was found right.
     async fn create_instance(
         &self,
-        mut instance: ConversationInstance,
+        mut instance: ConversationRecord,
         files: Vec<crate::api::NewAttachment>,
     ) -> Result<CreateInstanceResponse, EngineError> {
         let media = self.shared.store.media();
@@ -444,15 +445,22 @@ impl Engine {
         // Ended ones are read from their files, outside it.
         let mut items = Vec::with_capacity(page.items.len());
         for entry in &page.items {
-            items.push((*self.shared.whole(entry)?).clone());
+            items.push(self.shared.whole(entry)?.instance.clone());
         }
         Ok(Page { items, next: page.next, remaining: page.remaining })
     }
 
+    /// Conversation `id_or_prefix`, as a caller sees it.
     pub fn get(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
+        self.record(id_or_prefix).map(|record| record.instance)
+    }
+
+    /// The home's record of conversation `id_or_prefix`: the instance and
+    /// relay's bookkeeping (for tests and diagnosis; callers use [`Engine::get`]).
+    pub fn record(&self, id_or_prefix: &str) -> Result<ConversationRecord, EngineError> {
         let id = self.resolve(id_or_prefix)?;
-        let instance = self.shared.instance(id)?;
-        instance.map(|i| (*i).clone()).ok_or_else(|| EngineError::NotFound(id.to_string()))
+        let record = self.shared.instance(id)?;
+        record.map(|r| (*r).clone()).ok_or_else(|| EngineError::NotFound(id.to_string()))
     }
 
     /// Turns a full id or a unique prefix (at least 4 characters) into an id.

@@ -9,8 +9,9 @@ use tokio::task::JoinHandle;
 
 use super::actor::{self, Msg};
 use super::{EngineError, Shared};
-use crate::api::ConversationInstance;
+
 use crate::contact::Contact;
+use crate::store::ConversationRecord;
 
 pub(super) struct ActorHandle {
     pub(super) tx: mpsc::UnboundedSender<Msg>,
@@ -20,8 +21,8 @@ pub(super) struct ActorHandle {
 
 impl Shared {
     /// The live conversations of one contact, oldest first (an actor's state at spawn).
-    pub(super) fn live_of(&self, contact: &Contact) -> Vec<Arc<ConversationInstance>> {
-        let mut live: Vec<Arc<ConversationInstance>> =
+    pub(super) fn live_of(&self, contact: &Contact) -> Vec<Arc<ConversationRecord>> {
+        let mut live: Vec<Arc<ConversationRecord>> =
             self.read_view(|view| view.live_of(contact.as_str()).cloned().collect());
         live.sort_by_key(|a| (a.created_at, a.id));
         live
@@ -32,7 +33,7 @@ impl Shared {
         self: &Arc<Self>,
         actors: &mut HashMap<Contact, ActorHandle>,
         contact: Contact,
-        live: Vec<Arc<ConversationInstance>>,
+        live: Vec<Arc<ConversationRecord>>,
     ) {
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(actor::run(self.clone(), contact.clone(), live, tx.clone(), rx));
@@ -75,6 +76,6 @@ impl Shared {
     }
 }
 
-pub(crate) fn contact_of(instance: &ConversationInstance) -> Contact {
+pub(crate) fn contact_of(instance: &ConversationRecord) -> Contact {
     Contact::stored(&instance.target_contact)
 }

@@ -4,12 +4,13 @@
 //! parts judged here); every other ending gets relay's own words here, which
 //! never quote the contact.
 
-use crate::api::{ConversationInstance, EndedBy, Outcome, TodoItem, TodoStatus};
+use crate::api::{EndedBy, Outcome, TodoItem, TodoStatus};
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 
 /// Fills the report of `instance`, which `event` has just ended, unless the
 /// agent already did.
-pub fn on_end(instance: &mut ConversationInstance, event: Event, reason: Option<&str>) {
+pub fn on_end(instance: &mut ConversationRecord, event: Event, reason: Option<&str>) {
     if instance.outcome.is_some() {
         return;
     }
@@ -54,7 +55,7 @@ fn sentence(reason: &str) -> String {
 
 /// What happened to a conversation abandoned for silence, from what was
 /// actually sent: `follow_up_count` counts the follow-ups that went out.
-pub fn no_response(instance: &ConversationInstance) -> String {
+pub fn no_response(instance: &ConversationRecord) -> String {
     match instance.follow_up_count {
         0 => "The contact did not reply; no follow-up was allowed (max_followups is 0).".to_string(),
         1 => "The contact did not reply, even after 1 follow-up.".to_string(),

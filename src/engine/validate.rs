@@ -3,16 +3,17 @@
 
 use super::EngineError;
 use crate::api::limits;
-use crate::api::{ContactTime, ConversationInstance, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
+use crate::api::{ContactTime, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
 use crate::contact::Contact;
 use crate::courtesy::{parse_zone, quiet, zone_of};
+use crate::store::ConversationRecord;
 
 /// Validates a create request and builds the instance it describes (CREATED;
 /// the contact's actor may queue it).
 pub(super) fn new_instance(
     request: CreateInstanceRequest,
     settings: &super::Settings,
-) -> Result<ConversationInstance, EngineError> {
+) -> Result<ConversationRecord, EngineError> {
     let courtesy = &settings.courtesy;
     let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
     let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -81,7 +82,7 @@ pub(super) fn new_instance(
         .enumerate()
         .map(|(n, fact)| bounded_text(&format!("private fact {}", n + 1), fact, limits::MAX_PRIVATE_CHARS))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut instance = ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config);
+    let mut instance = ConversationRecord::new(objective, contact.to_string(), todos, heartbeat_config);
     instance.private_context = private_context;
     // From the creation's own instant: `--expires-in 3d` is three days after `created_at`.
     instance.budget =

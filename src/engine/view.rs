@@ -20,15 +20,16 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::Shared;
+use crate::api::State;
 use crate::api::paging::{Cursor, Page};
-use crate::api::{ConversationInstance, State};
+use crate::store::ConversationRecord;
 use crate::store::{EndedConversation, StoreError};
 
 /// One conversation in the view.
 #[derive(Debug, Clone)]
 pub(crate) enum Entry {
     /// Not yet ended: as its actor last persisted it.
-    Live(Arc<ConversationInstance>),
+    Live(Arc<ConversationRecord>),
     /// Ended: what lists and lookups need; the rest is on disk.
     Ended(EndedConversation),
 }
@@ -71,14 +72,14 @@ impl Entry {
         }
     }
 
-    pub(crate) fn live(&self) -> Option<&Arc<ConversationInstance>> {
+    pub(crate) fn live(&self) -> Option<&Arc<ConversationRecord>> {
         match self {
             Entry::Live(i) => Some(i),
             Entry::Ended(_) => None,
         }
     }
 
-    fn of(instance: &Arc<ConversationInstance>) -> Entry {
+    fn of(instance: &Arc<ConversationRecord>) -> Entry {
         match instance.state.is_terminal() {
             true => Entry::Ended(EndedConversation::of(instance)),
             false => Entry::Live(instance.clone()),
@@ -159,12 +160,12 @@ impl View {
     }
 
     /// Every live conversation.
-    pub(crate) fn live(&self) -> impl Iterator<Item = &Arc<ConversationInstance>> {
+    pub(crate) fn live(&self) -> impl Iterator<Item = &Arc<ConversationRecord>> {
         self.live.values().flatten().filter_map(|at| self.order.get(at)?.live())
     }
 
     /// The live conversations with `contact`, oldest first.
-    pub(crate) fn live_of(&self, contact: &str) -> impl Iterator<Item = &Arc<ConversationInstance>> {
+    pub(crate) fn live_of(&self, contact: &str) -> impl Iterator<Item = &Arc<ConversationRecord>> {
         self.live.get(contact).into_iter().flatten().filter_map(|at| self.order.get(at)?.live())
     }
 
@@ -217,13 +218,13 @@ impl Shared {
 
     /// The whole conversation `id` (read from its file if it has ended),
     /// `None` if there is none.
-    pub(crate) fn instance(&self, id: Uuid) -> Result<Option<Arc<ConversationInstance>>, StoreError> {
+    pub(crate) fn instance(&self, id: Uuid) -> Result<Option<Arc<ConversationRecord>>, StoreError> {
         let Some(entry) = self.read_view(|view| view.get(id).cloned()) else { return Ok(None) };
         self.whole(&entry).map(Some)
     }
 
     /// An entry's whole conversation.
-    pub(crate) fn whole(&self, entry: &Entry) -> Result<Arc<ConversationInstance>, StoreError> {
+    pub(crate) fn whole(&self, entry: &Entry) -> Result<Arc<ConversationRecord>, StoreError> {
         match entry {
             Entry::Live(instance) => Ok(instance.clone()),
             Entry::Ended(ended) => self.store.load_instance(ended.id).map(Arc::new),
@@ -233,7 +234,7 @@ impl Shared {
     /// [`Shared::instance`] where a file that cannot be read is logged and
     /// counts as none (the engine's own bookkeeping; reads for callers use
     /// `instance` and say why).
-    pub(crate) fn snapshot(&self, id: Uuid) -> Option<Arc<ConversationInstance>> {
+    pub(crate) fn snapshot(&self, id: Uuid) -> Option<Arc<ConversationRecord>> {
         self.instance(id).unwrap_or_else(|error| {
             tracing::error!(instance = %id, %error, "cannot read an ended conversation");
             None
@@ -242,7 +243,7 @@ impl Shared {
 
     /// Called by actors after every successful write. The view and the
     /// actor share the one copy; an ended conversation leaves memory.
-    pub(crate) fn publish(&self, instance: &Arc<ConversationInstance>) {
+    pub(crate) fn publish(&self, instance: &Arc<ConversationRecord>) {
         let mut view = self.view.write().expect("view lock");
         view.insert(Entry::of(instance));
         drop(view);
@@ -266,7 +267,7 @@ mod tests {
 
     /// Conversation `n`, with `contact` c and created in second `at`, in `state`.
     fn entry(n: u8, contact: u8, at: i64, state: State) -> Entry {
-        let mut i = ConversationInstance::new(
+        let mut i = ConversationRecord::new(
             "o".into(),
             format!("+5691234567{contact}"),
             Vec::new(),

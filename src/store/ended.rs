@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{StoreError, atomic, read_error, write_error};
-use crate::api::{ConversationInstance, State};
+use crate::api::State;
+use crate::store::ConversationRecord;
 
 /// What relay keeps in memory of an ended conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,7 +43,7 @@ pub struct EndedConversation {
 }
 
 impl EndedConversation {
-    pub fn of(instance: &ConversationInstance) -> EndedConversation {
+    pub fn of(instance: &ConversationRecord) -> EndedConversation {
         EndedConversation {
             id: instance.id,
             state: instance.state,
@@ -59,7 +60,7 @@ impl EndedConversation {
 #[derive(Debug, Default)]
 pub struct Conversations {
     /// Those not yet ended, whole, oldest first.
-    pub live: Vec<ConversationInstance>,
+    pub live: Vec<ConversationRecord>,
     /// The ended ones, by their index lines, oldest first.
     pub ended: Vec<EndedConversation>,
 }
@@ -107,7 +108,7 @@ impl EndedIndex {
     pub(super) fn load(
         &self,
         instances: &Path,
-        read_instance: impl Fn(&Path) -> Result<ConversationInstance, StoreError>,
+        read_instance: impl Fn(&Path) -> Result<ConversationRecord, StoreError>,
     ) -> Result<Conversations, StoreError> {
         let (mut indexed, unread) = self.read()?;
         let listed = indexed.len();
@@ -173,7 +174,7 @@ mod tests {
 
     /// What the instance files say, read one by one: what the index must
     /// always agree with.
-    fn truth(store: &Store) -> (Vec<ConversationInstance>, Vec<EndedConversation>) {
+    fn truth(store: &Store) -> (Vec<ConversationRecord>, Vec<EndedConversation>) {
         let all = store.load_instances().unwrap();
         let (ended, live): (Vec<_>, Vec<_>) = all.into_iter().partition(|i| i.state.is_terminal());
         (live, ended.iter().map(EndedConversation::of).collect())
@@ -218,7 +219,7 @@ mod tests {
             let store = Store::open(&home).unwrap();
             for (n, state) in states.iter().enumerate() {
                 let mut instance =
-                    ConversationInstance::new("o".into(), format!("+5691234{n:04}"), Vec::new(), HeartbeatConfig::default());
+                    ConversationRecord::new("o".into(), format!("+5691234{n:04}"), Vec::new(), HeartbeatConfig::default());
                 instance.state = *state;
                 instance.media_received = (n % 3 == 0) as u32;
                 store.save_instance(&instance).unwrap();

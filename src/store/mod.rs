@@ -23,11 +23,13 @@ pub mod ended;
 mod first_contact;
 pub mod media;
 mod optout;
+mod record;
 
 pub use ended::{Conversations, EndedConversation};
 pub use first_contact::FirstContactBook;
 pub use media::{MediaStore, StoredFile};
 pub use optout::OptOutList;
+pub use record::ConversationRecord;
 
 use std::fs;
 use std::io;
@@ -37,7 +39,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use crate::api::{ConversationInstance, MediaInfo, MediaStatus, SendStatus, TranscriptMessage, UnroutedMessage};
+use crate::api::{MediaInfo, MediaStatus, SendStatus, TranscriptMessage, UnroutedMessage};
 use crate::home::Home;
 
 #[derive(Debug, thiserror::Error)]
@@ -164,7 +166,7 @@ impl Store {
 
     /// Writes `instance`; one that has ended gets its line in the index of
     /// ended conversations too.
-    pub fn save_instance(&self, instance: &ConversationInstance) -> Result<(), StoreError> {
+    pub fn save_instance(&self, instance: &ConversationRecord) -> Result<(), StoreError> {
         let path = self.instance_path(instance.id);
         atomic::replace(&path, &to_pretty_json(instance)).map_err(|source| write_error(&path, source))?;
         if instance.state.is_terminal()
@@ -180,19 +182,19 @@ impl Store {
     /// The conversations of the home: the live ones whole, the ended ones
     /// by their lines in `ended.jsonl` (see [`ended`]).
     pub fn load_conversations(&self) -> Result<Conversations, StoreError> {
-        self.ended.load(&self.instances, read_json::<ConversationInstance>)
+        self.ended.load(&self.instances, read_json::<ConversationRecord>)
     }
 
     /// One instance, as on disk.
-    pub fn load_instance(&self, id: Uuid) -> Result<ConversationInstance, StoreError> {
-        read_json::<ConversationInstance>(&self.instance_path(id))
+    pub fn load_instance(&self, id: Uuid) -> Result<ConversationRecord, StoreError> {
+        read_json::<ConversationRecord>(&self.instance_path(id))
     }
 
     /// Every instance on disk, oldest first. Leftover temp files from a crash
     /// are removed; a file that does not parse stops the load with its path.
     /// Every conversation, read from its file (tests and tools: the daemon
     /// reads [`Store::load_conversations`]).
-    pub fn load_instances(&self) -> Result<Vec<ConversationInstance>, StoreError> {
+    pub fn load_instances(&self) -> Result<Vec<ConversationRecord>, StoreError> {
         let entries = fs::read_dir(&self.instances).map_err(|source| read_error(&self.instances, source))?;
         let mut instances = Vec::new();
         for entry in entries {
@@ -205,7 +207,7 @@ impl Store {
             if !name.ends_with(".json") {
                 continue;
             }
-            instances.push(read_json::<ConversationInstance>(&path)?);
+            instances.push(read_json::<ConversationRecord>(&path)?);
         }
         instances.sort_by_key(|a| (a.created_at, a.id));
         Ok(instances)

@@ -89,7 +89,7 @@ async fn create(w: &SandboxWorld, contact: &str, budget: BudgetRequest) -> uuid:
     w.engine.create(request).await.unwrap().id
 }
 
-async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> ConversationInstance {
+async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> relay::api::ConversationInstance {
     until(engine, id, |i| i.state == state).await
 }
 

@@ -36,10 +36,10 @@ fn without_a_model_the_operator_drives_the_conversation() {
         assert!(m["id"].is_string() && m["timestamp"].is_string());
     }
     // The reply woke the agent, which (without a model) asks for a human again.
-    let after = relay.wait_for(&id, "the reply to be handled", |i| {
+    relay.wait_for(&id, "the reply to be handled", |i| {
         i["state"] == "NEEDS_HUMAN_INTERVENTION" && history_triggers(i).contains(&"contact_replies".to_string())
     });
-    assert_eq!(after["unanswered_contact_messages"], 0);
+    assert_eq!(relay.record(&id)["unanswered_contact_messages"], 0);
 
     let outbox = relay.json(&["sandbox", "outbox"]);
     assert_eq!(outbox.as_array().unwrap().len(), 1);
@@ -106,19 +106,19 @@ fn pause_and_resume_restore_the_exact_state() {
     assert_eq!(waiting["state"], "WAITING_FOR_REPLY");
     let paused = relay.json(&["pause", &id]);
     assert!(paused["next_heartbeat_at"].is_null(), "paused conversations have no timer");
-    let left = paused["paused_heartbeat_remaining_ms"].as_u64().unwrap();
+    let left = relay.record(&id)["paused_heartbeat_remaining_ms"].as_u64().unwrap();
     assert!(left > 29 * 60 * 1000 && left <= 30 * 60 * 1000, "{left}");
     // A contact message while paused is kept, and not answered.
     relay.ok(&["sandbox", "say", CONTACT, "I am here"]);
     let still = relay.get(&id);
     assert_eq!(still["state"], "PAUSED");
-    assert_eq!(still["unanswered_contact_messages"], 1);
+    assert_eq!(relay.record(&id)["unanswered_contact_messages"], 1);
     // Resume: back to WAITING_FOR_REPLY, then the waiting message wakes the agent.
     let resumed = relay.json(&["resume", &id]);
     let resumed_entry = resumed["history"].as_array().unwrap().iter().rev().find(|t| t["trigger"] == "resume").unwrap();
     assert_eq!(resumed_entry["to_state"], "WAITING_FOR_REPLY");
     let handled = relay.wait_for(&id, "the waiting message to be handled", |i| {
-        i["unanswered_contact_messages"] == 0 && i["state"] == "NEEDS_HUMAN_INTERVENTION"
+        i["state"] == "NEEDS_HUMAN_INTERVENTION" && relay.record(&id)["unanswered_contact_messages"] == 0
     });
     assert!(history_triggers(&handled).ends_with(&[
         "resume".to_string(),
@@ -265,7 +265,8 @@ fn the_operator_can_write_while_the_conversation_is_paused() {
     let paused = relay.get(&id);
     assert_eq!((&paused["state"], &paused["previous_state"]), (&json!("PAUSED"), &json!("WAITING_FOR_REPLY")));
     assert_eq!(
-        paused["paused_heartbeat_remaining_ms"], 3_600_000,
+        relay.record(&id)["paused_heartbeat_remaining_ms"],
+        3_600_000,
         "the wait starts afresh from the operator's message"
     );
     let texts: Vec<String> = relay.transcript(&id).iter().map(|m| m["content"].as_str().unwrap().to_string()).collect();
@@ -354,7 +355,7 @@ fn a_restart_restores_everything_including_timers() {
     relay.ok(&["send", &waiting, "Hello"]);
     relay.ok(&["sandbox", "say", CONTACT, "Hi"]);
     relay.wait_for(&waiting, "the reply to be handled", |i| {
-        i["state"] == "NEEDS_HUMAN_INTERVENTION" && i["unanswered_contact_messages"] == 0
+        i["state"] == "NEEDS_HUMAN_INTERVENTION" && relay.record(&waiting)["unanswered_contact_messages"] == 0
     });
     relay.ok(&["send", &waiting, "Which day?"]);
     let queued = relay.create(&[]);

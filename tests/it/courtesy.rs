@@ -8,10 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use relay::agent::{ConversationTools, ToolCall, Turn, TurnKind};
-use relay::api::{
-    ConversationInstance, CreateInstanceRequest, EndedBy, HeartbeatOverrides, NewTodo, Outcome, State, WaitReason,
-    ZoneSource,
-};
+use relay::api::{CreateInstanceRequest, EndedBy, HeartbeatOverrides, NewTodo, Outcome, State, WaitReason, ZoneSource};
 use relay::channel::SandboxChannel;
 use relay::contact::Contact;
 use relay::engine::{Engine, EngineError, Settings};
@@ -53,7 +50,7 @@ fn request(interval: Duration) -> CreateInstanceRequest {
     }
 }
 
-async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> ConversationInstance {
+async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> relay::api::ConversationInstance {
     until(engine, id, |i| i.state == state).await
 }
 
@@ -304,7 +301,7 @@ async fn the_first_message_carries_the_disclosure_and_later_ones_do_not() {
         ["This is an automated assistant writing on behalf of Ana Pérez.\n\nHello", "Noted"],
         "the disclosure, then the model's words"
     );
-    assert_eq!(w.engine.get(&id.to_string()).unwrap().pending_disclosure, None);
+    assert_eq!(w.engine.record(&id.to_string()).unwrap().pending_disclosure, None);
 }
 
 /// End to end, with the real binary on the sandbox: the first message

@@ -32,6 +32,7 @@ use crate::support::model::{each_turn, use_model};
 use crate::support::*;
 use relay::api::{ConversationInstance, OutboxEntry, SendStatus, State, TranscriptMessage};
 use relay::scripted_model::{Reply, Responder, ScriptedModel};
+use relay::store::ConversationRecord;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -248,21 +249,28 @@ fn retry_unanswered_creates(relay: &Relay, acks: &Mutex<Acks>) {
     );
 }
 
-/// With the daemon dead: every file relay writes parses (a JSONL file may
-/// end in one torn line), and the sandbox outbox (what the contacts got)
-/// matches the transcripts. Returns the conversations, and the
-/// (conversation, message) pairs that were mid-send.
-fn every_file_parses(home: &Path) -> (Vec<ConversationInstance>, Vec<(String, String)>) {
-    let mut instances = Vec::new();
+/// The home's record of every conversation; each file must parse (each is
+/// replaced whole, so one read while the daemon runs is whole too).
+fn records(home: &Path) -> Vec<ConversationRecord> {
+    let mut records = Vec::new();
     for entry in std::fs::read_dir(home.join("instances")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "json") {
             let text = std::fs::read_to_string(&path).unwrap();
-            let instance = serde_json::from_str::<ConversationInstance>(&text)
+            let record = serde_json::from_str::<ConversationRecord>(&text)
                 .unwrap_or_else(|e| panic!("{} does not parse ({e}): {text}", path.display()));
-            instances.push(instance);
+            records.push(record);
         }
     }
+    records
+}
+
+/// With the daemon dead: every file relay writes parses (a JSONL file may
+/// end in one torn line), and the sandbox outbox (what the contacts got)
+/// matches the transcripts. Returns the conversations, and the
+/// (conversation, message) pairs that were mid-send.
+fn every_file_parses(home: &Path) -> (Vec<ConversationRecord>, Vec<(String, String)>) {
+    let instances = records(home);
     let mut messages: Vec<TranscriptMessage> = Vec::new();
     for entry in std::fs::read_dir(home.join("transcripts")).unwrap() {
         let path = entry.unwrap().path();
@@ -327,9 +335,10 @@ fn check_after_restart(
     looks: &mut invariants::Looks,
 ) -> usize {
     let acks = acks.lock().unwrap();
-    // One list from the daemon, transcripts from disk: thousands of checks a trial.
+    // One list from the daemon, records and transcripts from disk:
+    // thousands of checks a trial.
     let listed = relay.instances();
-    looks.check(relay.path(), listed.clone(), "after a restart");
+    looks.check(relay.path(), records(relay.path()), "after a restart");
     let instances: HashMap<String, ConversationInstance> = listed.into_iter().map(|i| (i.id.to_string(), i)).collect();
     let transcript = |id: &str| -> Vec<TranscriptMessage> {
         let id: Uuid = id.parse().unwrap();

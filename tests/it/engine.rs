@@ -74,7 +74,7 @@ fn request(todos: &[&str], interval: Option<Duration>, max_followups: Option<u32
     }
 }
 
-async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> ConversationInstance {
+async fn until_state(engine: &Engine, id: uuid::Uuid, state: State) -> relay::api::ConversationInstance {
     until(engine, id, |i| i.state == state).await
 }
 
@@ -347,7 +347,7 @@ async fn a_message_during_a_turn_is_answered_by_the_next_turn() {
     say(&w, "first").await;
     until_state(&w.engine, created.id, State::Active).await;
     say(&w, "second, while the agent is busy").await;
-    let busy = w.engine.get(&created.id.to_string()).unwrap();
+    let busy = w.engine.record(&created.id.to_string()).unwrap();
     assert_eq!((busy.state, busy.unanswered_contact_messages), (State::Active, 1));
     gate.notify_one();
     until(&w.engine, created.id, |i| i.state == State::WaitingForReply && w.agent.kinds().len() == 3).await;

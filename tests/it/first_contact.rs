@@ -105,7 +105,7 @@ async fn a_first_message_refused_with_463_holds_every_first_contact_and_goes_out
     // 16:00: still locked, but unreported. One of the two tries, and is
     // refused: both wait two hours more. 18:00: the lock ended at 17:30;
     // one tries, gets through, and the other follows.
-    let reached = |i: &relay::api::ConversationInstance| i.first_delivered_at.is_some();
+    let reached = |i: &relay::store::ConversationRecord| i.first_delivered_at.is_some();
     until(&w.engine, first, reached).await;
     until(&w.engine, second, reached).await;
     assert!(relay::clock::now() >= utc("2026-03-10T18:00:00Z"));

@@ -47,6 +47,7 @@ mod optout;
 mod paging;
 mod private_context;
 mod providers;
+mod record_format;
 mod reliability;
 mod soak;
 mod strict_schemas;

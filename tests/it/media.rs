@@ -129,7 +129,7 @@ async fn a_photo_is_stored_owner_only_and_the_reply_reads_its_label() {
     let label = "[photo m1, not shown to you] the meter";
     assert_eq!(message.content, label);
     assert_eq!(*read.lock().unwrap(), [label], "the reply read the stored file's label, once");
-    assert_eq!(w.engine.get(&id.to_string()).unwrap().media_received, 1);
+    assert_eq!(w.engine.record(&id.to_string()).unwrap().media_received, 1);
     // The events: the message as it came (pending), then the file in.
     use futures_util::StreamExt;
     let events: Vec<relay::api::EventData> =

@@ -90,7 +90,8 @@ fn a_thousand_conversations_for_ten_minutes_keep_memory_and_descriptors_flat() {
     );
     assert!(relay.daemon_alive(pid));
     // All it went through kept every conversation valid.
-    invariants::Looks::default().check(relay.path(), relay.instances(), "at the end of the soak");
+    let records = relay::store::Store::open(&relay::home::Home::at(relay.path())).unwrap().load_instances().unwrap();
+    invariants::Looks::default().check(relay.path(), records, "at the end of the soak");
     // At most agent.max_concurrent_model_calls (16) pooled connections to the model, and a few more.
     assert!(end.fds <= start.fds + 16 + 8, "descriptors grew: {start} -> {end}");
     // What may grow is what relay keeps by design: every conversation's

@@ -129,7 +129,7 @@ fn at(bin: &std::path::Path, model: &Model, size: usize, plan: &Plan) -> Measure
     let mut http = relay.http();
     let runs = plan.runs;
     let (live_ids, ended_ids): (Vec<_>, Vec<_>) = seeded.iter().partition(|i| i.state == State::WaitingForReply);
-    let pick = |ids: &[&relay::api::ConversationInstance], k: usize| ids[k % ids.len()].id.to_string();
+    let pick = |ids: &[&relay::store::ConversationRecord], k: usize| ids[k % ids.len()].id.to_string();
 
     let mut k = 0;
     let get_live = Samples::time(runs, 10, || {

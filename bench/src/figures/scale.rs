@@ -6,7 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use relay::api::ConversationInstance;
 use serde_json::{Value, json};
 
 use crate::http::Http;
@@ -184,7 +183,7 @@ fn check_all_waiting(http: &mut Http, expected: usize) {
     for _ in 0..1_000 {
         let status: Value = serde_json::from_str(&http.expect("GET", "/status", None, 200)).unwrap();
         assert_eq!(status["total_instance_count"], expected);
-        let stuck: Vec<ConversationInstance> =
+        let stuck: Vec<relay::api::ConversationInstance> =
             serde_json::from_str(&http.expect("GET", &stuck_path, None, 200)).unwrap();
         if stuck.is_empty() {
             return;

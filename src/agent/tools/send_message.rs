@@ -1,5 +1,5 @@
 //! `send_message`: a message to the conversation's contact, the only person
-//! the agent can write to. What it does is a send ([`crate::engine`]'s actor).
+//! the agent can write to. What it does is a send, which the engine's actor runs.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

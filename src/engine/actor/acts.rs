@@ -74,7 +74,7 @@ impl Actor {
         if let Some(running) = self.turn.as_mut().filter(|t| t.instance == id) {
             running.answering.retain(|m| !ids.contains(&m.message_id));
         }
-        let rests_on_it = |i: &crate::api::ConversationInstance| {
+        let rests_on_it = |i: &crate::store::ConversationRecord| {
             i.todos.iter().any(|t| t.evidence.iter().any(|e| ids.contains(&e.message_id)))
         };
         let Ok(at) = self.index(id) else { return };

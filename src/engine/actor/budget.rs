@@ -8,9 +8,10 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::Actor;
-use crate::api::{BudgetLimit, ConversationInstance};
+use crate::api::BudgetLimit;
 use crate::engine::{EngineError, budget};
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 
 impl Actor {
     /// Ends conversation `id` because `limit` ran out (`reason` names it):
@@ -20,7 +21,7 @@ impl Actor {
         id: Uuid,
         limit: BudgetLimit,
         reason: String,
-    ) -> Result<ConversationInstance, EngineError> {
+    ) -> Result<ConversationRecord, EngineError> {
         let event = if limit == BudgetLimit::ExpiresAt { Event::Expired } else { Event::BudgetExhausted };
         tracing::info!(instance = %id, limit = limit.as_str(), "the conversation's budget ran out");
         self.transition(id, event, Some(reason), |i| i.budget.reached = Some(limit))

@@ -8,11 +8,12 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Actor;
-use crate::api::{ConversationInstance, EndedBy, OptOutAdded, Outcome, WaitReason};
+use crate::api::{EndedBy, OptOutAdded, Outcome, WaitReason};
 use crate::courtesy::first_contact::{Gate, Hold};
 use crate::courtesy::{OptOut, OptOutSource};
 use crate::engine::EngineError;
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 
 /// What may happen to a conversation's first message now.
 pub(super) enum FirstMessage {
@@ -35,7 +36,7 @@ impl Actor {
     /// contact's quiet hours (unless they just wrote), and for a new contact (a number relay has
     /// never reached nor heard from), not while WhatsApp's reach-out lock
     /// holds, nor past the day's cap on first contacts.
-    pub(super) fn first_message(&self, instance: &ConversationInstance) -> FirstMessage {
+    pub(super) fn first_message(&self, instance: &ConversationRecord) -> FirstMessage {
         // Without a model the turn sends nothing: it hands over at once,
         // and the operator's own messages are theirs to send, at any hour,
         // but for WhatsApp's lock on first messages, which would refuse them.

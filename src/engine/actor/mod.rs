@@ -18,10 +18,9 @@
 //! - [`operator`]: pause, resume, cancel, answer, `relay send`;
 //! - [`sends`]: messages to the contact, recorded then sent in the background;
 //! - [`turns`]: the agent's turns, started, ended and stopped;
-//! - [`marks`]: `mark_todo_item`, an answer recorded only on what someone
-//!   said, and its value read from their words or confirmed by a model;
-//! - [`value_check`]: how a recorded value is read from what it rests on;
-//! - [`tool_effects`]: what the agent's other tools do;
+//! - [`tools`]: what the agent's tools do, one file per tool
+//!   (`mark_todo_item`: an answer recorded only on what someone said, and
+//!   its value read from their words or confirmed by a model);
 //! - [`budget`]: a conversation's turn and token budgets spent, and its
 //!   deadline;
 //! - [`media`]: contacts' files, fetched beside the conversation;
@@ -33,15 +32,13 @@
 mod acts;
 mod budget;
 mod courtesy;
-mod marks;
 mod media;
 mod operator;
 mod queue;
 mod sends;
-mod tool_effects;
+mod tools;
 mod transitions;
 mod turns;
-mod value_check;
 
 use std::sync::Arc;
 
@@ -55,7 +52,8 @@ use crate::agent::{AgentError, ToolCall, ToolError};
 use crate::api::{ConversationInstance, CreateInstanceResponse, Role, TokenUsage, TranscriptMessage};
 use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent, SentUpdate};
 use crate::contact::Contact;
-pub(crate) use marks::Marked;
+use crate::store::ConversationRecord;
+pub(crate) use tools::mark_todo_item::Marked;
 use turns::RunningTurn;
 
 type Reply<T> = oneshot::Sender<T>;
@@ -64,7 +62,7 @@ type ToolReply = Reply<Result<String, ToolError>>;
 
 pub(crate) enum Msg {
     Create {
-        instance: Box<ConversationInstance>,
+        instance: Box<ConversationRecord>,
         reply: Reply<Result<CreateInstanceResponse, EngineError>>,
     },
     Operator {
@@ -88,7 +86,7 @@ pub(crate) enum Msg {
         turn: u64,
         call: ToolCall,
         verified: bool,
-        reply: Reply<Result<marks::Marked, ToolError>>,
+        reply: Reply<Result<Marked, ToolError>>,
     },
     Usage {
         id: Uuid,
@@ -196,7 +194,7 @@ pub(super) struct Actor {
     /// This contact's non-terminal conversations (the live one and those
     /// queued), oldest first, shared with the engine's view (a change
     /// replaces the whole instance in both).
-    pub(super) convs: Vec<Arc<ConversationInstance>>,
+    pub(super) convs: Vec<Arc<ConversationRecord>>,
     turn: Option<RunningTurn>,
     turns_started: u64,
     pub(super) timer: Option<Timer>,
@@ -219,7 +217,7 @@ pub(super) struct Actor {
 pub(crate) async fn run(
     shared: Arc<Shared>,
     contact: Contact,
-    convs: Vec<Arc<ConversationInstance>>,
+    convs: Vec<Arc<ConversationRecord>>,
     me: mpsc::UnboundedSender<Msg>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
 ) -> usize {
@@ -389,7 +387,7 @@ impl Actor {
                 // Let the conversation move on first, so the caller sees where
                 // it went; what the command did stands, whatever that does.
                 self.supervised(None, Actor::drive);
-                let result = result.map(|(instance, message)| (self.current(instance), message));
+                let result = result.map(|(instance, message)| (self.current(instance).instance, message));
                 let _ = reply.send(result);
             }
             Msg::Inbound { message, reply } => {
@@ -409,7 +407,7 @@ impl Actor {
             Msg::Mark { id, turn, call, verified, reply } => {
                 let result = self.mark_todo(id, turn, call, verified);
                 // Having recorded what the contact said, the turn may answer it.
-                if matches!(result, Ok(marks::Marked::Done(_)))
+                if matches!(result, Ok(Marked::Done(_)))
                     && let Some(running) = self.turn.as_mut().filter(|t| t.number == turn)
                 {
                     running.may_send = true;

@@ -5,17 +5,18 @@ use uuid::Uuid;
 
 use super::transitions::allowed;
 use super::{Actor, Op, OperatorReply, SendWaiter};
-use crate::api::{ConversationInstance, EventData, Role, SendStatus, State, TranscriptMessage};
+use crate::api::{EventData, Role, SendStatus, State, TranscriptMessage};
 use crate::channel::{Delivery, InboundMessage};
 use crate::engine::{EngineError, heartbeat};
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 
 impl Actor {
     pub(super) fn operate(
         &mut self,
         id: Uuid,
         op: Op,
-    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
+    ) -> Result<(ConversationRecord, Option<TranscriptMessage>), EngineError> {
         match op {
             Op::Pause => {
                 let instance = self.transition(id, Event::Pause, None, |_| {})?;
@@ -72,7 +73,7 @@ impl Actor {
     /// answer, and the agent takes a turn with it. Nothing goes to the
     /// contact. With no question pending there is nothing to answer: the
     /// operator resumes the agent or writes to the contact instead.
-    fn answer(&mut self, id: Uuid, text: String) -> Result<ConversationInstance, EngineError> {
+    fn answer(&mut self, id: Uuid, text: String) -> Result<ConversationRecord, EngineError> {
         let current = &self.convs[self.index(id)?];
         if current.state == State::NeedsHumanIntervention && current.pending_question.is_none() {
             let reason = current.intervention_reason.clone().unwrap_or_else(|| "no reason was recorded".into());

@@ -1,7 +1,7 @@
 //! Which conversation holds the contact, and the FIFO queue behind it.
 //!
 //! A contact has at most one live conversation (see
-//! `ConversationInstance::holds_contact`); the others wait, oldest first.
+//! `ConversationRecord::holds_contact`); the others wait, oldest first.
 //! Here: creating a conversation (queued if the contact is taken),
 //! [`Actor::drive`] (promote the next queued conversation, start the turn
 //! the live one needs) and a contact's message (recorded on the live
@@ -18,12 +18,12 @@ use super::courtesy::FirstMessage;
 use super::transitions::entry;
 use crate::agent::TurnKind;
 use crate::api::{
-    BudgetLimit, ContactText, ConversationInstance, CreateInstanceResponse, EventData, Role, State, TranscriptMessage,
-    WaitReason,
+    BudgetLimit, ContactText, CreateInstanceResponse, EventData, Role, State, TranscriptMessage, WaitReason,
 };
 use crate::channel::{Delivery, InboundMessage};
 use crate::engine::{EngineError, report};
 use crate::fsm::{self, Event};
+use crate::store::ConversationRecord;
 
 /// What `drive` does next.
 enum Step {
@@ -53,18 +53,18 @@ enum Step {
 }
 
 /// Holds `live` for `reason` until `until`, unless it says so already.
-fn hold(live: &ConversationInstance, reason: WaitReason, until: DateTime<Utc>) -> Option<Step> {
+fn hold(live: &ConversationRecord, reason: WaitReason, until: DateTime<Utc>) -> Option<Step> {
     (live.waiting_for != Some(reason) || live.next_send_at != Some(until)).then_some(Step::Hold(live.id, reason, until))
 }
 
 impl Actor {
     /// The conversation that holds the contact now, if any: the one a
     /// contact's message goes to. The rest are queued behind it.
-    pub(super) fn holder(&self) -> Option<&Arc<ConversationInstance>> {
+    pub(super) fn holder(&self) -> Option<&Arc<ConversationRecord>> {
         self.convs.iter().find(|c| c.holds_contact())
     }
 
-    pub(super) fn create(&mut self, mut instance: ConversationInstance) -> Result<CreateInstanceResponse, EngineError> {
+    pub(super) fn create(&mut self, mut instance: ConversationRecord) -> Result<CreateInstanceResponse, EngineError> {
         // Checked here, where the contact's events are taken one at a time:
         // an opt-out that arrives just before is seen.
         let listed = self.shared.opt_outs.get(&self.contact);
@@ -82,7 +82,8 @@ impl Actor {
             let target = fsm::next(instance.state, event, None)
                 .map_err(|source| EngineError::Transition { id: instance.id, source })?;
             let to = fsm::resolve(instance.state, target, None);
-            instance.history.push(entry(instance.state, to, event, None, instance.created_at));
+            let (from, created_at) = (instance.state, instance.created_at);
+            instance.history.push(entry(from, to, event, None, created_at));
             instance.state = to;
         }
         self.shared.store.save_instance(&instance)?;
@@ -225,7 +226,7 @@ impl Actor {
     /// A turn, unless the channel cannot send (then the conversation waits,
     /// saying why). Without a model the turn runs anyway: it hands over to
     /// the operator at once, and that needs no channel.
-    fn turn_or_block(&self, live: &ConversationInstance) -> Option<Step> {
+    fn turn_or_block(&self, live: &ConversationRecord) -> Option<Step> {
         if let (Err(reason), Ok(())) = (self.shared.channel.ready(), self.shared.agent.ready()) {
             return (live.channel_blocked.as_ref() != Some(&reason)).then_some(Step::Block(live.id, reason));
         }
@@ -239,7 +240,7 @@ impl Actor {
     }
 
     /// Why an ACTIVE conversation needs a turn, from its last transition.
-    fn turn_kind(&self, instance: &ConversationInstance) -> TurnKind {
+    fn turn_kind(&self, instance: &ConversationRecord) -> TurnKind {
         match instance.history.last().map(|t| t.trigger.as_str()) {
             Some("agent_sends_first_message") => TurnKind::FirstMessage,
             Some("agent_processes_reply") => TurnKind::Reply,
@@ -334,7 +335,7 @@ impl Actor {
             at: recorded.written_at.unwrap_or(recorded.timestamp),
             untrusted_contact_text: recorded.content.clone(),
         };
-        let count = |i: &mut ConversationInstance| {
+        let count = |i: &mut ConversationRecord| {
             i.media_received += u32::from(has_media);
             i.unanswered_contact_messages += 1;
             i.follow_up_count = 0;

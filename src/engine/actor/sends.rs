@@ -260,7 +260,7 @@ impl Actor {
                 }
                 self.drive();
                 let result = match self.shared.snapshot(id) {
-                    Some(instance) => Ok(((*instance).clone(), Some(settled))),
+                    Some(record) => Ok((record.instance.clone(), Some(settled))),
                     None => Err(EngineError::NotFound(id.to_string())),
                 };
                 let _ = reply.send(result);
@@ -336,7 +336,7 @@ pub(super) enum AgentSend {
 /// Conversation `instance`'s attachment `id`, or why there is none, naming
 /// those there are.
 fn attachment_named<'a>(
-    instance: &'a crate::api::ConversationInstance,
+    instance: &'a crate::store::ConversationRecord,
     id: &str,
 ) -> Result<&'a crate::api::Attachment, ToolError> {
     let wanted = id.trim().to_ascii_lowercase();

@@ -8,9 +8,10 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Actor;
-use crate::api::{ConversationInstance, EventData, Role, State, StateTransition, TranscriptMessage};
+use crate::api::{EventData, Role, State, StateTransition, TranscriptMessage};
 use crate::engine::{EngineError, budget, heartbeat, report};
 use crate::fsm::{self, Event, Target};
+use crate::store::ConversationRecord;
 
 impl Actor {
     /// Applies `event` to conversation `id` if the table allows it: the new
@@ -21,8 +22,8 @@ impl Actor {
         id: Uuid,
         event: Event,
         reason: Option<String>,
-        change: impl FnOnce(&mut ConversationInstance),
-    ) -> Result<ConversationInstance, EngineError> {
+        change: impl FnOnce(&mut ConversationRecord),
+    ) -> Result<ConversationRecord, EngineError> {
         let index = self.index(id)?;
         let current = &self.convs[index];
         let (from, previous) = (current.state, current.previous_state);
@@ -70,7 +71,7 @@ impl Actor {
     pub(in crate::engine) fn update(
         &mut self,
         id: Uuid,
-        change: impl FnOnce(&mut ConversationInstance),
+        change: impl FnOnce(&mut ConversationRecord),
     ) -> Result<(), EngineError> {
         let index = self.index(id)?;
         let mut next = (*self.convs[index]).clone();
@@ -79,7 +80,7 @@ impl Actor {
         self.commit(index, next).map(drop)
     }
 
-    fn commit(&mut self, index: usize, next: ConversationInstance) -> Result<ConversationInstance, EngineError> {
+    fn commit(&mut self, index: usize, next: ConversationRecord) -> Result<ConversationRecord, EngineError> {
         self.shared.store.save_instance(&next)?;
         let next = Arc::new(next);
         self.shared.publish(&next);
@@ -96,7 +97,7 @@ impl Actor {
     }
 
     /// The latest persisted form of `instance` (it may have moved on).
-    pub(super) fn current(&self, instance: ConversationInstance) -> ConversationInstance {
+    pub(super) fn current(&self, instance: ConversationRecord) -> ConversationRecord {
         self.shared.snapshot(instance.id).map(|i| (*i).clone()).unwrap_or(instance)
     }
 
@@ -114,7 +115,7 @@ impl Actor {
 
 /// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer (resume, send):
 /// the question stays on record, unanswered.
-fn set_question_aside(instance: &mut ConversationInstance) {
+fn set_question_aside(instance: &mut ConversationRecord) {
     if let Some(question) = instance.pending_question.take() {
         instance.earlier_questions.push(question);
     }

@@ -14,6 +14,7 @@ use crate::channel::MessageRef;
 use crate::engine::EngineError;
 use crate::engine::tools::ActorTools;
 use crate::fsm::Event;
+use crate::store::ConversationRecord;
 
 pub(super) struct RunningTurn {
     pub(super) instance: Uuid,
@@ -67,7 +68,7 @@ impl Actor {
                 i.channel_blocked = None;
             })?;
         }
-        let instance = (*self.convs[self.index(id)?]).clone();
+        let instance = self.convs[self.index(id)?].instance.clone();
         let text_calls_before = instance.usage.text_tool_calls;
         let transcript = self.shared.store.read_transcript(id)?;
         // A first turn cut short after it spoke (stop, pause) goes on, not over.
@@ -181,7 +182,7 @@ impl Actor {
 
     /// The agent cannot go on (no model, or a turn that failed): the
     /// operator is asked to step in, told why.
-    pub(super) fn agent_failed(&mut self, id: Uuid, reason: String) -> Result<ConversationInstance, EngineError> {
+    pub(super) fn agent_failed(&mut self, id: Uuid, reason: String) -> Result<ConversationRecord, EngineError> {
         self.transition(id, Event::AgentError, Some(reason.clone()), |i| i.intervention_reason = Some(reason))
     }
 

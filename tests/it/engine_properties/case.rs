@@ -17,7 +17,7 @@ pub(super) struct Model {
     pub(super) ids: Vec<Uuid>,
     pub(super) keys: HashMap<u8, KeyUse>,
     /// Each instance as it was at the last check.
-    pub(super) seen: HashMap<Uuid, ConversationInstance>,
+    pub(super) seen: HashMap<Uuid, ConversationRecord>,
     pub(super) transcripts: HashMap<Uuid, Vec<TranscriptMessage>>,
 }
 
@@ -75,7 +75,7 @@ pub(super) fn key_name(slot: u8) -> String {
 }
 
 /// The engine's own refusal of `event` on `instance`, if the table refuses it.
-pub(super) fn refused(instance: &ConversationInstance, event: Event) -> bool {
+pub(super) fn refused(instance: &ConversationRecord, event: Event) -> bool {
     fsm::next(instance.state, event, instance.previous_state).is_err()
 }
 
@@ -90,8 +90,8 @@ impl Run {
         (!self.model.ids.is_empty()).then(|| self.model.ids[pick % self.model.ids.len()])
     }
 
-    pub(super) fn get(&self, id: Uuid) -> Checked<ConversationInstance> {
-        self.engine.get(&id.to_string()).map_err(|e| format!("get {id}: {e}"))
+    pub(super) fn get(&self, id: Uuid) -> Checked<ConversationRecord> {
+        self.engine.record(&id.to_string()).map_err(|e| format!("get {id}: {e}"))
     }
 
     pub(super) fn transcript(&self, id: Uuid) -> Checked<Vec<TranscriptMessage>> {
@@ -99,13 +99,14 @@ impl Run {
     }
 
     /// The conversation that holds `contact`, as the engine shows it.
-    pub(super) fn holder(&self, contact: usize) -> Option<ConversationInstance> {
+    pub(super) fn holder(&self, contact: usize) -> Option<ConversationRecord> {
         self.engine
             .list(&[], Some(&self::contact(contact)), None, usize::MAX)
             .expect("the conversations read")
             .items
             .into_iter()
             .find(|i| i.holds_contact())
+            .map(|i| self.engine.record(&i.id.to_string()).expect("a listed conversation has a record"))
     }
 
     pub(super) async fn step(&mut self, op: &Op) -> Checked {
@@ -233,7 +234,7 @@ impl Run {
     }
 
     /// A refused command changed nothing: in the engine, on disk, in the transcript.
-    pub(super) fn unchanged(&self, before: &ConversationInstance, transcript: &[TranscriptMessage]) -> Checked {
+    pub(super) fn unchanged(&self, before: &ConversationRecord, transcript: &[TranscriptMessage]) -> Checked {
         let disk = self.store.load_instances().map_err(|e| e.to_string())?.into_iter().find(|i| i.id == before.id);
         ensure!(self.get(before.id)? == *before, "a refused command changed the engine's view of {}", before.id);
         ensure!(disk.as_ref() == Some(before), "a refused command changed {} on disk", before.id);
@@ -355,10 +356,14 @@ impl Run {
     // ---- invariants -----------------------------------------------------------
 
     /// Invariant 8: the engine shows exactly what is on disk.
-    pub(super) fn check_view(&self) -> Checked<Vec<ConversationInstance>> {
+    pub(super) fn check_view(&self) -> Checked<Vec<ConversationRecord>> {
         let disk = self.store.load_instances().map_err(|e| e.to_string())?;
         // Every conversation, in the disk's order (the list is newest first).
-        let mut view = self.engine.list(&[], None, None, usize::MAX).map_err(|e| e.to_string())?.items;
+        let listed = self.engine.list(&[], None, None, usize::MAX).map_err(|e| e.to_string())?.items;
+        let mut view = Vec::with_capacity(listed.len());
+        for instance in listed {
+            view.push(self.engine.record(&instance.id.to_string()).map_err(|e| e.to_string())?);
+        }
         view.sort_by_key(|i| (i.created_at, i.id));
         if disk != view {
             let differs = disk.iter().zip(&view).find(|(d, v)| d != v);

@@ -32,14 +32,14 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use relay::agent::{AgentError, ToolCall};
 use relay::api::{
-    ConversationInstance, CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, SendStatus, State,
-    TodoStatus, TranscriptMessage,
+    CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, SendStatus, State, TodoStatus, TranscriptMessage,
 };
 use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, Sent};
 use relay::contact::Contact;
 use relay::engine::{Engine, EngineError, Settings};
 use relay::fsm::{self, Event, Target};
 use relay::home::Home;
+use relay::store::ConversationRecord;
 use relay::store::Store;
 use uuid::Uuid;
 

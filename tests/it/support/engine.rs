@@ -10,7 +10,7 @@ use relay::api::ConversationInstance;
 use relay::channel::Channel;
 use relay::engine::{Engine, Settings};
 use relay::home::Home;
-use relay::store::Store;
+use relay::store::{ConversationRecord, Store};
 
 use super::test_agent::TestAgent;
 
@@ -58,13 +58,13 @@ pub fn start_engine_with(home: &Home, channel: Arc<dyn Channel>, agent: Arc<Test
 pub async fn until(
     engine: &Engine,
     id: uuid::Uuid,
-    done: impl Fn(&ConversationInstance) -> bool,
+    done: impl Fn(&ConversationRecord) -> bool,
 ) -> ConversationInstance {
     let mut changes = engine.subscribe();
     loop {
-        let instance = engine.get(&id.to_string()).unwrap();
+        let instance = engine.record(&id.to_string()).unwrap();
         if done(&instance) {
-            return instance;
+            return instance.instance;
         }
         tokio::time::timeout(Duration::from_secs(24 * 3600), changes.changed())
             .await

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use relay::api::{ConversationInstance, Role, SendStatus, State, TranscriptMessage};
+use relay::api::{Role, SendStatus, State, TranscriptMessage};
 use relay::fsm::{self, Event, Target};
 use relay::home::Home;
-use relay::store::Store;
+use relay::store::{ConversationRecord, Store};
 use uuid::Uuid;
 
 /// The first invariant a look found broken, in words.
@@ -55,7 +55,7 @@ pub fn assert_holds(checked: Checked, context: &str) {
     }
 }
 
-pub fn check_instance(i: &ConversationInstance, seen: Option<&ConversationInstance>) -> Checked {
+pub fn check_instance(i: &ConversationRecord, seen: Option<&ConversationRecord>) -> Checked {
     let id = i.id;
     // Invariant 2: terminal states absorb; nothing about the conversation changes after.
     if let Some(seen) = seen.filter(|s| s.state.is_terminal()) {
@@ -112,7 +112,7 @@ pub fn check_instance(i: &ConversationInstance, seen: Option<&ConversationInstan
 }
 
 /// Invariant 7: every history entry is a move the table allows, and they chain.
-pub fn check_history(i: &ConversationInstance) -> Checked {
+pub fn check_history(i: &ConversationRecord) -> Checked {
     let id = i.id;
     let h = &i.history;
     ensure!(
@@ -143,19 +143,19 @@ pub fn check_history(i: &ConversationInstance) -> Checked {
 }
 
 /// What `i` was at instant `t`: its state and, when PAUSED, where it was paused from.
-pub fn state_at(i: &ConversationInstance, t: DateTime<Utc>) -> Option<(State, Option<State>)> {
+pub fn state_at(i: &ConversationRecord, t: DateTime<Utc>) -> Option<(State, Option<State>)> {
     let e = i.history.iter().rev().find(|e| e.timestamp <= t)?;
     Some((e.to_state, if e.to_state == State::Paused { e.from_state } else { None }))
 }
 
-/// `ConversationInstance::holds_contact`, for a state in the past.
+/// `ConversationRecord::holds_contact`, for a state in the past.
 pub fn holds((state, paused_from): (State, Option<State>)) -> bool {
     !state.is_terminal() && state != State::Queued && !(state == State::Paused && paused_from == Some(State::Queued))
 }
 
 /// The invariants about one contact's conversations (oldest first), true
 /// at every moment.
-pub fn check_contact(theirs: &[&ConversationInstance]) -> Checked {
+pub fn check_contact(theirs: &[&ConversationRecord]) -> Checked {
     // Invariant 1: at most one holds the contact, now...
     let holders: Vec<Uuid> = theirs.iter().filter(|i| i.holds_contact()).map(|i| i.id).collect();
     ensure!(holders.len() <= 1, "{} conversations hold one contact: {holders:?}", holders.len());
@@ -185,7 +185,7 @@ pub fn check_contact(theirs: &[&ConversationInstance]) -> Checked {
 
 /// Once the engine has settled (no event left to handle), nothing of one
 /// contact's conversations that can move on its own is left waiting.
-pub fn check_settled(theirs: &[&ConversationInstance], channel_ready: bool) -> Checked {
+pub fn check_settled(theirs: &[&ConversationRecord], channel_ready: bool) -> Checked {
     let holder = theirs.iter().find(|i| i.holds_contact());
     let queued = theirs.iter().find(|i| i.state == State::Queued);
     ensure!(holder.is_some() || queued.is_none(), "{:?} stays QUEUED behind a free contact", queued.map(|i| i.id));
@@ -273,10 +273,10 @@ pub fn status_may_move(old: &TranscriptMessage, new: &TranscriptMessage) -> bool
 }
 
 /// Each contact's conversations, oldest first (the order relay lists them in).
-pub fn by_contact(all: &[ConversationInstance]) -> BTreeMap<&str, Vec<&ConversationInstance>> {
-    let mut oldest_first: Vec<&ConversationInstance> = all.iter().collect();
+pub fn by_contact(all: &[ConversationRecord]) -> BTreeMap<&str, Vec<&ConversationRecord>> {
+    let mut oldest_first: Vec<&ConversationRecord> = all.iter().collect();
     oldest_first.sort_by_key(|i| (i.created_at, i.id));
-    let mut theirs: BTreeMap<&str, Vec<&ConversationInstance>> = BTreeMap::new();
+    let mut theirs: BTreeMap<&str, Vec<&ConversationRecord>> = BTreeMap::new();
     for i in oldest_first {
         theirs.entry(i.target_contact.as_str()).or_default().push(i);
     }
@@ -286,7 +286,7 @@ pub fn by_contact(all: &[ConversationInstance]) -> BTreeMap<&str, Vec<&Conversat
 /// The invariants true at every moment of every conversation in `all`:
 /// each instance (against how it was when last `seen`, if it was), and each
 /// contact's conversations together.
-pub fn check_conversations(all: &[ConversationInstance], seen: &HashMap<Uuid, ConversationInstance>) -> Checked {
+pub fn check_conversations(all: &[ConversationRecord], seen: &HashMap<Uuid, ConversationRecord>) -> Checked {
     for instance in all {
         check_instance(instance, seen.get(&instance.id))?;
     }
@@ -300,7 +300,7 @@ pub fn check_conversations(all: &[ConversationInstance], seen: &HashMap<Uuid, Co
 /// the tests that look at a running (or killed) daemon's home now and then.
 #[derive(Default)]
 pub struct Looks {
-    pub seen: HashMap<Uuid, ConversationInstance>,
+    pub seen: HashMap<Uuid, ConversationRecord>,
     pub transcripts: HashMap<Uuid, Vec<TranscriptMessage>>,
 }
 
@@ -309,7 +309,7 @@ impl Looks {
     /// transcripts (read from `home`: complete lines, merged by id, as relay
     /// reads them), and nothing recorded at the last look was lost or
     /// rewritten since. `when` says which look it was.
-    pub fn check(&mut self, home: &Path, instances: Vec<ConversationInstance>, when: &str) {
+    pub fn check(&mut self, home: &Path, instances: Vec<ConversationRecord>, when: &str) {
         assert_holds(check_conversations(&instances, &self.seen), when);
         let store = Store::open(&Home::at(home)).unwrap();
         for instance in &instances {

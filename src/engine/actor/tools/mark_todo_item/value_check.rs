@@ -1,5 +1,5 @@
 //! How a todo's value is checked against what it rests on, once
-//! `mark_todo_item` has found its evidence ([`super::marks`]): read from the
+//! `mark_todo_item` has found its evidence ([`super`]): read from the
 //! contact's words by rule ([`crate::grounding`]), from the operator's
 //! answer, or, when relay cannot read it by rule, by a second look
 //! (`agent::verify`), with a photo when the model may see it.
@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::Actor;
-use super::marks::{Grounds, answer_from};
+use super::{Grounds, answer_from};
 use crate::agent::{ToolError, TurnImage, Verification};
 use crate::api::{AnswerSchema, Evidence, MediaInfo, MediaKind, Role, TodoItem, TranscriptMessage, ValueCheck};
+use crate::engine::actor::Actor;
 use crate::grounding::{self, Reading, Said};
 
 impl Actor {
@@ -162,7 +162,7 @@ impl Actor {
             ..TranscriptMessage::new(Uuid::nil(), Role::Contact, String::new())
         };
         let message = TranscriptMessage { id: message_id, ..message };
-        super::media::images_to_show(&self.shared, std::slice::from_ref(&message)).pop()
+        crate::engine::actor::media::images_to_show(&self.shared, std::slice::from_ref(&message)).pop()
     }
 }
 

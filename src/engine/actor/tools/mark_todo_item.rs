@@ -9,14 +9,16 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::Actor;
-use super::tool_effects::their_words;
+mod value_check;
+
+use super::their_words;
 use crate::agent::{ToolCall, ToolError, Verification};
 use crate::api::limits;
 use crate::api::{
     AnswerFormat, EventData, Evidence, MediaInfo, MediaStatus, Role, TodoItem, TodoStatus, TranscriptMessage,
     ValueCheck,
 };
+use crate::engine::actor::Actor;
 use crate::engine::evidence::{contains_words, copies_instructions, quoted_piece, repeats, rests_on, states};
 use crate::engine::{EngineError, bounded_text};
 
@@ -45,7 +47,7 @@ pub(super) struct Grounds {
 impl Actor {
     /// Runs `mark_todo_item` for turn `turn`. `verified`: a model already
     /// confirmed the value from its evidence ([`Marked::Verify`]).
-    pub(super) fn mark_todo(
+    pub(in crate::engine::actor) fn mark_todo(
         &mut self,
         id: Uuid,
         turn: u64,
@@ -414,7 +416,7 @@ impl Actor {
     /// cancelled." as the delivery day, in the reply that then sent it. A
     /// confirmation that repeats an answer ("Perfect: Friday around 3pm.")
     /// leaves it.
-    pub(super) fn take_back_echoed(&mut self, id: Uuid, turn: u64, sent: &str) -> Option<String> {
+    pub(in crate::engine::actor) fn take_back_echoed(&mut self, id: Uuid, turn: u64, sent: &str) -> Option<String> {
         let running = self.turn.as_mut().filter(|t| t.number == turn && t.instance == id)?;
         let at = self.convs.iter().position(|c| c.id == id)?;
         let todos = &self.convs[at].todos;

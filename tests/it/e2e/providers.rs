@@ -77,11 +77,11 @@ fn a_whole_conversation_with_a_photo(provider: &str, tool_calls: &str) {
         Reply::tool("end_conversation", json!({"reason": "the reading is recorded", "outcome": "achieved"})),
     ]));
     let relay = relay_on(provider, &model, tool_calls, 0);
-    let id = crate::typed_answers::ask_for_the_meter_reading(&relay);
+    let id = crate::e2e::typed_answers::ask_for_the_meter_reading(&relay);
     let id = id.as_str();
     relay.wait_for_state(id, "WAITING_FOR_REPLY");
     let photo = relay.path().join("meter.png");
-    std::fs::write(&photo, crate::typed_answers::PHOTO).unwrap();
+    std::fs::write(&photo, crate::e2e::typed_answers::PHOTO).unwrap();
     relay.ok(&["sandbox", "say", CONTACT, "the meter", "--image", photo.to_str().unwrap()]);
     // Ended, or handed over, or waiting again after the reply turn (which
     // fails below, with what the model was sent).
@@ -120,7 +120,7 @@ fn a_whole_conversation_with_a_photo(provider: &str, tool_calls: &str) {
     assert_eq!(choices, tool_choices(wire, tool_calls), "{provider}");
     // The photo, to the turn it came in and to the second look: its bytes,
     // as the wire carries an image.
-    let png = base64::engine::general_purpose::STANDARD.encode(crate::typed_answers::PHOTO);
+    let png = base64::engine::general_purpose::STANDARD.encode(crate::e2e::typed_answers::PHOTO);
     assert!(images(wire, &requests[1]).is_empty(), "no photo before it came");
     assert_eq!(images(wire, &requests[2]), std::slice::from_ref(&png), "{:#}", requests[2]);
     let looks = model.verifications();

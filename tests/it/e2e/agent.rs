@@ -46,7 +46,7 @@ fn a_conversation_runs_to_completion_on_its_own() {
     // What local servers need (llama-cpp-python offers no tools without
     // `tool_choice`, and refuses a system content that is a list): both, in
     // every request. "none": by default an openai-compatible server is asked
-    // for the calls as JSON (`model.tool_calls: json_schema`, tests/it/tool_calls.rs).
+    // for the calls as JSON (`model.tool_calls: json_schema`, tests/it/e2e/tool_calls.rs).
     for request in &requests {
         assert_eq!(request["tool_choice"], "none");
         assert!(request["messages"][0]["content"].is_string(), "{:#}", request["messages"][0]);

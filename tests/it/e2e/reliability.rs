@@ -1,7 +1,7 @@
 //! What must hold when things go wrong, end to end with the real binary:
 //! retried calls (idempotency keys), a full disk, a home others can read.
-//! The crash trials are in `crash.rs`; hostile input in `fuzz_api/` and
-//! `engine_properties/`.
+//! The crash trials are in `crash.rs`; hostile input in `contract/fuzz_api/` and
+//! `engine/properties/`.
 
 use crate::support::*;
 use serde_json::Value;

@@ -103,7 +103,7 @@ fn no_module_uses_one_above_it_or_beside_it() {
             continue;
         }
         let Some(own) = layer(&module) else {
-            wrong.push(format!("src/{module} is in no layer: add it to LAYERS in tests/it/layers.rs"));
+            wrong.push(format!("src/{module} is in no layer: add it to LAYERS in tests/it/repo/layers.rs"));
             continue;
         };
         let source = std::fs::read_to_string(&file).unwrap();

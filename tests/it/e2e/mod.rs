@@ -22,6 +22,7 @@ mod eval;
 mod event_log;
 mod lifecycle;
 mod main_agent;
+mod media;
 mod model_settings;
 mod operator_phone;
 mod optout;

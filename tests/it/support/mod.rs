@@ -16,6 +16,7 @@ pub mod contract;
 pub mod engine;
 pub mod hostile;
 pub mod invariants;
+pub mod media;
 pub mod model;
 pub mod test_agent;
 pub mod webhook_receiver;

@@ -52,11 +52,13 @@ use tower::ServiceExt;
 
 use crate::support::*;
 use generate::*;
+use steps::*;
 
 mod found;
 mod framing;
 mod generate;
 mod router;
+mod steps;
 
 const DEFAULT_CASES: u32 = 500;
 const DEFAULT_SEED: u64 = 1;

@@ -1,6 +1,6 @@
 //! `relay mcp` as the official Rust MCP SDK's client (rmcp) sees it: a
 //! client nobody here wrote, negotiating its own protocol version, parsing
-//! relay's answers with its own types. What `mcp.rs` checks message by
+//! relay's answers with its own types. What `mcp/` checks message by
 //! message, this checks as a host's agent lives it: a long wait survives a
 //! short client timeout because progress keeps it alive, a cancelled call
 //! frees the daemon, and a conversation is a task the SDK can follow.

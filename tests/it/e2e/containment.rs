@@ -3,7 +3,7 @@
 //! Each test fails if one protection breaks: the contact's words stay data,
 //! nothing reaches anyone but the conversation's own contact, nothing is read,
 //! argument limits hold, a tool loop stops, and a turn cannot touch another
-//! conversation. (tests/it/e2e/agent.rs covers `to` on send_message, unknown tools
+//! conversation. (tests/it/e2e/agent/ covers `to` on send_message, unknown tools
 //! in general and the key in status/get/log; these go further.)
 
 use std::sync::Arc;

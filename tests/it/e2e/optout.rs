@@ -3,7 +3,7 @@
 //! routes. Listing a number ends its conversations and refuses the next
 //! create; taking it off lets relay write again; a number is the same entry
 //! however it is written. (What the engine does with an opt-out, STOP and
-//! the agent's tool, is in `courtesy`; the MCP tools in `mcp`.)
+//! the agent's tool, is in `engine::courtesy`; the MCP tools in `contract::mcp`.)
 
 use serde_json::{Value, json};
 

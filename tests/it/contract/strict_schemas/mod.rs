@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-/// The document the daemon serves (`openapi.rs` checks it is this one).
+/// The document the daemon serves (`openapi/routes.rs` checks it is this one).
 fn document() -> &'static Value {
     contract::document()
 }

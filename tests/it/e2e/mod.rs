@@ -7,6 +7,7 @@
 //! started by the test itself) belongs in `engine`.
 
 mod agent;
+mod budget;
 mod catch_up;
 mod cli_conventions;
 mod cli_truth;
@@ -14,12 +15,14 @@ mod connections;
 mod contact_acts;
 mod containment;
 mod conversations;
+mod courtesy;
 mod crash;
 mod delivery;
 mod doctor;
 mod ended;
 mod eval;
 mod event_log;
+mod first_contact;
 mod lifecycle;
 mod main_agent;
 mod media;

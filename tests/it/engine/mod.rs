@@ -10,9 +10,12 @@
 //! socket, is here too.
 
 mod budget;
+mod catch_up;
 mod channel_faults;
+mod contact_acts;
 mod conversations;
 mod courtesy;
+mod delivery;
 mod first_contact;
 mod media;
 mod properties;

@@ -11,19 +11,6 @@ use std::time::Duration;
 
 use crate::support::*;
 
-/// The subcommands `relay --help` lists (its "Commands:" section).
-fn subcommands(relay: &Relay) -> Vec<String> {
-    let help = relay.ok(&["--help"]);
-    help.lines()
-        .skip_while(|line| !line.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|line| line.starts_with("  "))
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 fn completions_are_generated_for_each_shell_and_name_every_command() {
     let relay = Relay::uninitialised();
@@ -310,16 +297,4 @@ fn skill_install_where_it_cannot_write_says_so() {
     }
     let stderr = relay.fails(&["skill", "--install", locked.to_str().unwrap()], 1);
     assert!(stderr.contains("cannot create") && stderr.contains("Permission denied"), "{stderr}");
-}
-
-#[test]
-fn the_readme_documents_every_command() {
-    let relay = Relay::uninitialised();
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let missing: Vec<String> = subcommands(&relay)
-        .into_iter()
-        .filter(|command| !readme.lines().any(|line| line.starts_with(&format!("| `relay {command}"))))
-        .collect();
-    assert!(missing.is_empty(), "README.md's command table has no row for: {missing:?}");
-    assert!(readme.contains("relay --version --json"), "README.md does not mention `relay --version --json`");
 }

@@ -130,14 +130,6 @@ fn eval_against(relay: &Relay, model: &ScriptedModel, dir: &std::path::Path) -> 
     relay.command(&[&args[..], &["--scenarios", dir, "--json"]].concat())
 }
 
-fn scenarios(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap();
-    }
-    dir
-}
-
 #[test]
 fn each_scenario_runs_on_its_own_relay_and_the_checks_catch_what_they_exist_for() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -336,25 +328,6 @@ fn wrong_input_gets_a_clear_error_and_runs_nothing() {
     let empty = tempfile::tempdir().unwrap();
     let error = relay.fails(&[&["eval", "--scenarios", empty.path().to_str().unwrap()], &scripted[..]].concat(), 2);
     assert!(error.contains("holds no scenario"), "{error}");
-}
-
-/// docs/conduct.md lists every built-in scenario, and its example file is
-/// one relay reads.
-#[test]
-fn the_conduct_doc_lists_every_scenario_and_its_example_parses() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let doc = std::fs::read_to_string(format!("{root}/docs/conduct.md")).unwrap();
-    for entry in std::fs::read_dir(format!("{root}/scenarios")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_str().unwrap();
-        assert!(doc.contains(&format!("| `{name}` |")), "docs/conduct.md lacks a row for scenario {name}");
-    }
-    let example = doc.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
-    let dir = scenarios(&[("example", example)]);
-    let relay = Relay::uninitialised();
-    let args = ["eval", "--provider", "ollama", "--model", "m", "--scenarios", dir.path().to_str().unwrap()];
-    let error = relay.fails(&[&args[..], &["--only", "none"]].concat(), 2);
-    assert!(error.contains("there are: example"), "the example does not parse: {error}");
 }
 
 /// A reader that goes away ends the run at once, quietly (as SIGPIPE would

@@ -1,7 +1,9 @@
 //! The docs show what this build prints. Captured output in README.md is
 //! compared with a fresh run of the real binary, with what changes from run
 //! to run (times, ids, ports, paths) masked, so a change to a view that
-//! leaves the README behind fails here.
+//! leaves the README behind fails here. The tables list what the code has:
+//! every setting and limit, every command, every row of the state machine,
+//! every built-in scenario.
 
 use crate::support::*;
 
@@ -343,4 +345,35 @@ fn the_state_machine_doc_has_every_row_of_the_table() {
     let additions = documented.iter().filter(|row| row.3).count();
     let stated = format!("{} rows: the seeds' {} and {additions} additions.", coded.len(), coded.len() - additions);
     assert!(doc.contains(&stated), "docs/state-machine.md should say: {stated}");
+}
+
+#[test]
+fn the_readme_documents_every_command() {
+    let relay = Relay::uninitialised();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let missing: Vec<String> = subcommands(&relay)
+        .into_iter()
+        .filter(|command| !readme.lines().any(|line| line.starts_with(&format!("| `relay {command}"))))
+        .collect();
+    assert!(missing.is_empty(), "README.md's command table has no row for: {missing:?}");
+    assert!(readme.contains("relay --version --json"), "README.md does not mention `relay --version --json`");
+}
+
+/// docs/conduct.md lists every built-in scenario, and its example file is
+/// one relay reads.
+#[test]
+fn the_conduct_doc_lists_every_scenario_and_its_example_parses() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let doc = std::fs::read_to_string(format!("{root}/docs/conduct.md")).unwrap();
+    for entry in std::fs::read_dir(format!("{root}/scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        assert!(doc.contains(&format!("| `{name}` |")), "docs/conduct.md lacks a row for scenario {name}");
+    }
+    let example = doc.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    let dir = scenarios(&[("example", example)]);
+    let relay = Relay::uninitialised();
+    let args = ["eval", "--provider", "ollama", "--model", "m", "--scenarios", dir.path().to_str().unwrap()];
+    let error = relay.fails(&[&args[..], &["--only", "none"]].concat(), 2);
+    assert!(error.contains("there are: example"), "the example does not parse: {error}");
 }

@@ -422,3 +422,26 @@ impl Relay {
         }
     }
 }
+
+/// The subcommands `relay --help` lists (its "Commands:" section).
+pub fn subcommands(relay: &Relay) -> Vec<String> {
+    let help = relay.ok(&["--help"]);
+    help.lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// A folder of scenario files for `relay eval --scenarios`, one per
+/// (name, text).
+pub fn scenarios(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap();
+    }
+    dir
+}

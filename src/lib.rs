@@ -7,7 +7,7 @@
 //! powers are eight conversation-scoped tools.
 //!
 //! Where each concept lives, lowest layer first. A module uses only those
-//! above it in this table (tests/it/layers.rs checks it):
+//! above it in this table (tests/it/repo/layers.rs checks it):
 //!
 //! | module | what it is |
 //! |---|---|

@@ -173,7 +173,7 @@ fn declare_contact_pattern(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{RefOr, Schema};
     const NAMES: [&str; 3] = ["contact", "target_contact", "phone"];
     let pattern = crate::contact::pattern();
-    // (A contact of another shape would go without: tests/it/openapi.rs
+    // (A contact of another shape would go without: tests/it/contract/openapi/schemas.rs
     // checks that none does.)
     let set = |schema: Option<&mut RefOr<Schema>>| {
         if let Some(RefOr::T(Schema::Object(object))) = schema {

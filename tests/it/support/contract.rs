@@ -4,8 +4,9 @@
 //! (`jsonschema`, draft 2020-12 as OpenAPI 3.1 uses it, formats checked).
 //! A response the document does not describe fails the test that caused it.
 //!
-//! The document is the one `GET /openapi.json` serves (`openapi.rs` checks
-//! the two are the same), built once per test binary.
+//! The document is the one `GET /openapi.json` serves
+//! (`contract/openapi/routes.rs` checks the two are the same), built once
+//! per test binary.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -16,6 +16,7 @@ pub mod contract;
 pub mod engine;
 pub mod hostile;
 pub mod invariants;
+pub mod media;
 pub mod model;
 pub mod test_agent;
 pub mod webhook_receiver;
@@ -431,4 +432,27 @@ impl Relay {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
+}
+
+/// The subcommands `relay --help` lists (its "Commands:" section).
+pub fn subcommands(relay: &Relay) -> Vec<String> {
+    let help = relay.ok(&["--help"]);
+    help.lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// A folder of scenario files for `relay eval --scenarios`, one per
+/// (name, text).
+pub fn scenarios(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap();
+    }
+    dir
 }

@@ -207,7 +207,7 @@ impl HttpSettings {
     }
 }
 
-/// How relay delivers events to webhooks (see docs/agents.md).
+/// How relay delivers events to webhooks (see docs/main-agent.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookSettings {

@@ -344,3 +344,32 @@ fn the_state_machine_doc_has_every_row_of_the_table() {
     let stated = format!("{} rows: the seeds' {} and {additions} additions.", coded.len(), coded.len() - additions);
     assert!(doc.contains(&stated), "docs/state-machine.md should say: {stated}");
 }
+
+/// docs/cli.md is what the clap definitions render (`relay::cli::reference`):
+/// a flag, a help text or an example changed in src/cli/ and not in the
+/// page fails here. `RELAY_REFRESH_DOCS=1 cargo test --test it docs::`
+/// rewrites it.
+#[test]
+fn the_cli_reference_is_what_the_clap_definitions_render() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md");
+    let fresh = relay::cli::reference::markdown();
+    if std::env::var_os("RELAY_REFRESH_DOCS").is_some() {
+        std::fs::write(path, &fresh).unwrap();
+        return;
+    }
+    let page = std::fs::read_to_string(path).unwrap_or_default();
+    if page != fresh {
+        let at = page
+            .lines()
+            .zip(fresh.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(page.lines().count().min(fresh.lines().count()));
+        panic!(
+            "docs/cli.md is not what the clap definitions in src/cli/ render (first difference at line {}: {:?}, \
+             rendered {:?}): regenerate it with RELAY_REFRESH_DOCS=1 cargo test --test it docs::",
+            at + 1,
+            page.lines().nth(at).unwrap_or(""),
+            fresh.lines().nth(at).unwrap_or("")
+        );
+    }
+}

@@ -268,10 +268,9 @@ impl ConfigError {
             ConfigError::Missing(_) | ConfigError::Io { .. } => None,
             // The error itself says where: serde_json's "at line 3 column 5".
             ConfigError::Invalid { path, .. } => Some(format!("correct it there, {}", aside(path))),
-            ConfigError::Setting { path, .. } => Some(format!(
-                "correct it (the README's configuration table has every setting and its default), {}",
-                aside(path)
-            )),
+            ConfigError::Setting { path, .. } => {
+                Some(format!("correct it (docs/configuration.md has every setting and its default), {}", aside(path)))
+            }
         }
     }
 }

@@ -16,9 +16,10 @@ pub struct Page {
 pub const PAGES: &[Page] = &[
     Page {
         path: "",
-        details: "Every command except demo, eval, init, start, stop, daemon, doctor, skill, completions and version \
-is a thin client of the daemon's API, so the daemon must be running. Wherever a command takes an id, a \
-unique prefix of at least 4 characters works too (`relay get ebb0d2eb`).",
+        details: r#"Every command except demo, eval, init, start, stop, daemon, doctor, skill,
+completions and version is a thin client of the daemon's API, so the daemon
+must be running. Wherever a command takes an id, a unique prefix of at least
+4 characters works too (`relay get ebb0d2eb`)."#,
         examples: &[],
     },
     Page {

@@ -540,7 +540,7 @@ mod tests {
         assert_ne!(super::marker(&other), marker, "each conversation has its own");
     }
 
-    /// docs/agent.md shows a reply turn's system prompt and note between
+    /// docs/conversation-agent.md shows a reply turn's system prompt and note between
     /// markers: they are what this code builds for that turn.
     #[test]
     fn docs_agent_md_shows_the_prompt_relay_builds() {
@@ -557,11 +557,12 @@ mod tests {
         i.todos.push(second);
         i.heartbeat_config.max_followups = 5;
         let now = DateTime::parse_from_rfc3339("2026-11-23T00:05:00Z").unwrap().with_timezone(&Utc);
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/agent.md");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/conversation-agent.md");
         let mut page = std::fs::read_to_string(&path).unwrap();
         for (name, built) in [("system-prompt", system_prompt(&t)), ("note", note(&t, now, 0))] {
             let begin = format!("<!-- {name}:begin -->\n```text\n");
-            let start = page.find(&begin).unwrap_or_else(|| panic!("docs/agent.md lacks {begin}")) + begin.len();
+            let start =
+                page.find(&begin).unwrap_or_else(|| panic!("docs/conversation-agent.md lacks {begin}")) + begin.len();
             let stop = page[start..].find("```\n").unwrap() + start;
             if std::env::var_os("RELAY_REFRESH_DOCS").is_some() {
                 page.replace_range(start..stop, &format!("{}\n", built.trim_end()));
@@ -571,7 +572,7 @@ mod tests {
             assert_eq!(
                 page[start..stop].trim_end(),
                 built.trim_end(),
-                "docs/agent.md's {name} is not what relay builds: refresh it with \
+                "docs/conversation-agent.md's {name} is not what relay builds: refresh it with \
                  RELAY_REFRESH_DOCS=1 cargo test --lib agent::prompt"
             );
         }

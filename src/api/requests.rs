@@ -97,7 +97,7 @@ pub struct CreateInstanceRequest {
     /// Facts relay's agent may use but must never write to the contact
     /// (an account's notes, an internal reference). Before any message the
     /// agent writes is sent, relay refuses it if it repeats one (see
-    /// docs/agent.md). Each trimmed, not empty.
+    /// docs/conversation-agent.md). Each trimmed, not empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schema(max_items = 20)]
     pub private_context: Vec<String>,

@@ -21,6 +21,7 @@ mod mcp;
 mod media;
 mod optout;
 mod output;
+pub mod reference;
 mod sandbox;
 mod send;
 mod skill;
@@ -237,9 +238,18 @@ impl From<ApiErrorResponse> for CliError {
 /// --answer` is for the `--todo` just before it, which only the places of
 /// the arguments tell.
 pub fn parse() -> Result<Cli, clap::Error> {
-    use clap::{CommandFactory, FromArgMatches};
-    let mut command = Cli::command();
-    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    parse_from(std::env::args_os())
+}
+
+/// `parse`, of these words (the first is the program's name).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    let mut command = reference::command();
+    let matches = command.try_get_matches_from_mut(args)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     let places =
         |of: &clap::ArgMatches, id: &str| of.indices_of(id).map(Iterator::collect::<Vec<_>>).unwrap_or_default();

@@ -1,5 +1,5 @@
 //! `relay webhook add | list | remove`: URLs the daemon POSTs every event
-//! to, signed with HMAC-SHA256 (see docs/agents.md for how to verify).
+//! to, signed with HMAC-SHA256 (see docs/main-agent.md for how to verify).
 
 use comfy_table::Table;
 

@@ -207,7 +207,7 @@ impl HttpSettings {
     }
 }
 
-/// How relay delivers events to webhooks (see docs/agents.md).
+/// How relay delivers events to webhooks (see docs/main-agent.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookSettings {
@@ -268,10 +268,9 @@ impl ConfigError {
             ConfigError::Missing(_) | ConfigError::Io { .. } => None,
             // The error itself says where: serde_json's "at line 3 column 5".
             ConfigError::Invalid { path, .. } => Some(format!("correct it there, {}", aside(path))),
-            ConfigError::Setting { path, .. } => Some(format!(
-                "correct it (the README's configuration table has every setting and its default), {}",
-                aside(path)
-            )),
+            ConfigError::Setting { path, .. } => {
+                Some(format!("correct it (docs/configuration.md has every setting and its default), {}", aside(path)))
+            }
         }
     }
 }

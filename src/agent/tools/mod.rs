@@ -261,7 +261,7 @@ fn with_current_names(tool: ToolName, mut arguments: Value) -> Value {
     arguments
 }
 
-/// The tools as docs/agent.md lists them, between its `tools:begin` and
+/// The tools as docs/conversation-agent.md lists them, between its `tools:begin` and
 /// `tools:end` markers: generated from [`definitions`], so the page says
 /// what the model is sent.
 pub fn markdown() -> String {

@@ -1,4 +1,4 @@
-//! The tools' schemas, their strict parsing, and docs/agent.md's list of them.
+//! The tools' schemas, their strict parsing, and docs/conversation-agent.md's list of them.
 
 use std::time::Duration;
 
@@ -204,16 +204,16 @@ fn the_model_is_offered_exactly_eight_tools_none_with_a_recipient() {
     assert_eq!(offered, Outcome::AGENT_CHOICES.map(Outcome::as_str));
 }
 
-/// docs/agent.md lists the tools between markers; this regenerates the
+/// docs/conversation-agent.md lists the tools between markers; this regenerates the
 /// list and compares. To refresh the page after changing a tool:
 /// `RELAY_REFRESH_DOCS=1 cargo test --lib agent::tools`.
 #[test]
 fn docs_agent_md_lists_the_tools_the_model_is_sent() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/agent.md");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/conversation-agent.md");
     let page = std::fs::read_to_string(&path).unwrap();
     let (begin, end) = ("<!-- tools:begin (generated from src/agent/tools/mod.rs) -->\n", "<!-- tools:end -->");
-    let start = page.find(begin).expect("docs/agent.md has the tools:begin marker") + begin.len();
-    let stop = page[start..].find(end).expect("docs/agent.md has the tools:end marker") + start;
+    let start = page.find(begin).expect("docs/conversation-agent.md has the tools:begin marker") + begin.len();
+    let stop = page[start..].find(end).expect("docs/conversation-agent.md has the tools:end marker") + start;
     let generated = markdown();
     if page[start..stop] != generated {
         if std::env::var_os("RELAY_REFRESH_DOCS").is_some() {
@@ -221,7 +221,7 @@ fn docs_agent_md_lists_the_tools_the_model_is_sent() {
             return;
         }
         panic!(
-            "docs/agent.md's tool list differs from the schemas the model is sent; refresh it with \
+            "docs/conversation-agent.md's tool list differs from the schemas the model is sent; refresh it with \
              `RELAY_REFRESH_DOCS=1 cargo test --lib agent::tools`. Generated:\n{generated}"
         );
     }

@@ -179,7 +179,7 @@ fn a_wrong_setting_is_named() {
     relay.edit_config(|config| config["agent"]["max_rounds"] = serde_json::json!("many"));
     let stderr = relay.fails(&["start"], 2);
     assert!(stderr.contains("agent.max_rounds: invalid type"), "{stderr}");
-    assert!(stderr.contains("the README's configuration table has every setting"), "{stderr}");
+    assert!(stderr.contains("docs/configuration.md has every setting"), "{stderr}");
 }
 
 /// A config.json that is not JSON says which file, where, and how to get

@@ -1,9 +1,9 @@
-//! The docs show what this build prints. Captured output in README.md is
-//! compared with a fresh run of the real binary, with what changes from run
-//! to run (times, ids, ports, paths) masked, so a change to a view that
-//! leaves the README behind fails here. The tables list what the code has:
-//! every setting and limit, every command, every row of the state machine,
-//! every built-in scenario.
+//! The docs show what this build prints. Captured output in README.md and
+//! docs/ is compared with a fresh run of the real binary, with what changes
+//! from run to run (times, ids, ports, paths) masked, so a change to a view
+//! that leaves the docs behind fails here. docs/cli.md is rendered from the
+//! clap definitions, the configuration page holds every setting, and every
+//! relative link resolves.
 
 use crate::support::*;
 
@@ -63,10 +63,16 @@ fn block_after<'a>(doc: &'a str, marker: &str) -> &'a str {
     &doc[start..end]
 }
 
+/// A file of the repository, as text.
+fn doc(path: &str) -> String {
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
 #[test]
-fn the_readme_demo_is_what_relay_demo_prints() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let captured = block_after(&readme, "Captured from this build:");
+fn the_demo_page_is_what_relay_demo_prints() {
+    let page = doc("docs/demo.md");
+    let captured = block_after(&page, "Captured from this build:");
     let relay = Relay::uninitialised();
     // The capture was taken in UTC; times show their zone.
     let run = relay.command(&["demo"]).env("TZ", "UTC").output().unwrap();
@@ -75,20 +81,20 @@ fn the_readme_demo_is_what_relay_demo_prints() {
     assert_eq!(
         masked(captured),
         masked(&printed),
-        "README.md's demo capture is not what `relay demo` prints now: paste a fresh run of \
-         `cargo run -- demo` into README.md (under \"Captured from this build:\")"
+        "docs/demo.md's capture is not what `relay demo` prints now: paste a fresh run of \
+         `cargo run -- demo` into docs/demo.md (under \"Captured from this build:\")"
     );
 }
 
 /// Every setting of config.json's `agent`, `webhooks`, `delivery`,
 /// `budget` and `media` sections, and WhatsApp's read receipts and presence,
-/// has a row in README's configuration table, with the default this build
+/// has a row in docs/configuration.md's table, with the default this build
 /// uses; so does every key a `model` or `media.transcription` section can
 /// hold (their defaults depend on the provider or server, but for the
 /// transcription's timeout).
 #[test]
-fn the_readme_config_table_has_every_setting_and_its_default() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+fn the_configuration_page_has_every_setting_and_its_default() {
+    let readme = doc("docs/configuration.md");
     let config = serde_json::to_value(relay::config::Config::new(relay::config::ChannelKind::Sandbox)).unwrap();
     let mut missing = Vec::new();
     for section in ["agent", "webhooks", "delivery", "budget", "media", "http"] {
@@ -140,16 +146,16 @@ fn the_readme_config_table_has_every_setting_and_its_default() {
     }
     assert!(
         missing.is_empty(),
-        "README.md's configuration table lacks these rows (or their defaults changed):\n{}",
+        "docs/configuration.md's table lacks these rows (or their defaults changed):\n{}",
         missing.join("\n")
     );
 }
 
-/// The limits README states are the ones the daemon enforces.
+/// The limits docs/operator.md states are the ones the daemon enforces.
 #[test]
-fn the_readme_limits_are_the_daemons() {
+fn the_stated_limits_are_the_daemons() {
     use relay::api::limits::*;
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = doc("docs/operator.md");
     let thousands = |n: usize| {
         let digits = n.to_string();
         let mut out = String::new();
@@ -169,7 +175,7 @@ fn the_readme_limits_are_the_daemons() {
         relay::duration::format(MIN_HEARTBEAT),
         relay::duration::format(MAX_HEARTBEAT),
     );
-    assert!(readme.contains(&stated), "README.md should say:\n{stated}");
+    assert!(readme.contains(&stated), "docs/operator.md should say:\n{stated}");
 }
 
 /// `line` (digits already masked) with durations such as `#m #s`, `#m#s`,
@@ -265,6 +271,7 @@ impl Session {
             .env("RELAY_PORT", &port)
             .env("TZ", "UTC")
             .env_remove("RELAY_LOG")
+            .env_remove("ANTHROPIC_API_KEY")
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&output.stdout)
@@ -284,30 +291,53 @@ impl Session {
     }
 }
 
-/// README's session "captured from this build" is what this build prints,
-/// step by step. `RELAY_REFRESH_DOCS=1 cargo test --test it docs::` writes a
-/// fresh capture into README.md.
-#[test]
-fn the_readme_session_is_what_this_build_prints() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-    let readme = std::fs::read_to_string(path).unwrap();
-    let marker = "A session captured from this build";
-    let block = block_after(&readme, marker);
+/// The session in `path` that follows `marker` is what this build prints,
+/// step by step, run on a fresh home and port shown as `home` and `port`.
+/// `RELAY_REFRESH_DOCS=1 cargo test --test it docs::` writes a fresh
+/// capture into the page.
+fn check_session(path: &str, marker: &str, home: &str, port: &str, at_least: usize) {
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let page = doc(path);
+    let block = block_after(&page, marker);
     let session = Session::parse(block);
-    assert!(session.steps.len() > 10, "the session has its steps");
-    let printed = session.run("/tmp/docs-ex", "3577");
+    assert!(session.steps.len() >= at_least, "{path}'s session has its steps");
+    let printed = session.run(home, port);
     if std::env::var_os("RELAY_REFRESH_DOCS").is_some() {
-        let fresh = readme.replacen(block, &session.render(&printed), 1);
-        std::fs::write(path, fresh).unwrap();
+        let fresh = page.replacen(block, &session.render(&printed), 1);
+        std::fs::write(full, fresh).unwrap();
         return;
     }
     for ((command, captured), printed) in session.steps.iter().zip(&printed) {
         assert_eq!(
             masked(captured),
             masked(printed),
-            "README.md's session differs at `$ {command}`: refresh it with RELAY_REFRESH_DOCS=1 cargo test --test it docs::"
+            "{path}'s session differs at `$ {command}`: refresh it with RELAY_REFRESH_DOCS=1 cargo test --test it docs::"
         );
     }
+}
+
+/// docs/operator.md's session "captured from this build".
+#[test]
+fn the_operator_session_is_what_this_build_prints() {
+    check_session("docs/operator.md", "A session captured from this build", "/tmp/docs-ex", "3577", 10);
+}
+
+/// docs/models.md's status with a model whose key is missing.
+#[test]
+fn the_model_failure_session_is_what_this_build_prints() {
+    check_session(
+        "docs/models.md",
+        "Captured from this build, with `ANTHROPIC_API_KEY` unset:",
+        "~/.relay-agent",
+        "3214",
+        4,
+    );
+}
+
+/// README's quick start on the sandbox, as a new user runs it.
+#[test]
+fn the_readme_quick_start_is_what_this_build_prints() {
+    check_session("README.md", "Captured from this build, on a fresh home:", "~/.relay-agent", "3214", 6);
 }
 
 /// docs/state-machine.md's transition table is `fsm::TABLE`, row for row
@@ -347,16 +377,154 @@ fn the_state_machine_doc_has_every_row_of_the_table() {
     assert!(doc.contains(&stated), "docs/state-machine.md should say: {stated}");
 }
 
+/// docs/cli.md is what the clap definitions render (`relay::cli::reference`):
+/// a flag, a help text or an example changed in src/cli/ and not in the
+/// page fails here. `RELAY_REFRESH_DOCS=1 cargo test --test it docs::`
+/// rewrites it.
 #[test]
-fn the_readme_documents_every_command() {
+fn the_cli_reference_is_what_the_clap_definitions_render() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md");
+    let fresh = relay::cli::reference::markdown();
+    if std::env::var_os("RELAY_REFRESH_DOCS").is_some() {
+        std::fs::write(path, &fresh).unwrap();
+        return;
+    }
+    let page = std::fs::read_to_string(path).unwrap_or_default();
+    if page != fresh {
+        let at = page
+            .lines()
+            .zip(fresh.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(page.lines().count().min(fresh.lines().count()));
+        panic!(
+            "docs/cli.md is not what the clap definitions in src/cli/ render (first difference at line {}: {:?}, \
+             rendered {:?}): regenerate it with RELAY_REFRESH_DOCS=1 cargo test --test it docs::",
+            at + 1,
+            page.lines().nth(at).unwrap_or(""),
+            fresh.lines().nth(at).unwrap_or("")
+        );
+    }
+}
+
+/// The Markdown files whose links are checked: README.md, everything in
+/// docs/, the example home's README and the skill.
+fn markdown_files() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files =
+        vec![root.join("README.md"), root.join(".relay-agent.example/README.md"), root.join("src/cli/skill.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `text` without its fenced code blocks and code spans: links there are
+/// not links.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            out.push('\n');
+            continue;
+        }
+        if !fenced {
+            let spans: Vec<&str> = line.split('`').collect();
+            // An odd part is inside a code span (when the backticks pair up).
+            let paired = spans.len() % 2 == 1;
+            for (n, part) in spans.iter().enumerate() {
+                if n % 2 == 0 || !paired {
+                    out.push_str(part);
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The anchors of a Markdown page's headings, as GitHub makes them (a
+/// repeated heading gets `-1`, `-2`, ...).
+fn anchors(text: &str) -> std::collections::HashSet<String> {
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    let mut anchors = std::collections::HashSet::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let heading = line.trim_start_matches('#').trim();
+        let slug = relay::cli::reference::slug(heading);
+        let n = seen.entry(slug.clone()).or_insert(0);
+        anchors.insert(if *n == 0 { slug.clone() } else { format!("{slug}-{n}") });
+        *n += 1;
+    }
+    anchors
+}
+
+/// Every relative link in the docs reaches a file that is there, and an
+/// anchor a heading that is there (a page renamed or a heading reworded
+/// leaves no dead link behind).
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let inline = regex::Regex::new(r#"\]\(([^)\s]+)(?:\s+"[^"]*")?\)"#).unwrap();
+    let reference = regex::Regex::new(r"(?m)^\[[^\]]+\]:\s*(\S+)").unwrap();
+    let mut dead = Vec::new();
+    let mut checked = 0;
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let prose = prose(&text);
+        let targets = inline.captures_iter(&prose).chain(reference.captures_iter(&prose)).map(|c| c[1].to_string());
+        for target in targets {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, anchor) = target.split_once('#').map_or((target.as_str(), None), |(p, a)| (p, Some(a)));
+            let resolved = if path.is_empty() { file.clone() } else { file.parent().unwrap().join(path) };
+            let shown = file.strip_prefix(root).unwrap().display().to_string();
+            if !resolved.exists() {
+                dead.push(format!("{shown}: {target} (no such file)"));
+                continue;
+            }
+            if let Some(anchor) = anchor.filter(|_| resolved.extension().is_some_and(|e| e == "md")) {
+                let page = std::fs::read_to_string(&resolved).unwrap();
+                if !anchors(&page).contains(anchor) {
+                    dead.push(format!("{shown}: {target} (no such heading)"));
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} links found: is the pattern right?");
+    assert!(dead.is_empty(), "dead links:\n{}", dead.join("\n"));
+}
+
+/// docs/cli.md (rendered from the clap definitions, and kept in step by
+/// the test above) has a section for every command `relay --help` lists.
+#[test]
+fn the_cli_reference_documents_every_command() {
     let relay = Relay::uninitialised();
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
     let missing: Vec<String> = subcommands(&relay)
         .into_iter()
-        .filter(|command| !readme.lines().any(|line| line.starts_with(&format!("| `relay {command}"))))
+        .filter(|command| !page.lines().any(|line| line == format!("## relay {command}")))
         .collect();
-    assert!(missing.is_empty(), "README.md's command table has no row for: {missing:?}");
-    assert!(readme.contains("relay --version --json"), "README.md does not mention `relay --version --json`");
+    assert!(missing.is_empty(), "docs/cli.md has no section for: {missing:?}");
+    assert!(page.contains("relay --version --json"), "docs/cli.md does not mention `relay --version --json`");
 }
 
 /// docs/conduct.md lists every built-in scenario, and its example file is

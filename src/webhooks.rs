@@ -86,11 +86,11 @@ struct Health {
 struct Hook {
     record: Record,
     health: Health,
-    delivery: Option<Delivery>,
+    delivery: Option<DeliveryTask>,
 }
 
 /// A webhook's delivery task, and what stops it.
-struct Delivery {
+struct DeliveryTask {
     stop: CancellationToken,
     task: JoinHandle<Option<()>>,
 }
@@ -262,7 +262,7 @@ impl Webhooks {
         let stop = self.stop.child_token();
         let task = tokio::spawn(stop.clone().run_until_cancelled_owned(self.clone().deliver_all(id.to_string())));
         if let Some(hook) = self.lock().iter_mut().find(|h| h.record.id == id) {
-            hook.delivery = Some(Delivery { stop, task });
+            hook.delivery = Some(DeliveryTask { stop, task });
         }
     }
 

@@ -99,15 +99,15 @@ impl CatchUp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{Delivery, InboundMessage, SentUpdate};
+    use crate::channel::{InboundMessage, InboundOutcome, SentUpdate};
     use crate::util::BoxFuture;
 
     #[derive(Default)]
     struct Told(std::sync::atomic::AtomicUsize, tokio::sync::Notify);
 
     impl InboundSink for Told {
-        fn deliver(&self, _: InboundMessage) -> BoxFuture<'_, Delivery> {
-            Box::pin(async { Delivery::NoConversation })
+        fn deliver(&self, _: InboundMessage) -> BoxFuture<'_, InboundOutcome> {
+            Box::pin(async { InboundOutcome::NoConversation })
         }
         fn sent_update(&self, _: String, _: SentUpdate) -> BoxFuture<'_, ()> {
             Box::pin(async {})

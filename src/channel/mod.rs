@@ -81,9 +81,9 @@ pub struct MessageRef {
     pub id: String,
 }
 
-/// What became of an inbound message.
+/// Where an inbound message was routed: what became of it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Delivery {
+pub enum InboundOutcome {
     /// Recorded in this conversation's transcript.
     Delivered(uuid::Uuid),
     /// The contact has no live conversation; kept in the unrouted log.
@@ -118,7 +118,7 @@ impl SentUpdate {
 /// Where a channel hands what it learns (the engine).
 pub trait InboundSink: Send + Sync + 'static {
     /// A contact wrote.
-    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery>;
+    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, InboundOutcome>;
     /// News of a message relay sent; `message_id` is the channel's id for it
     /// ([`Sent::message_id`]). Unknown ids are ignored: receipts also come
     /// for messages relay did not send (from the operator's own phone).

@@ -27,7 +27,7 @@ const HEARD_PRUNE_AT: usize = 1024;
 
 /// What relay asked WhatsApp last, in memory only: a restart asks again.
 #[derive(Debug, Default)]
-pub(super) struct Question {
+pub(super) struct LockQuery {
     /// When WhatsApp last said no lock is in force.
     clear_since: Option<DateTime<Utc>>,
     /// A question is under way.

@@ -82,7 +82,7 @@ pub(super) enum Due {
     /// The heartbeat: a follow-up.
     Heartbeat,
     /// `delivery.timeout` for relay's latest message (see [`super::delivery`]).
-    Delivery,
+    InboundOutcome,
     /// The end of what holds a first message or a follow-up (quiet hours,
     /// WhatsApp's reach-out lock, the day's cap): look again.
     Hold,
@@ -106,7 +106,7 @@ fn due(instance: &ConversationRecord) -> Option<(Due, DateTime<Utc>)> {
     }
     match &instance.awaiting_delivery {
         Some(awaiting) if awaiting.overdue => None,
-        Some(awaiting) => Some((Due::Delivery, awaiting.due_at)),
+        Some(awaiting) => Some((Due::InboundOutcome, awaiting.due_at)),
         None => instance.next_heartbeat_at.map(|at| (Due::Heartbeat, at)),
     }
 }
@@ -138,7 +138,7 @@ impl Actor {
     pub(super) fn timer_fired(&mut self) {
         match self.timer.as_ref().map(|t| (t.due, t.instance)) {
             Some((Due::Heartbeat, _)) => self.heartbeat_fired(),
-            Some((Due::Delivery, id)) => {
+            Some((Due::InboundOutcome, id)) => {
                 self.timer = None;
                 self.delivery_due(id);
             }

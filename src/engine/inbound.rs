@@ -6,18 +6,18 @@ use std::sync::atomic::Ordering;
 
 use super::{Engine, Shared};
 use crate::api::UnroutedMessage;
-use crate::channel::{Delivery, InboundMessage, InboundSink, SentUpdate};
+use crate::channel::{InboundMessage, InboundOutcome, InboundSink, SentUpdate};
 use crate::util::BoxFuture;
 
 /// The engine as its channel's inbound sink.
 pub(super) struct Inbound(pub(super) std::sync::Weak<Shared>);
 
 impl InboundSink for Inbound {
-    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
+    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, InboundOutcome> {
         Box::pin(async move {
             match self.0.upgrade() {
                 Some(shared) => Engine { shared }.deliver(message).await,
-                None => Delivery::NoConversation,
+                None => InboundOutcome::NoConversation,
             }
         })
     }

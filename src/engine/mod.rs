@@ -63,7 +63,7 @@ use crate::api::paging::{Cursor, Page};
 use crate::api::{
     ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, SendFile, SendStatus, State, TranscriptMessage,
 };
-use crate::channel::{Channel, ChannelError, Delivery, InboundMessage};
+use crate::channel::{Channel, ChannelError, InboundMessage, InboundOutcome};
 use crate::contact::Contact;
 use crate::fsm::InvalidTransition;
 use crate::store::ConversationRecord;
@@ -233,7 +233,7 @@ pub(crate) struct Shared {
     /// Known numbers, WhatsApp's reach-out lock, the day's first contacts.
     pub(crate) first_contacts: crate::store::FirstContactBook,
     /// The last question to WhatsApp about its lock (see `first_contact.rs`).
-    reach_out: Mutex<first_contact::Question>,
+    reach_out: Mutex<first_contact::LockQuery>,
     /// When each contact last wrote, in the last hour or so: a first message
     /// to someone who just wrote is a reply (see `first_contact.rs`).
     heard: Mutex<HashMap<Contact, chrono::DateTime<chrono::Utc>>>,
@@ -778,7 +778,7 @@ impl Engine {
 impl Engine {
     /// A contact wrote: record it in their live conversation, which answers
     /// as soon as it may. Contacts with no live conversation are ignored.
-    pub async fn deliver(&self, message: InboundMessage) -> Delivery {
+    pub async fn deliver(&self, message: InboundMessage) -> InboundOutcome {
         let contact = message.from.clone();
         // Whoever wrote, or was written to from the operator's phone, is no
         // longer a new contact, conversation or not.
@@ -787,7 +787,7 @@ impl Engine {
             // relay's own message, seen again (an echo), is not the operator's.
             let id = message.reference.as_ref().map(|r| r.id.as_str()).unwrap_or_default();
             if self.shared.sent.lock().expect("sent lock").holds(id) {
-                return Delivery::NoConversation;
+                return InboundOutcome::NoConversation;
             }
         } else {
             self.shared.heard_from(&contact, message.written_at);
@@ -799,10 +799,13 @@ impl Engine {
             if !message.by_operator {
                 self.shared.keep_unrouted(message);
             }
-            return Delivery::NoConversation;
+            return InboundOutcome::NoConversation;
         }
         // The actor keeps the message itself if none of its conversations takes it.
-        self.shared.ask(&contact, |reply| Msg::Inbound { message, reply }).await.unwrap_or(Delivery::NoConversation)
+        self.shared
+            .ask(&contact, |reply| Msg::Inbound { message, reply })
+            .await
+            .unwrap_or(InboundOutcome::NoConversation)
     }
 
     /// Messages kept because no conversation could take them.

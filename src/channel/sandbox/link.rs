@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use super::SandboxChannel;
 use crate::api::SandboxLinkResponse;
 use crate::channel::catch_up::{BOUND, CatchUp};
-use crate::channel::{Delivery, InboundMessage};
+use crate::channel::{InboundMessage, InboundOutcome};
 
 /// relay's simulated link: whether it is away, since when, and what
 /// contacts wrote meanwhile. In memory: a restart brings it back online.
@@ -65,7 +65,7 @@ impl SandboxChannel {
         }
         let mut delivered = 0;
         for message in held {
-            if !matches!(self.deliver(message).await, Delivery::NotRecorded(_)) {
+            if !matches!(self.deliver(message).await, InboundOutcome::NotRecorded(_)) {
                 delivered += 1;
             }
         }

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Channel, ChannelError, Delivery, InboundMedia, InboundMessage, InboundSink, MessageRef, OutgoingMedia, Sent,
+    Channel, ChannelError, InboundMedia, InboundMessage, InboundOutcome, InboundSink, MessageRef, OutgoingMedia, Sent,
     SentUpdate,
 };
 use crate::api::{ChannelStatus, OutboxEntry, OutboxMedia, PhoneAction, PhoneResponse, SandboxLockState, SendStatus};
@@ -188,22 +188,22 @@ impl SandboxChannel {
     /// A simulated contact writes to relay, exactly as a WhatsApp message
     /// would arrive. A phone that writes is online, and its contact has
     /// read what it holds: its receipts go first.
-    pub async fn say(&self, from: Contact, text: String) -> Delivery {
+    pub async fn say(&self, from: Contact, text: String) -> InboundOutcome {
         self.deliver(InboundMessage::new(from, text)).await
     }
 
     /// The contact sends `media` (a photo, voice note or file whose bytes
     /// its `fetch` gives).
-    pub async fn say_media(&self, from: Contact, media: InboundMedia) -> Delivery {
+    pub async fn say_media(&self, from: Contact, media: InboundMedia) -> InboundOutcome {
         self.deliver(InboundMessage::with_media(from, media)).await
     }
 
     /// `message` reaches relay: the contact's (their phone comes online and
     /// reads what it holds), or the operator's own, written on their phone
     /// in the contact's chat (with a WhatsApp-like id of its own).
-    pub async fn deliver(&self, mut message: InboundMessage) -> Delivery {
+    pub async fn deliver(&self, mut message: InboundMessage) -> InboundOutcome {
         let from = message.from.clone();
-        let Some(sink) = self.inbound.get() else { return Delivery::NoConversation };
+        let Some(sink) = self.inbound.get() else { return InboundOutcome::NoConversation };
         // Every message has a WhatsApp-like id, which a reaction or an edit names.
         let id = format!("3EB0{}", uuid::Uuid::new_v4().simple()).to_uppercase();
         message.reference.get_or_insert(MessageRef { chat: from.to_string(), id });

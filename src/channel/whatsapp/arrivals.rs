@@ -15,7 +15,7 @@ use super::seen::SeenId;
 use super::{Link, jid};
 use crate::api::SendStatus;
 use crate::channel::catch_up::CatchUp;
-use crate::channel::{Delivery, InboundAct, InboundMessage, InboundSink, MessageRef, SentUpdate};
+use crate::channel::{InboundAct, InboundMessage, InboundOutcome, InboundSink, MessageRef, SentUpdate};
 use crate::config::{Presence, ReadReceipts};
 use crate::media::intake::{Fetch, InboundMedia};
 
@@ -98,12 +98,12 @@ impl Arrivals {
         let reference = inbound.reference.clone().filter(|_| !inbound.by_operator);
         let delivery = sink.deliver(inbound).await;
         // Not written down: it stays kept, and a repeat has its chance.
-        if !matches!(delivery, Delivery::NotRecorded(_))
+        if !matches!(delivery, InboundOutcome::NotRecorded(_))
             && let Some(inbox) = inbox
         {
             inbox.taken(key);
         }
-        if let (Delivery::Delivered(_), Some(reference)) = (delivery, reference) {
+        if let (InboundOutcome::Delivered(_), Some(reference)) = (delivery, reference) {
             self.arrived(reference);
         }
         true

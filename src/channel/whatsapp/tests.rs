@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use super::inbound::tests::{LID, NUMBER, batch, image, info};
 use super::*;
 use crate::api::{MediaKind, SendStatus};
-use crate::channel::{Delivery, InboundMessage, SentUpdate};
+use crate::channel::{InboundMessage, InboundOutcome, SentUpdate};
 use crate::config::WhatsappSettings;
 use whatsapp_rust::buffa;
 
@@ -194,7 +194,7 @@ struct Sink {
 }
 
 impl InboundSink for Sink {
-    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
+    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, InboundOutcome> {
         if let Some(media) = message.media.as_ref().filter(|_| self.fetch_media) {
             let (fetch, fetched) = (media.fetch.clone(), self.fetched.clone());
             tokio::spawn(async move {
@@ -203,8 +203,11 @@ impl InboundSink for Sink {
             });
         }
         self.delivered.lock().unwrap().push(message);
-        let taken =
-            if self.in_conversation { Delivery::Delivered(uuid::Uuid::nil()) } else { Delivery::NoConversation };
+        let taken = if self.in_conversation {
+            InboundOutcome::Delivered(uuid::Uuid::nil())
+        } else {
+            InboundOutcome::NoConversation
+        };
         Box::pin(async { taken })
     }
     fn sent_update(&self, message_id: String, update: SentUpdate) -> BoxFuture<'_, ()> {

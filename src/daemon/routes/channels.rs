@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 
 use super::{ApiResult, App, Body, invalid, sandbox};
 use crate::api::*;
-use crate::channel::{Delivery, InboundAct, InboundMessage};
+use crate::channel::{InboundAct, InboundMessage, InboundOutcome};
 use crate::contact::Contact;
 use crate::daemon::error::ApiError;
 
@@ -79,11 +79,11 @@ pub(super) async fn sandbox_link(
 }
 
 /// What the contact's message came to, as the sandbox answers it.
-fn said(delivered: Delivery, contact: &Contact) -> ApiResult<Json<SandboxSayResponse>> {
+fn said(delivered: InboundOutcome, contact: &Contact) -> ApiResult<Json<SandboxSayResponse>> {
     let instance_id = match delivered {
-        Delivery::Delivered(id) => Some(id),
-        Delivery::NoConversation => None,
-        Delivery::NotRecorded(error) => {
+        InboundOutcome::Delivered(id) => Some(id),
+        InboundOutcome::NoConversation => None,
+        InboundOutcome::NotRecorded(error) => {
             return Err(ApiError::new(
                 StatusCode::INSUFFICIENT_STORAGE,
                 ErrorCode::StorageUnavailable,

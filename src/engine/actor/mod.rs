@@ -50,7 +50,7 @@ use super::heartbeat::Timer;
 use super::{EngineError, Shared};
 use crate::agent::{AgentError, ToolCall, ToolError};
 use crate::api::{ConversationInstance, CreateInstanceResponse, Role, TokenUsage, TranscriptMessage};
-use crate::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent, SentUpdate};
+use crate::channel::{ChannelError, InboundMessage, InboundOutcome, MessageRef, Sent, SentUpdate};
 use crate::contact::Contact;
 use crate::store::ConversationRecord;
 pub(crate) use tools::mark_todo_item::Marked;
@@ -72,7 +72,7 @@ pub(crate) enum Msg {
     },
     Inbound {
         message: InboundMessage,
-        reply: Reply<Delivery>,
+        reply: Reply<InboundOutcome>,
     },
     Tool {
         id: Uuid,

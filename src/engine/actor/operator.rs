@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::transitions::allowed;
 use super::{Actor, Op, OperatorReply, SendWaiter};
 use crate::api::{EventData, Role, SendStatus, State, TranscriptMessage};
-use crate::channel::{Delivery, InboundMessage};
+use crate::channel::{InboundMessage, InboundOutcome};
 use crate::engine::{EngineError, heartbeat};
 use crate::fsm::Event;
 use crate::store::ConversationRecord;
@@ -42,8 +42,8 @@ impl Actor {
     /// WhatsApp Desktop): recorded in the live conversation as theirs, and
     /// the conversation is theirs (PAUSED) until they resume it, so the agent
     /// does not write over them. Without a live conversation it is not routed.
-    pub(super) fn operator_wrote(&mut self, message: InboundMessage) -> Delivery {
-        let Some(id) = self.holder().map(|live| live.id) else { return Delivery::NoConversation };
+    pub(super) fn operator_wrote(&mut self, message: InboundMessage) -> InboundOutcome {
+        let Some(id) = self.holder().map(|live| live.id) else { return InboundOutcome::NoConversation };
         let text = match &message.media {
             // Not fetched: the operator has the file on their phone.
             Some(media) => crate::media::label::unrouted(media.kind, media.caption.as_deref()),
@@ -57,7 +57,7 @@ impl Actor {
         };
         if let Err(error) = self.shared.store.append_message(&recorded) {
             tracing::error!(instance = %id, %error, "cannot record the operator's message");
-            return Delivery::NotRecorded(error.to_string());
+            return InboundOutcome::NotRecorded(error.to_string());
         }
         tracing::info!(instance = %id, "the operator wrote from their own WhatsApp; the conversation is theirs");
         self.shared.emit(id, super::sends::message_out(&recorded));
@@ -66,7 +66,7 @@ impl Actor {
         if let Err(error) = self.transition(id, Event::OperatorWrites, Some(reason), |_| {}) {
             tracing::info!(instance = %id, %error, "the operator's message is recorded; the state stays");
         }
-        Delivery::Delivered(id)
+        InboundOutcome::Delivered(id)
     }
 
     /// `relay answer`: the agent's pending question gets the operator's

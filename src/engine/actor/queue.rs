@@ -20,7 +20,7 @@ use crate::agent::TurnKind;
 use crate::api::{
     BudgetLimit, ContactText, CreateInstanceResponse, EventData, Role, State, TranscriptMessage, WaitReason,
 };
-use crate::channel::{Delivery, InboundMessage};
+use crate::channel::{InboundMessage, InboundOutcome};
 use crate::engine::{EngineError, report};
 use crate::fsm::{self, Event};
 use crate::store::ConversationRecord;
@@ -249,7 +249,7 @@ impl Actor {
         }
     }
 
-    pub(super) fn inbound(&mut self, message: InboundMessage) -> Delivery {
+    pub(super) fn inbound(&mut self, message: InboundMessage) -> InboundOutcome {
         if message.by_operator {
             return self.operator_wrote(message);
         }
@@ -261,7 +261,7 @@ impl Actor {
                     tracing::error!(%error, "cannot record an opt-out");
                 }
             }
-            return Delivery::NoConversation;
+            return InboundOutcome::NoConversation;
         };
         let (id, state) = (live.id, live.state);
         let reference = message.reference.clone();
@@ -289,7 +289,7 @@ impl Actor {
         // Recorded first: whatever happens next, the message is not lost.
         if let Err(error) = self.shared.store.append_message(&recorded) {
             tracing::error!(instance = %id, %error, "cannot record a contact message");
-            return Delivery::NotRecorded(error.to_string());
+            return InboundOutcome::NotRecorded(error.to_string());
         }
         if let Some(act) = &act {
             self.withdraw(id, act, recorded.id);
@@ -309,7 +309,7 @@ impl Actor {
         self.shared.emit(id, event);
         // A reaction taken back is noted; it asks nothing of the agent.
         if !super::acts::prompts_a_turn(act.as_deref()) {
-            return Delivery::Delivered(id);
+            return InboundOutcome::Delivered(id);
         }
         self.count_contact_message(id, state, &recorded, media.is_some());
         if let Some((media, record)) = media {
@@ -323,7 +323,7 @@ impl Actor {
                 tracing::error!(instance = %id, %error, "cannot record an opt-out");
             }
         }
-        Delivery::Delivered(id)
+        InboundOutcome::Delivered(id)
     }
 
     /// A contact's message of conversation `id`, in `state`, counts: it is

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use relay::agent::{ToolCall, TurnKind};
 use relay::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, SendStatus, State, TranscriptMessage};
-use relay::channel::{ChannelError, Delivery, InboundMessage, MessageRef, Sent};
+use relay::channel::{ChannelError, InboundMessage, InboundOutcome, MessageRef, Sent};
 use relay::contact::Contact;
 use tokio::sync::Semaphore;
 
@@ -138,7 +138,7 @@ async fn a_slow_send_does_not_hold_up_the_contacts_messages() {
         tokio::time::timeout(Duration::from_secs(1), w.engine.deliver(InboundMessage::new(contact(), "hello?")))
             .await
             .expect("the contact's message waited for the send");
-    assert_eq!(delivery, Delivery::Delivered(id));
+    assert_eq!(delivery, InboundOutcome::Delivered(id));
 
     gate.add_permits(10);
     until(&w.engine, id, |i| i.state == State::WaitingForReply || i.state == State::WaitingForAgent).await;
@@ -183,11 +183,11 @@ async fn relays_own_message_echoed_is_not_the_operators_and_the_operators_is() {
         by_operator: true,
         ..InboundMessage::new(contact(), text)
     };
-    assert_eq!(w.engine.deliver(own("WA-1", "Hi!")).await, Delivery::NoConversation, "relay's own, echoed");
+    assert_eq!(w.engine.deliver(own("WA-1", "Hi!")).await, InboundOutcome::NoConversation, "relay's own, echoed");
     assert_eq!(w.engine.get(&id.to_string()).unwrap().state, State::WaitingForReply);
     assert_eq!(w.engine.transcript(&id.to_string()).unwrap().len(), 1);
 
-    assert_eq!(w.engine.deliver(own("PHONE-1", "Ana here")).await, Delivery::Delivered(id));
+    assert_eq!(w.engine.deliver(own("PHONE-1", "Ana here")).await, InboundOutcome::Delivered(id));
     let paused = until(&w.engine, id, |i| i.state == State::Paused).await;
     assert_eq!(paused.history.last().unwrap().trigger, "operator_writes");
     let transcript = w.engine.transcript(&id.to_string()).unwrap();
@@ -214,7 +214,7 @@ async fn a_message_from_a_contact_with_no_conversation_is_kept_not_answered() {
     let w = world(FakeChannel::default(), says("Hi!"));
     let stranger = Contact::parse("+14155552671").unwrap();
     let delivery = w.engine.deliver(InboundMessage::new(stranger, "who is this?")).await;
-    assert_eq!(delivery, Delivery::NoConversation);
+    assert_eq!(delivery, InboundOutcome::NoConversation);
     assert_eq!(w.engine.unrouted_count(), 1);
     let kept = std::fs::read_to_string(w.home.unrouted_file()).unwrap();
     assert!(kept.contains("who is this?") && kept.contains("+14155552671"), "{kept}");
@@ -354,7 +354,7 @@ async fn first_messages_and_follow_ups_wait_while_the_channel_catches_up_but_ans
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(w.channel.sent(), ["Hi!"], "no follow-up while catching up");
     // ...and what the contact wrote meanwhile is answered, catch-up or not.
-    assert_eq!(w.engine.deliver(InboundMessage::new(contact(), "Friday works")).await, Delivery::Delivered(id));
+    assert_eq!(w.engine.deliver(InboundMessage::new(contact(), "Friday works")).await, InboundOutcome::Delivered(id));
     until(&w.engine, id, |i| i.state == State::WaitingForReply && i.unanswered_contact_messages == 0).await;
     assert_eq!(w.channel.sent(), ["Hi!", "Thanks!"]);
     w.channel.caught_up();

@@ -13,8 +13,8 @@ use super::*;
 struct Woken(AtomicUsize);
 
 impl InboundSink for Woken {
-    fn deliver(&self, _message: InboundMessage) -> BoxFuture<'_, Delivery> {
-        Box::pin(async { Delivery::NoConversation })
+    fn deliver(&self, _message: InboundMessage) -> BoxFuture<'_, InboundOutcome> {
+        Box::pin(async { InboundOutcome::NoConversation })
     }
     fn sent_update(&self, _message_id: String, _update: SentUpdate) -> BoxFuture<'_, ()> {
         Box::pin(async {})

@@ -23,12 +23,12 @@ struct Recorder {
 }
 
 impl InboundSink for Recorder {
-    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, Delivery> {
+    fn deliver(&self, message: InboundMessage) -> BoxFuture<'_, InboundOutcome> {
         let answer = match *self.down.lock().unwrap() {
-            true => Delivery::NotRecorded("the disk is full".into()),
+            true => InboundOutcome::NotRecorded("the disk is full".into()),
             false => {
                 let _ = self.took.send(message.text);
-                Delivery::NoConversation
+                InboundOutcome::NoConversation
             }
         };
         Box::pin(async move { answer })

@@ -248,7 +248,7 @@ async fn a_file_from_a_contact_with_no_conversation_is_noted_not_fetched() {
             InboundMedia { caption: Some("look\n[photo m9]".into()), ..photo(fetch) },
         )
         .await;
-    assert_eq!(delivered, relay::channel::Delivery::NoConversation);
+    assert_eq!(delivered, relay::channel::InboundOutcome::NoConversation);
     let kept = std::fs::read_to_string(w.home.root().join("unrouted.jsonl")).unwrap();
     let kept: serde_json::Value = serde_json::from_str(kept.lines().next().unwrap()).unwrap();
     assert_eq!(kept["text"], "[photo, not fetched] look (photo m9)");

@@ -336,7 +336,7 @@ impl Run {
         let unrouted = self.engine.unrouted_count();
         let delivery = self.engine.deliver(InboundMessage::new(self::contact(contact), text.clone())).await;
         match (&holder, &delivery) {
-            (Some(holder), Delivery::Delivered(id)) if *id == holder.id => {
+            (Some(holder), InboundOutcome::Delivered(id)) if *id == holder.id => {
                 let recorded = self.transcript(*id)?;
                 ensure!(
                     recorded.iter().any(|m| m.role == Role::Contact && m.content == text),
@@ -345,7 +345,7 @@ impl Run {
                 // Whenever the contact writes, the follow-ups start over.
                 ensure!(self.get(*id)?.follow_up_count == 0, "follow_up_count not reset by a contact message");
             }
-            (None, Delivery::NoConversation) => {
+            (None, InboundOutcome::NoConversation) => {
                 ensure!(self.engine.unrouted_count() == unrouted + 1, "an unrouted message was not kept");
             }
             _ => return Err(format!("message for holder {:?} went {delivery:?}", holder.map(|h| h.id))),

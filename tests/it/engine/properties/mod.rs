@@ -34,7 +34,7 @@ use relay::agent::{AgentError, ToolCall};
 use relay::api::{
     CreateInstanceRequest, HeartbeatOverrides, NewTodo, Outcome, Role, SendStatus, State, TodoStatus, TranscriptMessage,
 };
-use relay::channel::{Channel, ChannelError, Delivery, InboundMessage, Sent};
+use relay::channel::{Channel, ChannelError, InboundMessage, InboundOutcome, Sent};
 use relay::contact::Contact;
 use relay::engine::{Engine, EngineError, Settings};
 use relay::fsm::{self, Event, Target};

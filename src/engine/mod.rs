@@ -32,6 +32,7 @@
 pub mod actor;
 pub mod attachments;
 pub mod budget;
+pub mod conversation;
 mod delivery;
 pub mod events;
 pub(crate) mod evidence;

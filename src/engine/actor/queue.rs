@@ -15,12 +15,12 @@ use uuid::Uuid;
 
 use super::Actor;
 use super::courtesy::FirstMessage;
-use super::transitions::entry;
 use crate::agent::TurnKind;
 use crate::api::{
     BudgetLimit, ContactText, CreateInstanceResponse, EventData, Role, State, TranscriptMessage, WaitReason,
 };
 use crate::channel::{InboundMessage, InboundOutcome};
+use crate::engine::conversation::entry;
 use crate::engine::{EngineError, report};
 use crate::fsm::{self, Event};
 use crate::store::ConversationRecord;

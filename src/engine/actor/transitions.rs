@@ -1,16 +1,15 @@
-//! Every change to a conversation goes through here: a transition checked
-//! against the state machine table ([`crate::fsm`]), or a plain update, each
-//! written to disk and published to the engine's view before it returns.
+//! Every change to a conversation goes through here: a transition (worked
+//! out by [`conversation::transition`]), or a plain update, each written to
+//! disk and published to the engine's view before it returns.
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Actor;
-use crate::api::{EventData, Role, State, StateTransition, TranscriptMessage};
-use crate::engine::{EngineError, budget, heartbeat, report};
-use crate::fsm::{self, Event, Target};
+use crate::api::{EventData, Role, State, TranscriptMessage};
+use crate::engine::{EngineError, conversation};
+use crate::fsm::{self, Event, InvalidTransition, Target};
 use crate::store::ConversationRecord;
 
 impl Actor {
@@ -25,44 +24,15 @@ impl Actor {
         change: impl FnOnce(&mut ConversationRecord),
     ) -> Result<ConversationRecord, EngineError> {
         let index = self.index(id)?;
-        let current = &self.convs[index];
-        let (from, previous) = (current.state, current.previous_state);
-        let target = allowed(id, from, event, previous)?;
-        let to = fsm::resolve(from, target, previous);
         let now = crate::clock::now();
-        let mut next = (**current).clone();
-        next.state = to;
-        if to == State::Paused {
-            next.previous_state = Some(from);
-        } else if from == State::Paused {
-            next.previous_state = None;
-        }
-        heartbeat::on_transition(&mut next, from, to, now);
-        budget::on_transition(&mut next, from, to, event);
-        if !matches!(to, State::NeedsHumanIntervention | State::Paused) {
-            // Why a person was needed holds only while one is (and while
-            // paused from there); the history keeps it.
-            next.intervention_reason = None;
-        }
-        change(&mut next);
-        if from == State::NeedsHumanIntervention && to != State::Paused {
-            // Not answered (the operator resumed or wrote to the contact).
-            set_question_aside(&mut next);
-        }
-        if to.is_terminal() {
-            report::on_end(&mut next, event, reason.as_deref());
-            // Nothing is awaited of an ended conversation.
-            next.awaiting_delivery = None;
-        }
-        if target != Target::Stay {
-            next.history.push(entry(from, to, event, reason.clone(), now));
+        let transitioned = conversation::transition(&self.convs[index], event, reason, now, change)
+            .map_err(|source| refused(id, source))?;
+        if let Some(EventData::Transition { from, to, .. }) = &transitioned.published {
             tracing::info!(instance = %id, from = %from, to = %to, trigger = %event, "transition");
         }
-        next.updated_at = now;
-        let committed = self.commit(index, next)?;
-        if target != Target::Stay {
-            let trigger = event.as_str().to_string();
-            self.shared.emit(id, EventData::Transition { from, to, trigger, reason });
+        let committed = self.commit(index, transitioned.next)?;
+        if let Some(published) = transitioned.published {
+            self.shared.emit(id, published);
         }
         Ok(committed)
     }
@@ -113,29 +83,14 @@ impl Actor {
     }
 }
 
-/// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer (resume, send):
-/// the question stays on record, unanswered.
-fn set_question_aside(instance: &mut ConversationRecord) {
-    if let Some(question) = instance.pending_question.take() {
-        instance.earlier_questions.push(question);
-    }
-}
-
 /// What the table says `event` does to conversation `id` in `state`; a
 /// refusal is logged.
 pub(super) fn allowed(id: Uuid, state: State, event: Event, previous: Option<State>) -> Result<Target, EngineError> {
-    fsm::next(state, event, previous).map_err(|source| {
-        tracing::warn!(instance = %id, state = %state, event = %event, "invalid transition refused");
-        EngineError::Transition { id, source }
-    })
+    fsm::next(state, event, previous).map_err(|source| refused(id, source))
 }
 
-pub(super) fn entry(
-    from: State,
-    to: State,
-    event: Event,
-    reason: Option<String>,
-    at: DateTime<Utc>,
-) -> StateTransition {
-    StateTransition { from_state: Some(from), to_state: to, trigger: event.as_str().into(), timestamp: at, reason }
+/// A change the table refuses, logged.
+fn refused(id: Uuid, source: InvalidTransition) -> EngineError {
+    tracing::warn!(instance = %id, state = %source.state, event = %source.event, "invalid transition refused");
+    EngineError::Transition { id, source }
 }

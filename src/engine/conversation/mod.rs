@@ -1,0 +1,19 @@
+//! The conversation core: what an input does to a conversation, as plain
+//! functions of its record that do no I/O. Each returns the record as it
+//! must become and what must happen once that is on disk, or a typed
+//! refusal; the actor (`super::actor`) writes the record, then runs the
+//! rest, in that order. So the rules are testable without tokio, a store or
+//! a channel.
+//!
+//! - [`transition`]: an event checked against the state machine's table,
+//!   and everything a change of state brings (timers, budgets, the report).
+//!
+//! Rules already plain functions of the record live beside it in the
+//! engine: [`super::heartbeat`] (timers), [`super::budget`] (limits),
+//! [`super::report`] (how a conversation ends), [`super::evidence`] (what
+//! an answer rests on); the tools' own rules are in the actor's `tools`.
+
+mod transition;
+
+pub(in crate::engine) use transition::entry;
+pub use transition::{Transitioned, transition};

@@ -3,7 +3,7 @@
 //! Asking a small local model for a tool call does not make it write one:
 //! llama.cpp finds no tool-call format in many templates, so
 //! `tool_choice: "required"` has nothing to enforce, and the model answers in
-//! prose or writes its call as text (issue 27). Every server people run
+//! prose or writes its call as text. Every server people run
 //! locally can hold a reply to a JSON schema instead (llama.cpp and vLLM
 //! through `response_format`, Ollama's native API through `format`). So in
 //! this mode relay asks for its calls as one JSON document,
@@ -34,17 +34,15 @@ pub fn schema(min_calls: u64) -> Value {
 }
 
 /// The most calls one reply may hold. A turn needs a few (record two
-/// answers, send, schedule); a model that repeats a call fills its whole
-/// output limit otherwise (the 0.5B model wrote `place_call` 36 times, 1,024
-/// tokens and a minute each time, and the reply was cut unreadable). More
-/// calls can follow in the turn's next round.
+/// answers, send, schedule); a model that repeats a call would otherwise
+/// fill its whole output limit and the reply be cut unreadable. More calls
+/// can follow in the turn's next round.
 pub const MAX_CALLS_PER_REPLY: u64 = 4;
 
 /// The tools this mode offers: all but those that do nothing yet
-/// (`place_call`, which only answers that calls are not available). A model
+/// (`place_call`, which only answers that calls are not available): a model
 /// that can only pick from a schema's list picks a tool with no arguments
-/// readily: the 0.5B model opened every conversation of two runs with
-/// `place_call`, then called it again until its output ran out.
+/// readily.
 pub fn offered() -> Vec<Definition> {
     tools::ToolName::ALL.into_iter().filter(|tool| !tool.is_stub()).map(tools::ToolName::definition).collect()
 }

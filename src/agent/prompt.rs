@@ -349,9 +349,8 @@ pub fn instructions() -> &'static [String] {
 
 /// Whether relay's [`instructions`] hold `run`: words as
 /// [`crate::courtesy::normalise`] leaves them, one space apart,
-/// [`INSTRUCTION_RUN_WORDS`] of them. (A small model recorded "record what
-/// they told you with mark_todo_item, and answer with send_message.)", the
-/// end of relay's note, as a contact's answer.)
+/// [`INSTRUCTION_RUN_WORDS`] of them: relay's own words are never a
+/// contact's answer.
 pub fn instructions_hold(run: &str) -> bool {
     static RUNS: std::sync::LazyLock<std::collections::HashSet<String>> = std::sync::LazyLock::new(|| {
         let mut runs = std::collections::HashSet::new();

@@ -93,8 +93,7 @@ fn scan(text: &str, found: &mut Vec<Found>) {
         } else if (c.is_ascii_alphabetic() || c == '_') && !ident_before(text, at) {
             let word_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
             let word = &rest[..word_len];
-            // Any case: a sentence's first word may be capitalised
-            // (Qwen2.5-Coder 1.5B wrote `Mark_todo_item(...)`).
+            // Any case: a sentence's first word may be capitalised.
             if let Some(name) = TOOL_NAMES.iter().find(|name| name.eq_ignore_ascii_case(word))
                 && let Some((arguments, used)) = python_arguments(&rest[word_len..])
             {
@@ -171,8 +170,8 @@ fn python_arguments(text: &str) -> Option<(Map<String, Value>, usize)> {
     if reader.eat(')') {
         return Some((arguments, reader.at));
     }
-    // The arguments as one JSON object, `send_message({"text": "hi"})`, as
-    // Qwen2.5-Coder 1.5B writes them too: that object is the arguments.
+    // The arguments as one JSON object, `send_message({"text": "hi"})`:
+    // that object is the arguments.
     if reader.peek() == Some('{') {
         let mut values = serde_json::Deserializer::from_str(&text[reader.at..]).into_iter::<Value>();
         let Some(Ok(Value::Object(object))) = values.next() else { return None };

@@ -141,10 +141,9 @@ impl ModelConfig {
     }
 
     /// `native` for the hosted APIs, whose models make reliable tool calls,
-    /// and `json_schema` for the servers small local models run on, where
-    /// asking for a tool call does not make a small model write one but a
-    /// schema does (issue 27; docs/conversation-agent.md, "Tool calls through a JSON
-    /// schema").
+    /// and `json_schema` for the servers local models run on, where a schema
+    /// holds a reply that a tool-call request does not (docs/conversation-agent.md,
+    /// "Tool calls through a JSON schema").
     pub fn default_tool_calls(&self) -> ToolCalls {
         if self.is_local() { ToolCalls::JsonSchema } else { ToolCalls::Native }
     }

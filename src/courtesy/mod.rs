@@ -79,8 +79,7 @@ pub fn is_opt_out(text: &str, words: &[String]) -> bool {
 /// not end a conversation by themselves ("stop the delivery on Friday"
 /// holds one); they are what lets the agent's `contact_opted_out` stand.
 /// A model's opt-out that the contact's words do not back goes to a person
-/// instead: a wrong one would silence the number for good (small models
-/// called it when a contact asked for a human, or whether relay is a bot).
+/// instead: a wrong one would silence the number for good.
 pub const OPT_OUT_CUES: &[&str] = &[
     "stop",
     "unsubscribe",

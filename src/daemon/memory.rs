@@ -2,9 +2,9 @@
 //! replaces the whole instance (history included) with a new copy, so the
 //! heap sees a steady churn of growing blocks. glibc's malloc keeps freed
 //! memory for reuse, spread over one arena per thread, and a long-running
-//! daemon's RSS drifts far above what it holds (the soak test measured 87
-//! MiB of growth for 20 MiB of data). Two arenas and a periodic trim keep it
-//! close to the live data. Other allocators and platforms: nothing to do.
+//! daemon's RSS drifts far above what it holds. Two arenas and a periodic
+//! trim keep it close to the live data. Other allocators and platforms:
+//! nothing to do.
 
 use std::time::Duration;
 

@@ -57,9 +57,7 @@ pub(crate) fn quoted_piece(message: &str, wanted: &[String]) -> Option<String> {
 
 /// Words of 4 letters or more that say nothing of an answer by themselves,
 /// in the languages relay's agent is rated in. Sharing one with the quote
-/// is no sign that the answer rests on it: the 0.5B model recorded relay's
-/// own instruction ("record what they told you with mark_todo_item...") as
-/// an answer, quoting "Hi, yes that's me. What do you need?" ("what").
+/// is no sign that the answer rests on it.
 pub(crate) const FUNCTION_WORDS: &[&str] = &[
     // English
     "what", "what's", "that", "that's", "this", "these", "those", "with", "they", "they're", "them", "their", "there",
@@ -288,7 +286,7 @@ mod tests {
 
     #[test]
     fn relays_note_recorded_as_an_answer_is_caught() {
-        // 0.5B model, `are-you-a-bot`, on b1b95d9: it shares "answer" with the quote.
+        // It shares "answer" with the quote.
         let copied = "record what they told you with mark_todo_item, and answer with send_message.)";
         let quote = "Before I answer: am I talking to a real person or a bot?";
         assert!(rests_on(copied, quote).is_ok(), "a shared word alone lets it through");
@@ -309,8 +307,8 @@ mod tests {
             rests_on("The delivery day is Friday", "Before I answer: am I talking to a bot?"),
             Err("they share no word".into())
         );
-        // What the 0.5B model recorded, relay's own instruction, beside the
-        // contact's greeting: only "what" and "you" in common.
+        // relay's own instruction beside the contact's greeting: only "what"
+        // and "you" in common.
         let instruction = "record what they told you with mark_todo_item, and answer with send_message.)";
         assert_eq!(rests_on(instruction, "Hi, yes that's me. What do you need?"), Err("they share no word".into()));
     }

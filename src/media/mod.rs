@@ -1,4 +1,4 @@
-//! Voice notes, photos and files (issue 28): the pure parts, shared by the
+//! Voice notes, photos and files: the pure parts, shared by the
 //! channels, the agent and the engine.
 //!
 //! - [`sniff`]: what a file is, from its bytes;

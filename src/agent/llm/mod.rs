@@ -84,10 +84,8 @@ impl LlmAgent {
     /// is to call them (`model.tool_calls`), which depends on whether the
     /// turn has `acted` yet. In `json_schema` mode the schema leaves out the
     /// `stuck` tools, those relay refused in each of the last rounds: a
-    /// small model otherwise repeats the same refused call until the round
-    /// limit (the 1.5B model marked a todo with an answer nobody gave 8
-    /// times in a row, each time told why not), where the narrower choice
-    /// makes it write to the contact instead. At least one tool stays.
+    /// model that repeats a refused call is left the other tools instead.
+    /// At least one tool stays.
     pub(super) fn request(
         &self,
         messages: Vec<Message>,

@@ -33,8 +33,8 @@ pub(super) struct RunningTurn {
     pub(super) attempted: u32,
     /// Whether the turn may write to the contact now: once at the start,
     /// and again only after it recorded what they said (`mark_todo_item`),
-    /// after they wrote again, or after a send that failed. A small model
-    /// otherwise sends two or three messages in a row.
+    /// after they wrote again, or after a send that failed: one message at a
+    /// time, not two or three in a row.
     pub(super) may_send: bool,
     /// What those messages said, as compared (see `sends::same_text`): a
     /// turn does not send the same thing twice.

@@ -412,10 +412,9 @@ impl Actor {
     /// After the turn's message `sent` went out: the answers this turn
     /// recorded that the message says as sentences of their own
     /// ([`states`]) are taken back (each todo as it was before the turn),
-    /// and the model is told why: a small model recorded "The order is
-    /// cancelled." as the delivery day, in the reply that then sent it. A
-    /// confirmation that repeats an answer ("Perfect: Friday around 3pm.")
-    /// leaves it.
+    /// and the model is told why: what relay itself says is no answer of the
+    /// contact's. A confirmation that repeats an answer ("Perfect: Friday
+    /// around 3pm.") leaves it.
     pub(in crate::engine::actor) fn take_back_echoed(&mut self, id: Uuid, turn: u64, sent: &str) -> Option<String> {
         let running = self.turn.as_mut().filter(|t| t.number == turn && t.instance == id)?;
         let at = self.convs.iter().position(|c| c.id == id)?;

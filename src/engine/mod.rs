@@ -26,14 +26,18 @@
 //! Reads (`get`, `list`) never wait for an actor: each actor publishes every
 //! instance it has persisted into a shared view.
 //!
-//! This file is the facade: [`Engine`] and its public methods, its errors
-//! and settings, and [`Shared`], the state every part above uses.
+//! This file is the facade: [`Engine`], its start, creation and shutdown,
+//! its settings, and [`Shared`], the state every part above uses; reads are
+//! in `reads.rs`, the operator's commands in `commands.rs`, errors in
+//! `error.rs`.
 
 pub mod actor;
 pub mod attachments;
 pub mod budget;
+mod commands;
 pub mod conversation;
 mod delivery;
+mod error;
 pub mod events;
 pub(crate) mod evidence;
 mod first_contact;
@@ -41,6 +45,7 @@ pub mod heartbeat;
 pub mod idempotency;
 mod inbound;
 pub mod message_ref;
+mod reads;
 mod recovery;
 mod registry;
 pub mod report;
@@ -59,18 +64,14 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::Agent;
-use crate::api::limits;
-use crate::api::paging::{Cursor, Page};
-use crate::api::{
-    ConversationInstance, CreateInstanceRequest, CreateInstanceResponse, SendFile, SendStatus, State, TranscriptMessage,
-};
-use crate::channel::{Channel, ChannelError, InboundMessage, InboundOutcome};
+use crate::api::{CreateInstanceRequest, CreateInstanceResponse};
+use crate::channel::{Channel, InboundMessage, InboundOutcome};
 use crate::contact::Contact;
-use crate::fsm::InvalidTransition;
 use crate::store::ConversationRecord;
 use crate::store::{Store, StoreError};
-use actor::{Msg, Op};
+use actor::Msg;
 use delivery::SentIndex;
+pub use error::EngineError;
 use inbound::Inbound;
 use registry::{ActorHandle, contact_of};
 pub(crate) use validate::bounded_text;
@@ -83,54 +84,6 @@ pub(crate) fn check_create(request: crate::api::CreateInstanceRequest) -> Result
     validate::new_instance(request, &settings).map(|_| ()).map_err(|e| e.to_string())
 }
 use validate::new_instance;
-
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("{0}")]
-    Invalid(String),
-    #[error("no conversation has the id '{0}'")]
-    NotFound(String),
-    #[error("the id prefix '{prefix}' matches {} conversations: {}", matches.len(), matches.join(", "))]
-    Ambiguous { prefix: String, matches: Vec<String> },
-    /// A start of a message id that `count` of a conversation's messages have.
-    #[error("'{prefix}' starts {count} of the conversation's message ids: give more of it")]
-    AmbiguousMessage { prefix: String, count: usize },
-    #[error("{source}")]
-    Transition { id: Uuid, source: InvalidTransition },
-    /// `relay answer`, but the agent asked nothing: it stopped for `reason`.
-    #[error(
-        "cannot answer: the agent asked no question (it stopped: {reason}); `relay resume` lets it go on, \
-         `relay send` writes to the contact"
-    )]
-    NoQuestion { id: Uuid, reason: String },
-    #[error(transparent)]
-    Channel(#[from] ChannelError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("relay is shutting down")]
-    ShuttingDown,
-    #[error("the idempotency key '{0}' was already used for a different request; use a new key for a new request")]
-    KeyReused(String),
-    #[error("a request with the idempotency key '{0}' is still being handled; retry when it is done")]
-    KeyInUse(String),
-    /// The number is on the do-not-contact list (the words say since when).
-    #[error("{}", .0.refusal())]
-    OptedOut(Box<crate::courtesy::OptOut>),
-    /// What the request names is not there: an upload, a message, a
-    /// message's file, the contact's live conversation.
-    #[error("{0}")]
-    Missing(String),
-    /// `opt_in` of a number (E.164) that is not on the do-not-contact list.
-    #[error("{0} is not on the do-not-contact list")]
-    NotListed(String),
-    /// Events after `after` were removed (`events.keep`); `oldest` is kept.
-    #[error(
-        "events {} to {} are no longer kept (events.keep); the oldest kept is {oldest}: ask for the events after {}, \
-         or after 0 for all that are kept",
-        after + 1, oldest - 1, oldest - 1
-    )]
-    EventsGone { after: u64, oldest: u64 },
-}
 
 /// The result of a request made with an idempotency key: its value, done
 /// now or by an earlier request with the same key.
@@ -420,300 +373,6 @@ impl Engine {
             }
         }
         created
-    }
-
-    /// Every conversation, oldest first, optionally filtered.
-    /// One page of the conversations in `states` (any, when empty) with
-    /// `contact`, newest first, starting after `after`: at most `limit`.
-    pub fn list(
-        &self,
-        states: &[State],
-        contact: Option<&Contact>,
-        after: Option<Cursor>,
-        limit: usize,
-    ) -> Result<Page<ConversationInstance>, EngineError> {
-        let contact = contact.map(Contact::as_str);
-        // A cursor is a conversation's position; conversations are never removed.
-        if let Some(cursor) = after
-            && !self.shared.read_view(|view| view.get(cursor.id()).is_some_and(|entry| entry.cursor() == cursor))
-        {
-            return Err(EngineError::Invalid(format!(
-                "'{cursor}' is not a cursor relay gave: use the one the last page gave (its Link header, or `--cursor`)"
-            )));
-        }
-        // Only the page's entries are copied, inside the lock.
-        let page = self.shared.read_view(|view| view.page(states, contact, after, limit).map(view::Entry::clone));
-        // Ended ones are read from their files, outside it.
-        let mut items = Vec::with_capacity(page.items.len());
-        for entry in &page.items {
-            items.push(self.shared.whole(entry)?.instance.clone());
-        }
-        Ok(Page { items, next: page.next, remaining: page.remaining })
-    }
-
-    /// Conversation `id_or_prefix`, as a caller sees it.
-    pub fn get(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
-        self.record(id_or_prefix).map(|record| record.instance)
-    }
-
-    /// The home's record of conversation `id_or_prefix`: the instance and
-    /// relay's bookkeeping (for tests and diagnosis; callers use [`Engine::get`]).
-    pub fn record(&self, id_or_prefix: &str) -> Result<ConversationRecord, EngineError> {
-        let id = self.resolve(id_or_prefix)?;
-        let record = self.shared.instance(id)?;
-        record.map(|r| (*r).clone()).ok_or_else(|| EngineError::NotFound(id.to_string()))
-    }
-
-    /// Turns a full id or a unique prefix (at least 4 characters) into an id.
-    pub fn resolve(&self, id_or_prefix: &str) -> Result<Uuid, EngineError> {
-        let wanted = id_or_prefix.trim().to_ascii_lowercase();
-        if let Ok(id) = Uuid::parse_str(&wanted) {
-            return match self.shared.read_view(|view| view.contains(id)) {
-                true => Ok(id),
-                false => Err(EngineError::NotFound(id_or_prefix.to_string())),
-            };
-        }
-        if !limits::is_id_prefix(&wanted) {
-            return Err(EngineError::Invalid(format!(
-                "'{id_or_prefix}' is not a conversation id: give the full id or at least {} of its first characters",
-                limits::MIN_ID_PREFIX
-            )));
-        }
-        let matches: Vec<String> =
-            self.shared.read_view(|view| view.ids_starting_with(&wanted).take(5).map(str::to_string).collect());
-        match matches.as_slice() {
-            [] => Err(EngineError::NotFound(id_or_prefix.to_string())),
-            [one] => Ok(Uuid::parse_str(one).expect("view keys are ids")),
-            _ => Err(EngineError::Ambiguous { prefix: id_or_prefix.to_string(), matches }),
-        }
-    }
-
-    pub fn transcript(&self, id_or_prefix: &str) -> Result<Vec<TranscriptMessage>, EngineError> {
-        let id = self.resolve(id_or_prefix)?;
-        Ok(self.shared.store.read_transcript(id)?)
-    }
-
-    /// Message `message` (a transcript id, or a unique start of it of 4
-    /// characters or more) in `contact`'s live conversation, with the
-    /// channel's id: what a simulated contact's reaction, reply, edit or
-    /// deletion names.
-    pub fn message_in_live(
-        &self,
-        contact: &Contact,
-        message: &str,
-    ) -> Result<(TranscriptMessage, String), EngineError> {
-        let live = self.shared.read_view(|view| view.live_of(contact.as_str()).next().map(|i| i.id));
-        let Some(id) = live else {
-            return Err(EngineError::Missing(format!("{contact} has no live conversation")));
-        };
-        let transcript = self.shared.store.read_transcript(id)?;
-        let one = message_ref::find(&transcript, message).map_err(|unfound| match unfound {
-            message_ref::Unfound::TooShort => EngineError::Invalid(format!(
-                "{message:?} is too short: give 4 characters of the id or more, or its file's reference (m1)"
-            )),
-            message_ref::Unfound::NoSuch => EngineError::Missing(format!(
-                "there is no message {message} in {contact}'s conversation: give an id `relay transcript --json` shows"
-            )),
-            message_ref::Unfound::Several(count) => {
-                EngineError::AmbiguousMessage { prefix: message.trim().to_string(), count }
-            }
-        })?;
-        match &one.channel_message_id {
-            Some(channel_id) => Ok((one.clone(), channel_id.clone())),
-            None => Err(EngineError::Invalid(format!(
-                "message {message} has not reached WhatsApp (it has no id there yet)"
-            ))),
-        }
-    }
-
-    /// A page of the transcript, oldest first: the messages after the
-    /// message `after`, at most `limit`.
-    pub fn transcript_page(
-        &self,
-        id_or_prefix: &str,
-        after: Option<Uuid>,
-        limit: usize,
-    ) -> Result<crate::api::paging::Page<TranscriptMessage, Uuid>, EngineError> {
-        crate::api::paging::transcript_page(self.transcript(id_or_prefix)?, after, limit).map_err(EngineError::Invalid)
-    }
-
-    /// The file of `message` in a conversation (its file's reference, its
-    /// id or a unique start of it: [`message_ref`]): what the transcript
-    /// says of it, and its bytes.
-    pub fn media_file(
-        &self,
-        id_or_prefix: &str,
-        message: &str,
-    ) -> Result<(crate::api::MediaInfo, Vec<u8>), EngineError> {
-        let transcript = self.transcript(id_or_prefix)?;
-        let message = message_ref::of_file(&transcript, message)?;
-        let message_id = message.id;
-        let media =
-            message.media.clone().ok_or_else(|| EngineError::Missing(format!("message {message_id} has no file")))?;
-        let path = match (&media.path, media.status) {
-            (Some(path), crate::api::MediaStatus::Stored) => std::path::PathBuf::from(path),
-            (_, status) => {
-                return Err(EngineError::Missing(format!(
-                    "message {message_id}'s file is not kept (it is {})",
-                    status.as_str().replace('_', " ")
-                )));
-            }
-        };
-        let bytes = self.shared.store.media().read(&path)?;
-        Ok((*media, bytes))
-    }
-
-    pub async fn pause(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
-        self.operate(id_or_prefix, Op::Pause).await.map(|(i, _)| i)
-    }
-
-    pub async fn resume(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
-        self.operate(id_or_prefix, Op::Resume).await.map(|(i, _)| i)
-    }
-
-    pub async fn cancel(&self, id_or_prefix: &str) -> Result<ConversationInstance, EngineError> {
-        self.operate(id_or_prefix, Op::Cancel).await.map(|(i, _)| i)
-    }
-
-    /// The operator answers the agent's question (`relay answer`); the
-    /// agent goes on with it. Nothing is sent to the contact.
-    pub async fn answer(&self, id_or_prefix: &str, text: String) -> Result<ConversationInstance, EngineError> {
-        let text = bounded_text("answer", text, limits::MAX_REASON_CHARS)?;
-        self.operate(id_or_prefix, Op::Answer { text }).await.map(|(i, _)| i)
-    }
-
-    /// The operator speaks to the contact (`relay send`).
-    pub async fn send(&self, id_or_prefix: &str, text: String) -> Result<TranscriptMessage, EngineError> {
-        let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)?;
-        self.send_as(id_or_prefix, text, Uuid::new_v4()).await
-    }
-
-    /// `send`, at most once per idempotency `key`. A message that went out,
-    /// or may have (unconfirmed), is returned as it is; one that failed is
-    /// tried again under the same id.
-    pub async fn send_once(
-        &self,
-        key: &str,
-        id_or_prefix: &str,
-        text: String,
-    ) -> Result<Idempotent<TranscriptMessage>, EngineError> {
-        let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)?;
-        let id = self.resolve(id_or_prefix)?;
-        let fingerprint = idempotency::fingerprint(&[id.as_bytes(), text.as_bytes()]);
-        let claim = self.shared.keys.claim(key, "send", fingerprint)?;
-        if claim.retried {
-            let earlier = self.shared.store.read_transcript(id)?.into_iter().find(|m| m.id == claim.target);
-            if let Some(message) = earlier.filter(|m| m.send_status != Some(SendStatus::Failed)) {
-                return Ok(Idempotent { value: message, replayed: true });
-            }
-        }
-        let value = self.send_as(&id.to_string(), text, claim.target).await?;
-        Ok(Idempotent { value, replayed: false })
-    }
-
-    /// The operator sends a file staged with `POST /media` (`relay send
-    /// --file`): it becomes the conversation's next attachment, and goes to
-    /// the contact as `send` sends a message.
-    pub async fn send_file(&self, id_or_prefix: &str, file: SendFile) -> Result<TranscriptMessage, EngineError> {
-        self.send_file_as(id_or_prefix, file, Uuid::new_v4()).await
-    }
-
-    /// `send_file`, at most once per idempotency `key` (as `send_once`).
-    pub async fn send_file_once(
-        &self,
-        key: &str,
-        id_or_prefix: &str,
-        file: SendFile,
-    ) -> Result<Idempotent<TranscriptMessage>, EngineError> {
-        let id = self.resolve(id_or_prefix)?;
-        // The file by what it holds, not by its upload id: a retry gives
-        // the same file again, under a new id.
-        let held = self.shared.store.media().upload_sha256(file.upload_id)?.unwrap_or_default();
-        let asked = serde_json::to_vec(&(&held, &file.name, &file.caption)).expect("requests serialise");
-        let fingerprint = idempotency::fingerprint(&[id.as_bytes(), b"file", &asked]);
-        let claim = self.shared.keys.claim(key, "send", fingerprint)?;
-        if claim.retried {
-            let earlier = self.shared.store.read_transcript(id)?.into_iter().find(|m| m.id == claim.target);
-            if let Some(message) = earlier.filter(|m| m.send_status != Some(SendStatus::Failed)) {
-                return Ok(Idempotent { value: message, replayed: true });
-            }
-        }
-        let value = self.send_file_as(&id.to_string(), file, claim.target).await?;
-        Ok(Idempotent { value, replayed: false })
-    }
-
-    async fn send_file_as(
-        &self,
-        id_or_prefix: &str,
-        file: SendFile,
-        message_id: Uuid,
-    ) -> Result<TranscriptMessage, EngineError> {
-        let caption = file.caption.filter(|c| !c.trim().is_empty());
-        let caption = caption.map(|c| bounded_text("caption", c, limits::MAX_CAPTION_CHARS)).transpose()?;
-        self.resolve(id_or_prefix)?;
-        if !self.shared.store.media().has_upload(file.upload_id) {
-            return Err(attachments::no_upload(file.upload_id));
-        }
-        // Taken by the actor once the conversation may be written to: a
-        // refused send leaves the file staged for another try.
-        let op = Op::SendFile { upload_id: file.upload_id, name: file.name, caption, message_id };
-        let (_, message) = self.operate(id_or_prefix, op).await?;
-        Ok(message.expect("a send returns its message"))
-    }
-
-    async fn send_as(
-        &self,
-        id_or_prefix: &str,
-        text: String,
-        message_id: Uuid,
-    ) -> Result<TranscriptMessage, EngineError> {
-        let (_, message) = self.operate(id_or_prefix, Op::Send { text, message_id }).await?;
-        Ok(message.expect("a send returns its message"))
-    }
-
-    async fn operate(
-        &self,
-        id_or_prefix: &str,
-        op: Op,
-    ) -> Result<(ConversationInstance, Option<TranscriptMessage>), EngineError> {
-        let id = self.resolve(id_or_prefix)?;
-        let instance = self.shared.snapshot(id).ok_or_else(|| EngineError::NotFound(id.to_string()))?;
-        if instance.state.is_terminal() {
-            // Terminal conversations have no actor; the table refuses anyway.
-            let event = op.event();
-            tracing::warn!(instance = %id, state = %instance.state, event = %event, "invalid transition refused");
-            return Err(EngineError::Transition { id, source: InvalidTransition { state: instance.state, event } });
-        }
-        let contact = contact_of(&instance);
-        let event = op.event();
-        match self.shared.ask(&contact, |reply| Msg::Operator { id, op, reply }).await? {
-            // It ended meanwhile (and left its actor): refuse naming its state.
-            Err(EngineError::NotFound(_)) => match self.shared.snapshot(id) {
-                Some(now) => Err(EngineError::Transition { id, source: InvalidTransition { state: now.state, event } }),
-                None => Err(EngineError::NotFound(id.to_string())),
-            },
-            other => other,
-        }
-    }
-
-    /// The do-not-contact list, by number.
-    pub fn opt_outs(&self) -> Vec<crate::courtesy::OptOut> {
-        self.shared.opt_outs.all()
-    }
-
-    /// The operator puts `contact` on the do-not-contact list: its
-    /// conversations end, and nothing more is sent to it. A number already
-    /// listed stays as it was listed.
-    pub async fn opt_out(&self, contact: &str, reason: String) -> Result<crate::api::OptOutAdded, EngineError> {
-        let contact = Contact::parse(contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        let reason = bounded_text("reason", reason, limits::MAX_REASON_CHARS)?;
-        self.shared.ask(&contact, |reply| Msg::OptOut { reason, reply }).await?
-    }
-
-    /// Takes `contact` off the do-not-contact list; returns its entry.
-    pub fn opt_in(&self, contact: &str) -> Result<crate::courtesy::OptOut, EngineError> {
-        let parsed = Contact::parse(contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        self.shared.opt_outs.remove(&parsed)?.ok_or_else(|| EngineError::NotListed(parsed.to_string()))
     }
 
     /// What holds first contacts back now (`relay status`).

@@ -17,6 +17,10 @@ use crate::channel::{ChannelError, OutgoingMedia, Sent};
 use crate::engine::{EngineError, bounded_text};
 use crate::fsm::Event;
 
+/// An agent's send, checked: its words, its file, and the two as a turn
+/// compares them.
+type CheckedSend = (Option<String>, Option<crate::api::Attachment>, String);
+
 /// How long shutdown waits for sends already under way to report back.
 const SEND_DRAIN: Duration = Duration::from_secs(10);
 
@@ -104,87 +108,96 @@ impl Actor {
         send: AgentSend,
         reply: ToolReply,
     ) -> Result<(), ToolError> {
-        let checked = self.check_turn(id, turn).and_then(|()| {
-            if self.turn.as_ref().is_some_and(|t| t.attempted >= limits::MAX_MESSAGES_PER_TURN) {
-                return Err(ToolError(format!(
-                    "not sent: at most {} messages per turn; wait for the contact to answer",
-                    limits::MAX_MESSAGES_PER_TURN
-                )));
-            }
-            if self.turn.as_ref().is_some_and(|t| !t.may_send) {
-                return Err(ToolError(
-                    "not sent: this turn already wrote to the contact. One message a turn, unless you record what \
-                     they told you (mark_todo_item) first or they write again: end the turn and wait for their \
-                     answer"
-                        .into(),
-                ));
-            }
-            let instance = &self.convs[self.index(id).map_err(|e| ToolError(e.to_string()))?];
-            // What the contact reads: the message, or the file's caption.
-            let (words, attachment) = match send {
-                AgentSend::Text(text) => {
-                    let text = bounded_text("message", text, limits::MAX_MESSAGE_CHARS)
-                        .map_err(|e| ToolError(e.to_string()))?;
-                    (Some(text), None)
-                }
-                AgentSend::Attachment { attachment_id, caption } => {
-                    let attachment = attachment_named(instance, &attachment_id)?;
-                    let caption = caption.filter(|c| !c.trim().is_empty());
-                    let caption = caption
-                        .map(|c| bounded_text("caption", c, limits::MAX_CAPTION_CHARS))
-                        .transpose()
-                        .map_err(|e| ToolError(format!("not sent: {e}")))?;
-                    (caption, Some(attachment.clone()))
-                }
-            };
-            let said = same_text(&match (&attachment, &words) {
-                (Some(file), words) => format!("[{}] {}", file.id, words.as_deref().unwrap_or_default()),
-                (None, words) => words.clone().unwrap_or_default(),
-            });
-            if self.turn.as_ref().is_some_and(|t| t.said.contains(&said)) {
-                return Err(ToolError(
-                    "not sent: this turn already sent that same message; say something new, or end the turn".into(),
-                ));
-            }
-            // What must never reach the contact, whatever the model does.
-            if let Some(words) = &words {
-                let sayable: Vec<&str> = std::iter::once(instance.objective.as_str())
-                    .chain(instance.todos.iter().map(|t| t.text.as_str()))
-                    .collect();
-                let tag = crate::agent::prompt::note_tag(id);
-                crate::agent::guard::check(words, &instance.private_context, &sayable.join("\n"), &tag)
-                    .map_err(ToolError)?;
-            }
-            Ok((words, attachment, said))
-        });
-        match checked {
-            Ok((words, attachment, said)) => {
-                if let Some(running) = self.turn.as_mut() {
-                    running.attempted += 1;
-                    running.may_send = false;
-                    running.said.push(said);
-                }
-                // relay's own line that an assistant writes, before the
-                // conversation's first message (cleared once it went out);
-                // above a file's caption when the first thing sent is a file.
-                let disclosure = self.index(id).ok().and_then(|i| self.convs[i].pending_disclosure.clone());
-                let words = match (disclosure, words) {
-                    (Some(line), Some(words)) => Some(format!("{line}\n\n{words}")),
-                    (Some(line), None) => Some(line),
-                    (None, words) => words,
-                };
-                let message = match attachment {
-                    Some(file) => file_message(id, Role::Agent, &file, words),
-                    None => TranscriptMessage::outgoing(id, Role::Agent, words.unwrap_or_default()),
-                };
-                self.start_send(message, SendWaiter::Tool { turn, reply });
-                Ok(())
-            }
+        let (words, attachment, said) = match self.check_agent_send(id, turn, send) {
+            Ok(checked) => checked,
             Err(error) => {
                 let _ = reply.send(Err(error.clone()));
-                Err(error)
+                return Err(error);
             }
+        };
+        if let Some(running) = self.turn.as_mut() {
+            running.attempted += 1;
+            running.may_send = false;
+            running.said.push(said);
         }
+        // relay's own line that an assistant writes, before the
+        // conversation's first message (cleared once it went out); above a
+        // file's caption when the first thing sent is a file.
+        let disclosure = self.index(id).ok().and_then(|i| self.convs[i].pending_disclosure.clone());
+        let words = match (disclosure, words) {
+            (Some(line), Some(words)) => Some(format!("{line}\n\n{words}")),
+            (Some(line), None) => Some(line),
+            (None, words) => words,
+        };
+        let message = match attachment {
+            Some(file) => file_message(id, Role::Agent, &file, words),
+            None => TranscriptMessage::outgoing(id, Role::Agent, words.unwrap_or_default()),
+        };
+        self.start_send(message, SendWaiter::Tool { turn, reply });
+        Ok(())
+    }
+
+    /// What an agent's send would say (its words, its file, and the two as
+    /// compared), if the turn may send it and nothing in it must be held back.
+    fn check_agent_send(&self, id: Uuid, turn: u64, send: AgentSend) -> Result<CheckedSend, ToolError> {
+        self.check_turn(id, turn)?;
+        self.turn_may_send()?;
+        let instance = &self.convs[self.index(id).map_err(|e| ToolError(e.to_string()))?];
+        // What the contact reads: the message, or the file's caption.
+        let (words, attachment) = match send {
+            AgentSend::Text(text) => {
+                let text =
+                    bounded_text("message", text, limits::MAX_MESSAGE_CHARS).map_err(|e| ToolError(e.to_string()))?;
+                (Some(text), None)
+            }
+            AgentSend::Attachment { attachment_id, caption } => {
+                let attachment = attachment_named(instance, &attachment_id)?;
+                let caption = caption.filter(|c| !c.trim().is_empty());
+                let caption = caption
+                    .map(|c| bounded_text("caption", c, limits::MAX_CAPTION_CHARS))
+                    .transpose()
+                    .map_err(|e| ToolError(format!("not sent: {e}")))?;
+                (caption, Some(attachment.clone()))
+            }
+        };
+        let said = same_text(&match (&attachment, &words) {
+            (Some(file), words) => format!("[{}] {}", file.id, words.as_deref().unwrap_or_default()),
+            (None, words) => words.clone().unwrap_or_default(),
+        });
+        if self.turn.as_ref().is_some_and(|t| t.said.contains(&said)) {
+            return Err(ToolError(
+                "not sent: this turn already sent that same message; say something new, or end the turn".into(),
+            ));
+        }
+        // What must never reach the contact, whatever the model does.
+        if let Some(words) = &words {
+            let sayable: Vec<&str> = std::iter::once(instance.objective.as_str())
+                .chain(instance.todos.iter().map(|t| t.text.as_str()))
+                .collect();
+            let tag = crate::agent::prompt::note_tag(id);
+            crate::agent::guard::check(words, &instance.private_context, &sayable.join("\n"), &tag)
+                .map_err(ToolError)?;
+        }
+        Ok((words, attachment, said))
+    }
+
+    /// A turn sends at most a few messages, and one at a time: again only
+    /// once it recorded what the contact said or they wrote again.
+    fn turn_may_send(&self) -> Result<(), ToolError> {
+        if self.turn.as_ref().is_some_and(|t| t.attempted >= limits::MAX_MESSAGES_PER_TURN) {
+            return Err(ToolError(format!(
+                "not sent: at most {} messages per turn; wait for the contact to answer",
+                limits::MAX_MESSAGES_PER_TURN
+            )));
+        }
+        if self.turn.as_ref().is_some_and(|t| !t.may_send) {
+            return Err(ToolError(
+                "not sent: this turn already wrote to the contact. One message a turn, unless you record what they \
+                 told you (mark_todo_item) first or they write again: end the turn and wait for their answer"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// A send finished: its record is settled (sent, or failed with why),
@@ -234,6 +247,18 @@ impl Actor {
         {
             tracing::error!(instance = %id, %error, "cannot record that the disclosure went out");
         }
+        self.answer_send_waiter(id, settled, waiter, result);
+    }
+
+    /// Tells whoever waits for a send what became of it: the agent's tool
+    /// call, or the operator's `relay send` once the conversation moved on.
+    fn answer_send_waiter(
+        &mut self,
+        id: Uuid,
+        settled: TranscriptMessage,
+        waiter: SendWaiter,
+        result: Result<Sent, ChannelError>,
+    ) {
         match (waiter, result) {
             (SendWaiter::Tool { turn, reply }, Ok(_)) => {
                 if let Some(running) = self.turn.as_mut().filter(|t| t.number == turn) {

@@ -16,6 +16,7 @@ mod budget;
 mod catch_up;
 mod cli_conventions;
 mod cli_truth;
+mod code_size;
 mod connections;
 mod contact_acts;
 mod containment;

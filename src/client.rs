@@ -31,6 +31,8 @@ use crate::api::{
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
 
+pub mod request;
+
 /// What every call of this client fails with.
 pub type Error = ApiErrorResponse;
 
@@ -331,17 +333,6 @@ impl Client {
         answer(self.send_request(Method::POST, "/media", file, "application/json").await?).await
     }
 
-    /// Gives relay each file (`POST /media`), as the attachments of a
-    /// conversation to create.
-    pub async fn attachments(&self, files: Vec<LocalFile>) -> Result<Vec<crate::api::NewAttachment>, Error> {
-        let mut attachments = Vec::with_capacity(files.len());
-        for (name, bytes) in files {
-            let uploaded = self.upload(bytes).await?;
-            attachments.push(crate::api::NewAttachment { upload_id: uploaded.upload_id, name });
-        }
-        Ok(attachments)
-    }
-
     /// `POST /sandbox/messages`.
     pub async fn sandbox_say(&self, request: &SandboxSayRequest) -> Result<SandboxSayResponse, Error> {
         self.request(Method::POST, "/sandbox/messages", Some(request)).await
@@ -619,16 +610,6 @@ fn unexpected(e: serde_json::Error) -> Error {
 fn error_of(status: StatusCode, body: &[u8]) -> Error {
     serde_json::from_slice::<ApiErrorResponse>(body)
         .unwrap_or_else(|_| failure(format!("the daemon answered {status}: {}", String::from_utf8_lossy(body).trim())))
-}
-
-/// A file on this machine to give relay (`relay create --attach`, `relay
-/// send --file`, MCP's `attach`): the name the contact will see, and its bytes.
-pub type LocalFile = (Option<String>, Vec<u8>);
-
-/// Reads the file at `path`, or says why it cannot.
-pub fn read_local_file(path: &std::path::Path) -> Result<LocalFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok((path.file_name().map(|n| n.to_string_lossy().into_owned()), bytes))
 }
 
 #[cfg(test)]

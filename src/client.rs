@@ -31,7 +31,11 @@ use crate::api::{
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
 
+mod ids;
 pub mod request;
+
+pub use ids::InstanceId;
+use ids::{number, webhook_id};
 
 /// What every call of this client fails with.
 pub type Error = ApiErrorResponse;
@@ -516,56 +520,6 @@ pub fn not_running() -> Error {
     Error::new(ErrorCode::DaemonNotRunning, "the relay daemon is not running: run `relay start` first")
 }
 
-/// A conversation id, or a prefix of one, checked: ids and prefixes are hex
-/// and dashes, so anything else is refused before it is put into a URL (and
-/// before the daemon is looked for: a wrong id is the caller's to fix first).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceId(String);
-
-impl InstanceId {
-    pub fn parse(id: &str) -> Result<InstanceId, Error> {
-        let id = id.trim();
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-            return Err(Error::new(
-                ErrorCode::InvalidArguments,
-                format!("'{id}' is not a conversation id (ids look like 3f2a9c1e-...)"),
-            ));
-        }
-        Ok(InstanceId(id.to_string()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// `/instances/<id>`.
-    fn path(&self) -> String {
-        format!("/instances/{}", self.0)
-    }
-}
-
-/// Webhook ids are letters, digits and `_`.
-fn webhook_id(id: &str) -> Result<&str, Error> {
-    let id = id.trim();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(Error::new(
-            ErrorCode::InvalidArguments,
-            format!("'{id}' is not a webhook id (they look like wh_3f2a9c1e4b5d)"),
-        ));
-    }
-    Ok(id)
-}
-
-/// A phone number, checked and in E.164 (`+` and digits: safe in a path)
-/// before it is put into a URL, as the daemon would check it.
-fn number(contact: &str) -> Result<String, Error> {
-    crate::contact::Contact::parse(contact)
-        .map(|c| c.as_str().to_string())
-        .map_err(|e| Error::new(ErrorCode::InvalidArguments, e.to_string()))
-}
-
-/// `path?query`, the query percent-encoded from the API's own query type
-/// (fields that are `None` left out); just `path` when nothing is set.
 /// A page's next cursor (from its `Link` header) and how many follow it.
 fn page_headers(response: &reqwest::Response) -> (Option<String>, usize) {
     let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
@@ -573,6 +527,8 @@ fn page_headers(response: &reqwest::Response) -> (Option<String>, usize) {
     (next, header(paging::REMAINING_HEADER).and_then(|n| n.parse().ok()).unwrap_or(0))
 }
 
+/// `path?query`, the query percent-encoded from the API's own query type
+/// (fields that are `None` left out); just `path` when nothing is set.
 fn with_query(path: &str, query: &impl Serialize) -> String {
     let query = serde_urlencoded::to_string(query).expect("query types serialise");
     if query.is_empty() { path.to_string() } else { format!("{path}?{query}") }

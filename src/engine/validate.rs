@@ -3,7 +3,10 @@
 
 use super::EngineError;
 use crate::api::limits;
-use crate::api::{ContactTime, ConversationInstance, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
+use crate::api::{
+    ContactTime, ConversationInstance, CreateInstanceRequest, HeartbeatConfig, HeartbeatOverrides, NewTodo, TodoItem,
+    TodoStatus,
+};
 use crate::contact::Contact;
 use crate::courtesy::{parse_zone, quiet, zone_of};
 
@@ -16,14 +19,41 @@ pub(super) fn new_instance(
     let courtesy = &settings.courtesy;
     let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
     let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
-    if request.todos.is_empty() {
+    let todos = todos(request.todos)?;
+    let heartbeat_config = heartbeat(request.heartbeat_config)?;
+    let given = request.time_zone.as_deref().map(parse_zone).transpose().map_err(EngineError::Invalid)?;
+    let (zone, zone_source) = zone_of(&contact, given, courtesy.default_zone());
+    let quiet_hours = match request.quiet_hours.as_deref() {
+        Some(text) => quiet::parse_setting(text).map_err(EngineError::Invalid)?,
+        None => courtesy.quiet_hours,
+    };
+    let override_opt_out = request
+        .override_opt_out
+        .map(|reason| bounded_text("reason to override the opt-out", reason, limits::MAX_REASON_CHARS))
+        .transpose()?;
+    let private_context = private_facts(request.private_context)?;
+    let mut instance = ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config);
+    instance.private_context = private_context;
+    // From the creation's own instant: `--expires-in 3d` is three days after `created_at`.
+    instance.budget =
+        super::budget::of_request(request.budget.unwrap_or_default(), &settings.budget, instance.created_at)
+            .map_err(EngineError::Invalid)?;
+    instance.contact_time = Some(ContactTime { time_zone: zone.name().to_string(), zone_source, quiet_hours });
+    instance.pending_disclosure = courtesy.disclosure_line();
+    instance.opt_out_override = override_opt_out;
+    Ok(instance)
+}
+
+/// The todos asked for, numbered from 1, each checked.
+fn todos(given: Vec<NewTodo>) -> Result<Vec<TodoItem>, EngineError> {
+    if given.is_empty() {
         return Err(EngineError::Invalid("give at least one todo".into()));
     }
-    if request.todos.len() > limits::MAX_TODOS {
+    if given.len() > limits::MAX_TODOS {
         return Err(EngineError::Invalid(format!("at most {} todos per conversation", limits::MAX_TODOS)));
     }
-    let mut todos = Vec::with_capacity(request.todos.len());
-    for (n, todo) in request.todos.into_iter().enumerate() {
+    let mut todos = Vec::with_capacity(given.len());
+    for (n, todo) in given.into_iter().enumerate() {
         let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
         if let Some(schema) = &todo.answer_schema {
             schema.check().map_err(|why| EngineError::Invalid(format!("todo {}'s answer_schema: {why}", n + 1)))?;
@@ -40,7 +70,13 @@ pub(super) fn new_instance(
             check: None,
         });
     }
-    let overrides = request.heartbeat_config.unwrap_or_default();
+    Ok(todos)
+}
+
+/// The follow-ups' interval and number: the defaults under what was asked,
+/// within the limits.
+fn heartbeat(overrides: Option<HeartbeatOverrides>) -> Result<HeartbeatConfig, EngineError> {
+    let overrides = overrides.unwrap_or_default();
     let defaults = HeartbeatConfig::default();
     let heartbeat_config = HeartbeatConfig {
         interval_ms: overrides.interval_ms.unwrap_or(defaults.interval_ms),
@@ -58,39 +94,23 @@ pub(super) fn new_instance(
     if heartbeat_config.max_followups > limits::MAX_FOLLOWUPS {
         return Err(EngineError::Invalid(format!("max_followups must be at most {}", limits::MAX_FOLLOWUPS)));
     }
-    let given = request.time_zone.as_deref().map(parse_zone).transpose().map_err(EngineError::Invalid)?;
-    let (zone, zone_source) = zone_of(&contact, given, courtesy.default_zone());
-    let quiet_hours = match request.quiet_hours.as_deref() {
-        Some(text) => quiet::parse_setting(text).map_err(EngineError::Invalid)?,
-        None => courtesy.quiet_hours,
-    };
-    let override_opt_out = request
-        .override_opt_out
-        .map(|reason| bounded_text("reason to override the opt-out", reason, limits::MAX_REASON_CHARS))
-        .transpose()?;
-    if request.private_context.len() > limits::MAX_PRIVATE_FACTS {
+    Ok(heartbeat_config)
+}
+
+/// The private facts asked for, each checked.
+fn private_facts(facts: Vec<String>) -> Result<Vec<String>, EngineError> {
+    if facts.len() > limits::MAX_PRIVATE_FACTS {
         return Err(EngineError::Invalid(format!(
             "at most {} private facts per conversation (got {})",
             limits::MAX_PRIVATE_FACTS,
-            request.private_context.len()
+            facts.len()
         )));
     }
-    let private_context = request
-        .private_context
+    facts
         .into_iter()
         .enumerate()
         .map(|(n, fact)| bounded_text(&format!("private fact {}", n + 1), fact, limits::MAX_PRIVATE_CHARS))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut instance = ConversationInstance::new(objective, contact.to_string(), todos, heartbeat_config);
-    instance.private_context = private_context;
-    // From the creation's own instant: `--expires-in 3d` is three days after `created_at`.
-    instance.budget =
-        super::budget::of_request(request.budget.unwrap_or_default(), &settings.budget, instance.created_at)
-            .map_err(EngineError::Invalid)?;
-    instance.contact_time = Some(ContactTime { time_zone: zone.name().to_string(), zone_source, quiet_hours });
-    instance.pending_disclosure = courtesy.disclosure_line();
-    instance.opt_out_override = override_opt_out;
-    Ok(instance)
+        .collect()
 }
 
 /// Trims `text` and checks it is neither empty nor longer than `max` characters.

@@ -246,12 +246,24 @@ mod tests {
         }
     }
 
+    fn interval() -> impl Strategy<Value = Option<u64>> {
+        proptest::option::of(1u64..10_000_000)
+    }
+
+    fn followups() -> impl Strategy<Value = Option<u32>> {
+        proptest::option::of(0u32..20)
+    }
+
+    fn turns() -> impl Strategy<Value = Option<u32>> {
+        proptest::option::of(1u32..100)
+    }
+
     proptest! {
         #[test]
         fn overrides_and_budget_are_sent_only_when_some_is_asked(
-            interval_ms in proptest::option::of(1u64..10_000_000),
-            max_followups in proptest::option::of(0u32..20),
-            max_turns in proptest::option::of(1u32..100),
+            interval_ms in interval(),
+            max_followups in followups(),
+            max_turns in turns(),
             max_tokens in proptest::option::of(1u64..1_000_000),
             expires_in_ms in proptest::option::of(1u64..100_000_000),
             facts in proptest::collection::vec("[a-z ]{1,12}", 0..4),
@@ -276,12 +288,12 @@ mod tests {
 
         #[test]
         fn what_is_given_here_wins_over_the_template(
-            here_interval in proptest::option::of(1u64..10_000_000),
-            its_interval in proptest::option::of(1u64..10_000_000),
-            here_followups in proptest::option::of(0u32..20),
-            its_followups in proptest::option::of(0u32..20),
-            here_turns in proptest::option::of(1u32..100),
-            its_turns in proptest::option::of(1u32..100),
+            here_interval in interval(),
+            its_interval in interval(),
+            here_followups in followups(),
+            its_followups in followups(),
+            here_turns in turns(),
+            its_turns in turns(),
             here_facts in proptest::collection::vec("[a-z]{1,8}", 0..3),
         ) {
             let here = NewConversation {

@@ -105,7 +105,7 @@ impl NewConversation {
             time_zone: self.time_zone.clone(),
             quiet_hours: self.quiet_hours.clone(),
             override_opt_out: self.override_opt_out.clone(),
-            budget: (self.budget != BudgetRequest::default()).then_some(self.budget.clone()),
+            budget: (self.budget != BudgetRequest::default()).then_some(self.budget),
             private_context: self.private_context.clone(),
             attachments: Vec::new(),
         }
@@ -272,7 +272,7 @@ mod tests {
             let asked = NewConversation {
                 heartbeat_interval_ms: interval_ms,
                 max_followups,
-                budget: budget.clone(),
+                budget,
                 private_context: facts.clone(),
                 ..asked()
             };

@@ -7,6 +7,7 @@ use comfy_table::Table;
 use super::output::say;
 use super::{CliError, Context, output};
 use crate::api::ErrorCode;
+use crate::client::request::millis;
 use crate::template::{Template, TemplateError, Templates};
 
 #[derive(Debug, clap::Subcommand)]
@@ -84,11 +85,11 @@ fn add(ctx: &Context, templates: &Templates, args: AddArgs) -> Result<(), CliErr
     let mut template = Template::new(&args.name, args.objective, args.todos)
         .and_then(|t| t.with_private_context(args.private_context))
         .map_err(error)?;
-    template.heartbeat_interval_ms = args.heartbeat_interval.map(|d| d.as_millis() as u64);
+    template.heartbeat_interval_ms = args.heartbeat_interval.map(millis);
     template.max_followups = args.max_followups;
     template.max_turns = args.max_turns;
     template.max_tokens = args.max_tokens;
-    template.expires_in_ms = args.expires_in.map(|d| d.as_millis() as u64);
+    template.expires_in_ms = args.expires_in.map(millis);
     for (schema, n) in args.answers.into_iter().zip(args.answer_of) {
         template.answers.insert((n + 1).to_string(), schema);
     }

@@ -31,6 +31,12 @@ use crate::api::{
 use crate::config::{Config, ConfigError};
 use crate::home::{Home, daemon_files};
 
+mod ids;
+pub mod request;
+
+pub use ids::InstanceId;
+use ids::{number, webhook_id};
+
 /// What every call of this client fails with.
 pub type Error = ApiErrorResponse;
 
@@ -331,17 +337,6 @@ impl Client {
         answer(self.send_request(Method::POST, "/media", file, "application/json").await?).await
     }
 
-    /// Gives relay each file (`POST /media`), as the attachments of a
-    /// conversation to create.
-    pub async fn attachments(&self, files: Vec<LocalFile>) -> Result<Vec<crate::api::NewAttachment>, Error> {
-        let mut attachments = Vec::with_capacity(files.len());
-        for (name, bytes) in files {
-            let uploaded = self.upload(bytes).await?;
-            attachments.push(crate::api::NewAttachment { upload_id: uploaded.upload_id, name });
-        }
-        Ok(attachments)
-    }
-
     /// `POST /sandbox/messages`.
     pub async fn sandbox_say(&self, request: &SandboxSayRequest) -> Result<SandboxSayResponse, Error> {
         self.request(Method::POST, "/sandbox/messages", Some(request)).await
@@ -525,56 +520,6 @@ pub fn not_running() -> Error {
     Error::new(ErrorCode::DaemonNotRunning, "the relay daemon is not running: run `relay start` first")
 }
 
-/// A conversation id, or a prefix of one, checked: ids and prefixes are hex
-/// and dashes, so anything else is refused before it is put into a URL (and
-/// before the daemon is looked for: a wrong id is the caller's to fix first).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceId(String);
-
-impl InstanceId {
-    pub fn parse(id: &str) -> Result<InstanceId, Error> {
-        let id = id.trim();
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-            return Err(Error::new(
-                ErrorCode::InvalidArguments,
-                format!("'{id}' is not a conversation id (ids look like 3f2a9c1e-...)"),
-            ));
-        }
-        Ok(InstanceId(id.to_string()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// `/instances/<id>`.
-    fn path(&self) -> String {
-        format!("/instances/{}", self.0)
-    }
-}
-
-/// Webhook ids are letters, digits and `_`.
-fn webhook_id(id: &str) -> Result<&str, Error> {
-    let id = id.trim();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(Error::new(
-            ErrorCode::InvalidArguments,
-            format!("'{id}' is not a webhook id (they look like wh_3f2a9c1e4b5d)"),
-        ));
-    }
-    Ok(id)
-}
-
-/// A phone number, checked and in E.164 (`+` and digits: safe in a path)
-/// before it is put into a URL, as the daemon would check it.
-fn number(contact: &str) -> Result<String, Error> {
-    crate::contact::Contact::parse(contact)
-        .map(|c| c.as_str().to_string())
-        .map_err(|e| Error::new(ErrorCode::InvalidArguments, e.to_string()))
-}
-
-/// `path?query`, the query percent-encoded from the API's own query type
-/// (fields that are `None` left out); just `path` when nothing is set.
 /// A page's next cursor (from its `Link` header) and how many follow it.
 fn page_headers(response: &reqwest::Response) -> (Option<String>, usize) {
     let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
@@ -582,6 +527,8 @@ fn page_headers(response: &reqwest::Response) -> (Option<String>, usize) {
     (next, header(paging::REMAINING_HEADER).and_then(|n| n.parse().ok()).unwrap_or(0))
 }
 
+/// `path?query`, the query percent-encoded from the API's own query type
+/// (fields that are `None` left out); just `path` when nothing is set.
 fn with_query(path: &str, query: &impl Serialize) -> String {
     let query = serde_urlencoded::to_string(query).expect("query types serialise");
     if query.is_empty() { path.to_string() } else { format!("{path}?{query}") }
@@ -619,16 +566,6 @@ fn unexpected(e: serde_json::Error) -> Error {
 fn error_of(status: StatusCode, body: &[u8]) -> Error {
     serde_json::from_slice::<ApiErrorResponse>(body)
         .unwrap_or_else(|_| failure(format!("the daemon answered {status}: {}", String::from_utf8_lossy(body).trim())))
-}
-
-/// A file on this machine to give relay (`relay create --attach`, `relay
-/// send --file`, MCP's `attach`): the name the contact will see, and its bytes.
-pub type LocalFile = (Option<String>, Vec<u8>);
-
-/// Reads the file at `path`, or says why it cannot.
-pub fn read_local_file(path: &std::path::Path) -> Result<LocalFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok((path.file_name().map(|n| n.to_string_lossy().into_owned()), bytes))
 }
 
 #[cfg(test)]

@@ -35,10 +35,11 @@ use crate::api::limits::{DEFAULT_WAIT, MAX_WAIT};
 // The limits the daemon enforces, stated in the tools' input schemas.
 use crate::api::limits;
 use crate::api::{
-    AnswerRequest, ApiErrorResponse, BudgetRequest, ConversationEvent, ConversationInstance, CreateInstanceRequest,
-    CreateInstanceResponse, EventsQuery, HeartbeatOverrides, ListQuery, NewTodo, OptOut, OptOutAdded, OptOutRequest,
-    SendMessageRequest, State, TranscriptMessage, TranscriptQuery, WaitQuery, WaitResponse,
+    AnswerRequest, ApiErrorResponse, BudgetRequest, ConversationEvent, ConversationInstance, CreateInstanceResponse,
+    EventsQuery, ListQuery, NewTodo, OptOut, OptOutAdded, OptOutRequest, State, TranscriptMessage, TranscriptQuery,
+    WaitQuery, WaitResponse,
 };
+use crate::client::request::{self, Outgoing, Problem};
 use crate::client::{Client, InstanceId, StreamEnd};
 use crate::home::Home;
 
@@ -252,18 +253,15 @@ the same key returns the first message and sends nothing.",
             async {
                 let id = InstanceId::parse(&args.id)?;
                 let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
-                let request = match (args.message, args.file) {
-                    (message, Some(path)) => {
-                        let (name, bytes) = crate::client::read_local_file(std::path::Path::new(&path))
-                            .map_err(|e| usage(format!("file: {e}")))?;
-                        let uploaded = client.upload(bytes).await?;
-                        let file = crate::api::SendFile { upload_id: uploaded.upload_id, name, caption: message };
-                        SendMessageRequest { message: None, file: Some(file) }
-                    }
-                    (Some(message), None) => SendMessageRequest::text(message),
+                let outgoing = match (args.message, args.file) {
+                    (caption, Some(path)) => Outgoing::File { path: path.into(), caption },
+                    (Some(message), None) => Outgoing::Text(message),
                     (None, None) => return Err(usage("give message, or file (with message as its caption)".into())),
                 };
-                client.send(&id, &request).await
+                request::send(&client, &id, outgoing).await.map_err(|problem| match problem {
+                    Problem::Unreadable(why) => usage(format!("file: {why}")),
+                    problem => requests::refusal(problem),
+                })
             }
             .await,
         )

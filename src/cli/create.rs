@@ -6,8 +6,8 @@ use super::output::say;
 use super::{CliError, Context, output};
 use chrono::{DateTime, Utc};
 
-use crate::api::{AnswerSchema, BudgetRequest, CreateInstanceRequest, HeartbeatOverrides, NewTodo, limits};
-use crate::client::LocalFile;
+use crate::api::{AnswerSchema, BudgetRequest, NewTodo, limits};
+use crate::client::request::{NewConversation, Problem, millis};
 use crate::template::Templates;
 
 #[derive(Debug, clap::Args)]
@@ -87,21 +87,17 @@ pub struct Args {
     pub idempotency_key: Option<String>,
 }
 
-/// Each file's name and bytes, or which one cannot be read and why.
-fn read_files(paths: &[std::path::PathBuf]) -> Result<Vec<LocalFile>, CliError> {
-    if paths.len() > limits::MAX_ATTACHMENTS {
-        return Err(CliError::usage(format!(
-            "at most {} files per conversation (--attach was given {} times)",
-            limits::MAX_ATTACHMENTS,
-            paths.len()
-        )));
+/// A problem with the conversation to create or the file to send, in the
+/// CLI's words.
+pub(super) fn refusal(problem: Problem) -> CliError {
+    match problem {
+        Problem::TooManyFiles { given } => CliError::usage(format!(
+            "at most {} files per conversation (--attach was given {given} times)",
+            limits::MAX_ATTACHMENTS
+        )),
+        Problem::Unreadable(why) => CliError::usage(why),
+        Problem::Daemon(error) => error.into(),
     }
-    paths.iter().map(|p| read_file(p)).collect()
-}
-
-/// One file's name and bytes (`--attach`, `relay send --file`).
-pub(super) fn read_file(path: &std::path::Path) -> Result<LocalFile, CliError> {
-    crate::client::read_local_file(path).map_err(CliError::usage)
 }
 
 pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -153,62 +149,34 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
-    let interval_ms = args.heartbeat_interval.map(|d| d.as_millis() as u64);
-    let asked_budget = BudgetRequest {
-        max_turns: args.max_turns,
-        max_tokens: args.max_tokens,
-        expires_in_ms: args.expires_in.map(|d| d.as_millis() as u64),
-        expires_at: args.expires_at,
-    };
-    let mut private_context = Vec::new();
-    let (objective, todos, interval_ms, max_followups, budget) = match &args.template {
-        None => (
-            args.objective.unwrap_or_default(),
-            with_answers(args.todos, args.answers, &args.answer_of),
-            interval_ms,
-            args.max_followups,
-            asked_budget,
-        ),
-        Some(name) => {
-            let template = Templates::of(&ctx.home).load(name).map_err(super::template::error)?;
-            let filled = template.fill(&args.vars).map_err(super::template::error)?;
-            private_context = filled.private_context;
-            // Flags given here win over the template's.
-            (
-                filled.objective,
-                filled.todos,
-                interval_ms.or(filled.heartbeat_interval_ms),
-                args.max_followups.or(filled.max_followups),
-                BudgetRequest {
-                    max_turns: asked_budget.max_turns.or(filled.max_turns),
-                    max_tokens: asked_budget.max_tokens.or(filled.max_tokens),
-                    // --expires-at replaces the template's deadline too.
-                    expires_in_ms: asked_budget
-                        .expires_in_ms
-                        .or(filled.expires_in_ms.filter(|_| asked_budget.expires_at.is_none())),
-                    expires_at: asked_budget.expires_at,
-                },
-            )
-        }
-    };
-    let request = CreateInstanceRequest {
-        objective,
-        target_contact: args.contact,
-        todos,
-        heartbeat_config: Some(HeartbeatOverrides { interval_ms, max_followups }),
+    let new = NewConversation {
+        objective: args.objective.unwrap_or_default(),
+        contact: args.contact,
+        todos: with_answers(args.todos, args.answers, &args.answer_of),
+        heartbeat_interval_ms: args.heartbeat_interval.map(millis),
+        max_followups: args.max_followups,
         time_zone: args.tz,
         quiet_hours: args.quiet_hours,
         override_opt_out: args.override_opt_out,
-        budget: (budget != BudgetRequest::default()).then_some(budget),
-        // The template's facts, then those given here.
-        private_context: private_context.into_iter().chain(args.private_context).collect(),
-        attachments: Vec::new(),
+        budget: BudgetRequest {
+            max_turns: args.max_turns,
+            max_tokens: args.max_tokens,
+            expires_in_ms: args.expires_in.map(millis),
+            expires_at: args.expires_at,
+        },
+        private_context: args.private_context,
+        attach: args.attach,
     };
-    // Every file read before any is given to relay: a wrong path costs nothing.
-    let files = read_files(&args.attach)?;
+    let new = match &args.template {
+        None => new,
+        Some(name) => {
+            let template = Templates::of(&ctx.home).load(name).map_err(super::template::error)?;
+            new.from_template(template.fill(&args.vars).map_err(super::template::error)?)
+        }
+    };
+    let ready = new.read_files().map_err(refusal)?;
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
-    let request = CreateInstanceRequest { attachments: client.attachments(files).await?, ..request };
-    let created = client.create(&request).await?;
+    let created = ready.create(&client).await?;
     if ctx.json {
         output::json(&created);
     } else {

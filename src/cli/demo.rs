@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{CliError, Context, output};
-use crate::api::{CreateInstanceRequest, NewTodo, OutboxQuery, SandboxSayRequest};
+use crate::api::{ConversationInstance, CreateInstanceRequest, NewTodo, OutboxQuery, SandboxSayRequest};
 use crate::client::InstanceId;
 use crate::config::{ChannelKind, Config, ModelConfig, Provider};
 use crate::scripted_model::{Reply, Responder, ScriptedModel};
@@ -106,11 +106,22 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
 
+    print_end(ctx, &final_state, model)?;
+    if final_state.state.is_terminal() {
+        Ok(())
+    } else {
+        Err(CliError::failure(format!("demo: the conversation did not finish within {}s", GIVE_UP.as_secs())))
+    }
+}
+
+/// The conversation as it ended, as `relay get` shows it, and what the
+/// scripted model served.
+fn print_end(ctx: &Context, final_state: &ConversationInstance, model: &ScriptedModel) -> Result<(), CliError> {
     if ctx.json {
-        trial::quiet_if_reader_gone(output::show_json(&final_state))?;
+        trial::quiet_if_reader_gone(output::show_json(final_state))?;
     } else {
         output::show(&format!("\n$ relay get {}", final_state.id))?;
-        super::get::print(&final_state);
+        super::get::print(final_state);
         output::show(&format!(
             "\n{}, {} requests seen by the scripted model server.",
             output::count(final_state.usage.model_calls, "model call"),
@@ -118,11 +129,7 @@ async fn demo(ctx: &Context, relay: &Relay, model: &ScriptedModel) -> Result<(),
         ))?;
         output::show("Try it yourself on the sandbox: relay init --channel sandbox && relay start (see the README).")?;
     }
-    if final_state.state.is_terminal() {
-        Ok(())
-    } else {
-        Err(CliError::failure(format!("demo: the conversation did not finish within {}s", GIVE_UP.as_secs())))
-    }
+    Ok(())
 }
 
 /// The demo's scripted "model": answers from what the conversation holds,

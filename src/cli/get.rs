@@ -17,6 +17,16 @@ pub async fn run(ctx: &Context, id: &str) -> Result<(), CliError> {
 }
 
 pub fn print(i: &ConversationInstance) {
+    print_what(i);
+    print_clock(i);
+    print_attention(i);
+    print_outcome(i);
+    print_todos(i);
+    print_history(i);
+}
+
+/// What it is for, with whom, and what it may use.
+fn print_what(i: &ConversationInstance) {
     let state = match i.previous_state {
         Some(previous) => format!("{} (resumes to {previous})", i.state),
         None => i.state.to_string(),
@@ -38,6 +48,11 @@ pub fn print(i: &ConversationInstance) {
         output::count(hb.max_followups, "follow-up"),
         i.follow_up_count
     );
+}
+
+/// Its follow-ups' clock: the contact's zone and quiet hours, what the next
+/// message waits for, delivery.
+fn print_clock(i: &ConversationInstance) {
     if let Some(time) = &i.contact_time {
         let from = match time.zone_source {
             ZoneSource::Given => "given",
@@ -82,6 +97,10 @@ pub fn print(i: &ConversationInstance) {
         );
         say!("missing     {}", output::hang(&said, 12));
     }
+}
+
+/// Why it is paused or waits on someone, and what it asks.
+fn print_attention(i: &ConversationInstance) {
     // Paused by their own message on their phone, not by `relay pause`: say so.
     if i.state == State::Paused
         && i.history.last().is_some_and(|t| t.trigger == crate::fsm::Event::OperatorWrites.as_str())
@@ -104,6 +123,10 @@ pub fn print(i: &ConversationInstance) {
     if let Some(reason) = &i.channel_blocked {
         say!("waiting     {}", output::hang(reason, 12));
     }
+}
+
+/// How it ended, and what it cost.
+fn print_outcome(i: &ConversationInstance) {
     if let (Some(outcome), Some(by)) = (i.outcome, i.ended_by) {
         say!("outcome     {} (ended by {})", outcome.as_str(), by.as_str());
     }
@@ -130,6 +153,10 @@ pub fn print(i: &ConversationInstance) {
         say!("budget      {}", output::hang(&line, 12));
     }
     say!("created     {}", output::time(i.created_at));
+}
+
+/// Each todo, its answer and typed value.
+fn print_todos(i: &ConversationInstance) {
     say!("todos");
     for todo in &i.todos {
         let mark = match todo.status {
@@ -151,6 +178,10 @@ pub fn print(i: &ConversationInstance) {
             (None, None) => {}
         }
     }
+}
+
+/// The contact's last message and every change of state.
+fn print_history(i: &ConversationInstance) {
     if let Some(last) = &i.last_contact_message {
         say!(
             "contact     last wrote \"{}\" ({})",

@@ -104,27 +104,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         Err(crate::config::ConfigError::Missing(_)) => None,
         Err(other) => return Err(other.into()),
     };
-    let channel = match (args.channel, &existing) {
-        (Some(channel), _) => channel,
-        (None, Some(config)) => config.channel,
-        (None, None) if !ctx.json && std::io::stdin().is_terminal() => ask_channel()?,
-        (None, None) => ChannelKind::Whatsapp,
-    };
-    let mut config = existing.clone().unwrap_or_else(|| Config::new(channel));
-    config.channel = channel;
-    if let Some(port) = ctx.port {
-        config.daemon_port = port;
-    }
-    config.model = model_config(&args, config.model.take())?;
-    config.media.transcription = transcription_config(&args, config.media.transcription.take())?;
-    if let Some(name) = &args.operator_name {
-        if let Some(problem) = crate::config::operator_name_problem(name) {
-            return Err(CliError::usage(format!("--operator-name {problem}")));
-        }
-        config.courtesy.operator_name = Some(name.trim().to_string());
-    }
-    // The daemon refuses to start on what this check refuses: better said now.
-    config.check().map_err(CliError::usage)?;
+    let config = configure(ctx, &args, existing.as_ref())?;
     let fail = |e: std::io::Error| CliError::failure(format!("cannot write {}: {e}", ctx.home.root().display()));
     ctx.home.create().map_err(fail)?;
     config.save(&ctx.home.config_file()).map_err(fail)?;
@@ -154,6 +134,50 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
             false => Ok(()),
         };
     }
+    say_done(&done, &config, link, args.no_transcription);
+    let running = crate::home::daemon_files::is_locked(&ctx.home);
+    if running && existing.as_ref() != Some(&config) {
+        say!("The daemon is running: `relay stop && relay start` to apply this config.");
+    }
+    if link {
+        super::link::run(ctx, pair_phone, args.force, args.timeout).await?;
+        if !running {
+            say!("Next: `relay start`; it reconnects with this link, no QR code needed.");
+        }
+    }
+    Ok(())
+}
+
+/// The config this run makes: the one there was (if any) with what was
+/// given here, checked.
+fn configure(ctx: &Context, args: &Args, existing: Option<&Config>) -> Result<Config, CliError> {
+    let channel = match (args.channel, existing) {
+        (Some(channel), _) => channel,
+        (None, Some(config)) => config.channel,
+        (None, None) if !ctx.json && std::io::stdin().is_terminal() => ask_channel()?,
+        (None, None) => ChannelKind::Whatsapp,
+    };
+    let mut config = existing.cloned().unwrap_or_else(|| Config::new(channel));
+    config.channel = channel;
+    if let Some(port) = ctx.port {
+        config.daemon_port = port;
+    }
+    config.model = model_config(args, config.model.take())?;
+    config.media.transcription = transcription_config(args, config.media.transcription.take())?;
+    if let Some(name) = &args.operator_name {
+        if let Some(problem) = crate::config::operator_name_problem(name) {
+            return Err(CliError::usage(format!("--operator-name {problem}")));
+        }
+        config.courtesy.operator_name = Some(name.trim().to_string());
+    }
+    // The daemon refuses to start on what this check refuses: better said now.
+    config.check().map_err(CliError::usage)?;
+    Ok(config)
+}
+
+/// What was set up, and what to do next.
+fn say_done(done: &Initialised, config: &Config, link: bool, no_transcription: bool) {
+    let channel = config.channel;
     let verb = if done.created { "Initialised" } else { "Updated" };
     say!("{verb} relay in {} (channel {}, port {}).", done.home, channel.as_str(), done.daemon_port);
     match &config.model {
@@ -175,20 +199,9 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     courtesy(&config.courtesy);
     match &config.media.transcription {
         Some(transcription) => say!("Transcription: {} ({}).", transcription.label(), transcription.key_source()),
-        None if args.no_transcription => say!("Transcription: none."),
+        None if no_transcription => say!("Transcription: none."),
         None => {}
     }
-    let running = crate::home::daemon_files::is_locked(&ctx.home);
-    if running && existing.as_ref() != Some(&config) {
-        say!("The daemon is running: `relay stop && relay start` to apply this config.");
-    }
-    if link {
-        super::link::run(ctx, pair_phone, args.force, args.timeout).await?;
-        if !running {
-            say!("Next: `relay start`; it reconnects with this link, no QR code needed.");
-        }
-    }
-    Ok(())
 }
 
 /// What relay does to be a careful sender, said once, where to change it.

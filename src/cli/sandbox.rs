@@ -9,6 +9,7 @@ use crate::api::{
     MediaKind, OutboxQuery, PhoneAction, PhoneRequest, SandboxAct, SandboxActRequest, SandboxLockRequest,
     SandboxLockState, SandboxMedia, SandboxSayRequest, SandboxSayResponse,
 };
+use crate::client::Client;
 use crate::contact::Contact;
 
 #[derive(Debug, clap::Subcommand)]
@@ -216,39 +217,43 @@ pub async fn run(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Offline { contact: None } => link(ctx, &client, false, false).await?,
         Command::Online { contact: None, cut_short } => link(ctx, &client, true, cut_short).await?,
         Command::Read { contact } => phone(ctx, &client, contact, PhoneAction::Read).await?,
-        Command::Outbox { contact } => {
-            let contact = match contact {
-                Some(c) => Some(Contact::parse(&c).map_err(|e| CliError::usage(e.to_string()))?.to_string()),
-                None => None,
+        Command::Outbox { contact } => outbox(ctx, &client, contact).await?,
+    }
+    Ok(())
+}
+
+/// `relay sandbox outbox`: what relay has sent, to one contact or all.
+async fn outbox(ctx: &Context, client: &Client, contact: Option<String>) -> Result<(), CliError> {
+    let contact = match contact {
+        Some(c) => Some(Contact::parse(&c).map_err(|e| CliError::usage(e.to_string()))?.to_string()),
+        None => None,
+    };
+    let sent = client.sandbox_outbox(&OutboxQuery { contact: contact.clone() }).await?;
+    if ctx.json {
+        output::json(&sent);
+    } else if sent.is_empty() {
+        match contact {
+            Some(contact) => say!("relay has sent nothing to {contact} yet."),
+            None => say!("relay has sent nothing yet."),
+        }
+    } else {
+        for e in &sent {
+            let head = format!("{}  to {}  ", output::time(e.timestamp), e.contact);
+            // A file: `[photo meter.jpg 120 KB sha256:ab12cd34…] caption`.
+            let text = match &e.media {
+                Some(file) => {
+                    let about = format!(
+                        "[{} {} {} sha256:{}…]",
+                        file.kind.as_str(),
+                        file.file_name,
+                        crate::media::label::size(file.bytes),
+                        &file.sha256[..file.sha256.len().min(8)]
+                    );
+                    if e.text.is_empty() { about } else { format!("{about} {}", e.text) }
+                }
+                None => e.text.clone(),
             };
-            let sent = client.sandbox_outbox(&OutboxQuery { contact: contact.clone() }).await?;
-            if ctx.json {
-                output::json(&sent);
-            } else if sent.is_empty() {
-                match contact {
-                    Some(contact) => say!("relay has sent nothing to {contact} yet."),
-                    None => say!("relay has sent nothing yet."),
-                }
-            } else {
-                for e in &sent {
-                    let head = format!("{}  to {}  ", output::time(e.timestamp), e.contact);
-                    // A file: `[photo meter.jpg 120 KB sha256:ab12cd34…] caption`.
-                    let text = match &e.media {
-                        Some(file) => {
-                            let about = format!(
-                                "[{} {} {} sha256:{}…]",
-                                file.kind.as_str(),
-                                file.file_name,
-                                crate::media::label::size(file.bytes),
-                                &file.sha256[..file.sha256.len().min(8)]
-                            );
-                            if e.text.is_empty() { about } else { format!("{about} {}", e.text) }
-                        }
-                        None => e.text.clone(),
-                    };
-                    say!("{head}{}", output::hang(&text, head.chars().count()));
-                }
-            }
+            say!("{head}{}", output::hang(&text, head.chars().count()));
         }
     }
     Ok(())

@@ -3,8 +3,8 @@
 
 use super::output::say;
 use super::{CliError, Context, output};
-use crate::api::{SendFile, SendMessageRequest};
 use crate::client::InstanceId;
+use crate::client::request::{self, Outgoing};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,16 +29,12 @@ pub struct Args {
 pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
     let id = InstanceId::parse(&args.id)?;
     let client = ctx.client()?.with_idempotency_key(args.idempotency_key)?;
-    let request = match (args.message, args.file) {
-        (_, Some(path)) => {
-            let (name, bytes) = super::create::read_file(&path)?;
-            let uploaded = client.upload(bytes).await?;
-            let file = SendFile { upload_id: uploaded.upload_id, name, caption: args.caption };
-            SendMessageRequest { message: None, file: Some(file) }
-        }
-        (message, None) => SendMessageRequest { message, file: None },
+    let outgoing = match (args.message, args.file) {
+        (_, Some(path)) => Outgoing::File { path, caption: args.caption },
+        // clap asks for a message when there is no file.
+        (message, None) => Outgoing::Text(message.unwrap_or_default()),
     };
-    let sent = client.send(&id, &request).await?;
+    let sent = request::send(&client, &id, outgoing).await.map_err(super::create::refusal)?;
     if ctx.json {
         output::json(&sent);
     } else {

@@ -3,7 +3,9 @@
 
 use super::EngineError;
 use crate::api::limits;
-use crate::api::{ContactTime, CreateInstanceRequest, HeartbeatConfig, TodoItem, TodoStatus};
+use crate::api::{
+    ContactTime, CreateInstanceRequest, HeartbeatConfig, HeartbeatOverrides, NewTodo, TodoItem, TodoStatus,
+};
 use crate::contact::Contact;
 use crate::courtesy::{parse_zone, quiet, zone_of};
 use crate::store::ConversationRecord;
@@ -18,7 +20,7 @@ pub(super) fn new_instance(
     let objective = bounded_text("objective", request.objective, limits::MAX_OBJECTIVE_CHARS)?;
     let contact = Contact::parse(&request.target_contact).map_err(|e| EngineError::Invalid(e.to_string()))?;
     let todos = todos(request.todos)?;
-    let heartbeat_config = heartbeat_config(request.heartbeat_config.unwrap_or_default())?;
+    let heartbeat_config = heartbeat(request.heartbeat_config)?;
     let given = request.time_zone.as_deref().map(parse_zone).transpose().map_err(EngineError::Invalid)?;
     let (zone, zone_source) = zone_of(&contact, given, courtesy.default_zone());
     let quiet_hours = match request.quiet_hours.as_deref() {
@@ -42,16 +44,16 @@ pub(super) fn new_instance(
     Ok(instance)
 }
 
-/// The todos asked for, numbered from 1, each pending.
-fn todos(asked: Vec<crate::api::NewTodo>) -> Result<Vec<TodoItem>, EngineError> {
-    if asked.is_empty() {
+/// The todos asked for, numbered from 1, each checked.
+fn todos(given: Vec<NewTodo>) -> Result<Vec<TodoItem>, EngineError> {
+    if given.is_empty() {
         return Err(EngineError::Invalid("give at least one todo".into()));
     }
-    if asked.len() > limits::MAX_TODOS {
+    if given.len() > limits::MAX_TODOS {
         return Err(EngineError::Invalid(format!("at most {} todos per conversation", limits::MAX_TODOS)));
     }
-    let mut todos = Vec::with_capacity(asked.len());
-    for (n, todo) in asked.into_iter().enumerate() {
+    let mut todos = Vec::with_capacity(given.len());
+    for (n, todo) in given.into_iter().enumerate() {
         let text = bounded_text(&format!("todo {}", n + 1), todo.text, limits::MAX_TODO_CHARS)?;
         if let Some(schema) = &todo.answer_schema {
             schema.check().map_err(|why| EngineError::Invalid(format!("todo {}'s answer_schema: {why}", n + 1)))?;
@@ -71,9 +73,10 @@ fn todos(asked: Vec<crate::api::NewTodo>) -> Result<Vec<TodoItem>, EngineError> 
     Ok(todos)
 }
 
-/// The heartbeat asked for, the defaults filling what it leaves out, within
-/// relay's bounds.
-fn heartbeat_config(overrides: crate::api::HeartbeatOverrides) -> Result<HeartbeatConfig, EngineError> {
+/// The follow-ups' interval and number: the defaults under what was asked,
+/// within the limits.
+fn heartbeat(overrides: Option<HeartbeatOverrides>) -> Result<HeartbeatConfig, EngineError> {
+    let overrides = overrides.unwrap_or_default();
     let defaults = HeartbeatConfig::default();
     let heartbeat_config = HeartbeatConfig {
         interval_ms: overrides.interval_ms.unwrap_or(defaults.interval_ms),
@@ -94,7 +97,7 @@ fn heartbeat_config(overrides: crate::api::HeartbeatOverrides) -> Result<Heartbe
     Ok(heartbeat_config)
 }
 
-/// The private facts, at most a few, each bounded.
+/// The private facts asked for, each checked.
 fn private_facts(facts: Vec<String>) -> Result<Vec<String>, EngineError> {
     if facts.len() > limits::MAX_PRIVATE_FACTS {
         return Err(EngineError::Invalid(format!(

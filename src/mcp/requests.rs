@@ -1,7 +1,10 @@
 //! The daemon requests behind the tools that do more than one call:
 //! create (attachments first), events (a bounded page), wait (with progress).
 
+use std::path::PathBuf;
+
 use super::*;
+use crate::client::request::{self, NewConversation, Problem};
 
 impl RelayTools {
     /// A client for this request: built anew each time, so a daemon started
@@ -11,59 +14,42 @@ impl RelayTools {
     }
 
     pub(super) async fn create_request(&self, args: CreateArgs) -> Result<CreateInstanceResponse, ApiErrorResponse> {
-        let interval_ms = match &args.heartbeat_interval {
-            Some(text) => {
-                Some(crate::duration::parse(text).map_err(|e| usage(format!("heartbeat_interval: {e}")))?.as_millis()
-                    as u64)
-            }
-            None => None,
-        };
-        let heartbeat_config = (interval_ms.is_some() || args.max_followups.is_some())
-            .then_some(HeartbeatOverrides { interval_ms, max_followups: args.max_followups });
-        let expires_in_ms = match &args.expires_in {
-            Some(text) => {
-                Some(crate::duration::parse(text).map_err(|e| usage(format!("expires_in: {e}")))?.as_millis() as u64)
-            }
-            None => None,
-        };
-        let expires_at = args.expires_at.as_deref().map(crate::engine::budget::parse_time).transpose();
-        let expires_at = expires_at.map_err(|e| usage(format!("expires_at: {e}")))?;
-        // The daemon checks the rest (zero, in the past, both deadlines).
-        let budget =
-            BudgetRequest { max_turns: args.max_turns, max_tokens: args.max_tokens, expires_in_ms, expires_at };
         let mut todos: Vec<NewTodo> = args.todos.into_iter().map(NewTodo::new).collect();
         for (id, kind) in args.answers.unwrap_or_default() {
-            let todo = id.trim().parse::<usize>().ok().filter(|n| *n >= 1).and_then(|n| todos.get_mut(n - 1));
-            let Some(todo) = todo else {
-                return Err(usage(format!("answers: there is no todo {id:?}; the todo ids are 1 to {}", todos.len())));
+            let count = todos.len();
+            let Some(todo) = request::todo_by_id(&mut todos, &id) else {
+                return Err(usage(format!("answers: there is no todo {id:?}; the todo ids are 1 to {count}")));
             };
             let schema = crate::api::AnswerSchema::shorthand(&kind).map_err(|e| usage(format!("answers.{id}: {e}")))?;
             todo.answer_schema = Some(schema);
         }
-        // Every file read before any is given to relay: a wrong path costs nothing.
-        let paths = args.attach.unwrap_or_default();
-        if paths.len() > limits::MAX_ATTACHMENTS {
-            return Err(usage(format!("attach: at most {} files per conversation", limits::MAX_ATTACHMENTS)));
-        }
-        let files = paths.iter().map(|p| crate::client::read_local_file(std::path::Path::new(p)));
-        let files = files.collect::<Result<Vec<_>, _>>().map_err(|e| usage(format!("attach: {e}")))?;
-        let request = CreateInstanceRequest {
+        let new = NewConversation {
             objective: args.objective,
-            target_contact: args.contact,
+            contact: args.contact,
             todos,
-            heartbeat_config,
+            heartbeat_interval_ms: duration_ms(args.heartbeat_interval.as_deref(), "heartbeat_interval")?,
+            max_followups: args.max_followups,
             time_zone: args.time_zone,
             quiet_hours: args.quiet_hours,
             // The tool's description says it is a human's call; the daemon
             // records the reason in the conversation and the list.
             override_opt_out: args.override_opt_out,
-            budget: (budget != BudgetRequest::default()).then_some(budget),
+            budget: BudgetRequest {
+                max_turns: args.max_turns,
+                max_tokens: args.max_tokens,
+                expires_in_ms: duration_ms(args.expires_in.as_deref(), "expires_in")?,
+                expires_at: args
+                    .expires_at
+                    .as_deref()
+                    .map(crate::engine::budget::parse_time)
+                    .transpose()
+                    .map_err(|e| usage(format!("expires_at: {e}")))?,
+            },
             private_context: args.private_context.unwrap_or_default(),
-            attachments: Vec::new(),
+            attach: args.attach.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
         };
-        let client = self.client()?.with_idempotency_key(args.idempotency_key)?;
-        let request = CreateInstanceRequest { attachments: client.attachments(files).await?, ..request };
-        client.create(&request).await
+        let ready = new.read_files().map_err(refusal)?;
+        ready.create(&self.client()?.with_idempotency_key(args.idempotency_key)?).await
     }
 
     pub(super) async fn events_request(&self, args: EventsArgs) -> Result<Events, ApiErrorResponse> {
@@ -141,5 +127,24 @@ impl RelayTools {
             updated_at: instance.updated_at,
             instance: reached.then_some(instance),
         })
+    }
+}
+
+/// A duration the tool takes as text ("30m"), in milliseconds; a problem
+/// names the argument.
+fn duration_ms(text: Option<&str>, argument: &str) -> Result<Option<u64>, ApiErrorResponse> {
+    let duration = text.map(crate::duration::parse).transpose();
+    Ok(duration.map_err(|e| usage(format!("{argument}: {e}")))?.map(request::millis))
+}
+
+/// A problem with the conversation to create or the file to send, in the
+/// tools' words (their arguments' names).
+pub(super) fn refusal(problem: Problem) -> ApiErrorResponse {
+    match problem {
+        Problem::TooManyFiles { .. } => {
+            usage(format!("attach: at most {} files per conversation", limits::MAX_ATTACHMENTS))
+        }
+        Problem::Unreadable(why) => usage(format!("attach: {why}")),
+        Problem::Daemon(error) => error,
     }
 }

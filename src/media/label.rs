@@ -48,87 +48,108 @@ pub fn label(media: &MediaInfo, cx: &Context) -> String {
     let timed = audio || matches!(kind, Video | VideoNote);
     // The type relay found in the bytes, once it has them.
     let found = media.mime.as_deref().and_then(sniff::from_mime);
-    let mut facts: Vec<String> = Vec::new();
-    let mut note: Option<String> = None;
-    let mut body = media.caption.as_deref().map(|c| contact_text(c, MAX_CAPTION_CHARS)).unwrap_or_default();
+    let mut said = Said {
+        body: media.caption.as_deref().map(|c| contact_text(c, MAX_CAPTION_CHARS)).unwrap_or_default(),
+        ..Said::default()
+    };
 
     if kind == Document {
-        facts.extend(media.file_name.as_deref().and_then(quoted_name));
+        said.facts.extend(media.file_name.as_deref().and_then(quoted_name));
     }
     if timed {
-        facts.extend(media.duration_s.map(clock));
+        said.facts.extend(media.duration_s.map(clock));
     }
     let size = media.bytes.map(size);
 
     match media.status {
         MediaStatus::Pending => {
-            facts.extend(size.filter(|_| kind == Document));
-            note = Some("being processed".into());
+            said.facts.extend(size.filter(|_| kind == Document));
+            said.note = Some("being processed".into());
         }
         MediaStatus::TooLarge => {
-            facts.extend(size);
-            note = Some(format!("too large for relay to fetch (limit {})", self::size(cx.max_bytes)));
+            said.facts.extend(size);
+            said.note = Some(format!("too large for relay to fetch (limit {})", self::size(cx.max_bytes)));
         }
         MediaStatus::Failed => {
             let ask = if audio { "ask them to send it again or write it" } else { "ask them to send it again" };
-            note = Some(format!("relay could not fetch it; {ask}"));
+            said.note = Some(format!("relay could not fetch it; {ask}"));
         }
-        MediaStatus::Stored | MediaStatus::Pruned => {
-            let stored = media.status == MediaStatus::Stored;
-            let not_what_it_said = |what: &str, ty: FileType| {
-                let what_it_is = [Some(ty.name.to_string()), size.clone()].into_iter().flatten();
-                format!("the file is not {what} ({})", what_it_is.collect::<Vec<_>>().join(", "))
-            };
-            match kind {
-                Photo | Sticker => match found {
-                    Some(ty) if !ty.fits(kind) => note = Some(not_what_it_said("an image", ty)),
-                    _ if stored && !(cx.shown && found.is_some_and(|ty| ty.model_can_see())) => {
-                        facts.push("not shown to you".into())
-                    }
-                    _ => {}
-                },
-                VoiceNote | Audio => match (found, media.transcript_status) {
-                    (Some(ty), _) if !ty.fits(kind) => note = Some(not_what_it_said("audio", ty)),
-                    (_, Some(TranscriptStatus::NotAudio)) => note = Some("the file is not audio".into()),
-                    (_, Some(TranscriptStatus::Done)) => {
-                        facts.push("transcribed".into());
-                        body = media
-                            .transcript
-                            .as_deref()
-                            .map(|t| contact_text(t, MAX_TRANSCRIPT_CHARS))
-                            .unwrap_or_default();
-                        if body.is_empty() {
-                            note = Some("no words were heard".into());
-                        }
-                    }
-                    (_, Some(TranscriptStatus::Failed)) => {
-                        note = Some("relay could not transcribe it; ask the contact to write it".into())
-                    }
-                    (_, Some(TranscriptStatus::NotConfigured) | None) => {
-                        let what = if kind == VoiceNote { "voice notes" } else { "audio files" };
-                        note = Some(format!("relay cannot listen to {what}; ask the contact to write it"))
-                    }
-                },
-                Video | VideoNote => match found {
-                    Some(ty) if !ty.fits(kind) => note = Some(not_what_it_said("a video", ty)),
-                    _ if stored => facts.push("not shown to you".into()),
-                    _ => {}
-                },
-                Document => {
-                    let ty = found.unwrap_or(sniff::UNKNOWN);
-                    match sniff::claim(media.declared_mime.as_deref(), media.file_name.as_deref(), ty) {
-                        Some(said) => facts.push(format!("said to be {} but it is not ({})", a(said.name), ty.name)),
-                        None => facts.push(ty.name.into()),
-                    }
-                    facts.extend(size);
+        MediaStatus::Stored | MediaStatus::Pruned => held(media, cx, found, size.as_ref(), &mut said),
+    }
+    written(media, said)
+}
+
+/// What a label says of a file besides its kind and reference.
+#[derive(Default)]
+struct Said {
+    /// After the kind: its name, length, type, size, whether it is shown.
+    facts: Vec<String>,
+    /// What went wrong with it, or what to do about it.
+    note: Option<String>,
+    /// The words with it: a caption, or what a voice note said.
+    body: String,
+}
+
+/// The facts and note of a file relay has (or had and removed): whether
+/// it is what it said it was, shown to the model, heard.
+fn held(media: &MediaInfo, cx: &Context, found: Option<FileType>, size: Option<&String>, said: &mut Said) {
+    use MediaKind::*;
+    let kind = media.kind;
+    let stored = media.status == MediaStatus::Stored;
+    let not_what_it_said = |what: &str, ty: FileType| {
+        let what_it_is = [Some(ty.name.to_string()), size.cloned()].into_iter().flatten();
+        format!("the file is not {what} ({})", what_it_is.collect::<Vec<_>>().join(", "))
+    };
+    match kind {
+        Photo | Sticker => match found {
+            Some(ty) if !ty.fits(kind) => said.note = Some(not_what_it_said("an image", ty)),
+            _ if stored && !(cx.shown && found.is_some_and(|ty| ty.model_can_see())) => {
+                said.facts.push("not shown to you".into())
+            }
+            _ => {}
+        },
+        VoiceNote | Audio => match (found, media.transcript_status) {
+            (Some(ty), _) if !ty.fits(kind) => said.note = Some(not_what_it_said("audio", ty)),
+            (_, Some(TranscriptStatus::NotAudio)) => said.note = Some("the file is not audio".into()),
+            (_, Some(TranscriptStatus::Done)) => {
+                said.facts.push("transcribed".into());
+                said.body =
+                    media.transcript.as_deref().map(|t| contact_text(t, MAX_TRANSCRIPT_CHARS)).unwrap_or_default();
+                if said.body.is_empty() {
+                    said.note = Some("no words were heard".into());
                 }
             }
-            if !stored {
-                facts.push(removed_after(cx.keep));
+            (_, Some(TranscriptStatus::Failed)) => {
+                said.note = Some("relay could not transcribe it; ask the contact to write it".into())
             }
+            (_, Some(TranscriptStatus::NotConfigured) | None) => {
+                let what = if kind == VoiceNote { "voice notes" } else { "audio files" };
+                said.note = Some(format!("relay cannot listen to {what}; ask the contact to write it"))
+            }
+        },
+        Video | VideoNote => match found {
+            Some(ty) if !ty.fits(kind) => said.note = Some(not_what_it_said("a video", ty)),
+            _ if stored => said.facts.push("not shown to you".into()),
+            _ => {}
+        },
+        Document => {
+            let ty = found.unwrap_or(sniff::UNKNOWN);
+            match sniff::claim(media.declared_mime.as_deref(), media.file_name.as_deref(), ty) {
+                Some(claimed) => said.facts.push(format!("said to be {} but it is not ({})", a(claimed.name), ty.name)),
+                None => said.facts.push(ty.name.into()),
+            }
+            said.facts.extend(size.cloned());
         }
     }
+    if !stored {
+        said.facts.push(removed_after(cx.keep));
+    }
+}
 
+/// The label itself: `[kind reference, facts: note] words`.
+fn written(media: &MediaInfo, said: Said) -> String {
+    let Said { facts, note, body } = said;
+    let kind = media.kind;
     let mut label = format!("[{}", word(kind));
     let reference: String = media.reference.chars().filter(|c| c.is_ascii_alphanumeric()).take(16).collect();
     if !reference.is_empty() {
@@ -136,7 +157,7 @@ pub fn label(media: &MediaInfo, cx: &Context) -> String {
         label.push_str(&reference);
     }
     if !facts.is_empty() {
-        label.push_str(if kind == Document { ": " } else { ", " });
+        label.push_str(if kind == MediaKind::Document { ": " } else { ", " });
         label.push_str(&facts.join(", "));
     }
     if let Some(note) = note {

@@ -190,21 +190,12 @@ impl WhatsappChannel {
             if attempt > 1 {
                 tokio::time::sleep(backoff.next_wait()).await;
             }
-            let waited = tokio::time::timeout_at(connect_deadline, async {
-                state.wait_for(|s| s.is_connected() || s.blocked().is_some()).await.map(|s| s.blocked())
-            })
-            .await;
-            match waited {
-                Err(_) => {
-                    last_error = format!(
-                        "WhatsApp was not connected for {}",
-                        crate::duration::format(Duration::from_secs(settings.connect_wait_secs))
-                    );
-                    break;
-                }
-                Ok(Err(_)) => return Err(unavailable("the WhatsApp session has stopped".into())),
-                Ok(Ok(Some(reason))) => return Err(unavailable(reason)),
-                Ok(Ok(None)) => {}
+            if !connected_by(&mut state, connect_deadline).await? {
+                last_error = format!(
+                    "WhatsApp was not connected for {}",
+                    crate::duration::format(Duration::from_secs(settings.connect_wait_secs))
+                );
+                break;
             }
             self.check_once(&jid, to).await?;
             tried = attempt;
@@ -288,6 +279,21 @@ impl Outgoing<'_> {
             Outgoing::Text(text) => text,
             Outgoing::Media(media) => media.caption.as_deref().unwrap_or_default(),
         }
+    }
+}
+
+/// Waits for the link to be up until `deadline`: false if it was not by
+/// then, refused if it is blocked (logged out, banned) or has stopped.
+async fn connected_by(state: &mut watch::Receiver<LinkState>, deadline: Instant) -> Result<bool, ChannelError> {
+    let waited = tokio::time::timeout_at(deadline, async {
+        state.wait_for(|s| s.is_connected() || s.blocked().is_some()).await.map(|s| s.blocked())
+    })
+    .await;
+    match waited {
+        Err(_) => Ok(false),
+        Ok(Err(_)) => Err(unavailable("the WhatsApp session has stopped".into())),
+        Ok(Ok(Some(reason))) => Err(unavailable(reason)),
+        Ok(Ok(None)) => Ok(true),
     }
 }
 

@@ -391,31 +391,6 @@ impl super::Engine {
         if let Some(oldest) = self.shared.events.gone(after)? {
             return Err(super::EngineError::EventsGone { after, oldest });
         }
-        struct Follower {
-            engine: super::Engine,
-            live: broadcast::Receiver<Arc<ConversationEvent>>,
-            backlog: std::collections::VecDeque<Arc<ConversationEvent>>,
-            last: u64,
-            instance: Option<Uuid>,
-            follow: bool,
-            failed: bool,
-        }
-        impl Follower {
-            fn wanted(&self, event: &ConversationEvent) -> bool {
-                self.instance.is_none_or(|id| event.instance_id == id)
-            }
-            /// Reads what is stored after `last` into the backlog.
-            fn catch_up(&mut self) -> Result<(), StoreError> {
-                let instance = self.instance;
-                let stored = self
-                    .engine
-                    .shared
-                    .events
-                    .read_after(self.last, |e| instance.is_none_or(|id| e.instance_id == id))?;
-                self.backlog.extend(stored.into_iter().map(Arc::new));
-                Ok(())
-            }
-        }
         // Everything written so far is readable (and later ones come live).
         if let Err(error) = self.shared.events.flush() {
             tracing::error!(%error, "cannot sync the event log");
@@ -437,41 +412,70 @@ impl super::Engine {
                 f.failed = true;
                 return Some((Err(error), (f, None)));
             }
-            if f.failed {
-                return None;
-            }
-            loop {
-                if let Some(event) = f.backlog.pop_front() {
-                    f.last = f.last.max(event.seq);
-                    return Some((Ok(event), (f, None)));
-                }
-                if !f.follow {
-                    return None;
-                }
-                match f.live.recv().await {
-                    Ok(event) if event.seq <= f.last => {}
-                    Ok(event) => {
-                        if f.wanted(&event) {
-                            f.last = event.seq;
-                            return Some((Ok(event), (f, None)));
-                        }
-                        f.last = event.seq;
-                    }
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if let Err(error) = f.catch_up() {
-                            f.failed = true;
-                            return Some((Err(error), (f, None)));
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                }
-            }
+            let next = f.next().await?;
+            Some((next, (f, None)))
         }))
     }
 
     /// The sequence number of the last event written.
     pub fn last_event_seq(&self) -> u64 {
         self.shared.events.last_seq()
+    }
+}
+
+/// One reader of the event log: what is stored after `last`, then (when
+/// following) what comes live, of one conversation or all.
+struct Follower {
+    engine: super::Engine,
+    live: broadcast::Receiver<Arc<ConversationEvent>>,
+    backlog: std::collections::VecDeque<Arc<ConversationEvent>>,
+    last: u64,
+    instance: Option<Uuid>,
+    follow: bool,
+    failed: bool,
+}
+impl Follower {
+    fn wanted(&self, event: &ConversationEvent) -> bool {
+        self.instance.is_none_or(|id| event.instance_id == id)
+    }
+    /// Reads what is stored after `last` into the backlog.
+    fn catch_up(&mut self) -> Result<(), StoreError> {
+        let instance = self.instance;
+        let stored =
+            self.engine.shared.events.read_after(self.last, |e| instance.is_none_or(|id| e.instance_id == id))?;
+        self.backlog.extend(stored.into_iter().map(Arc::new));
+        Ok(())
+    }
+    /// The next event; None at the end, and after an error (given once).
+    async fn next(&mut self) -> Option<Result<Arc<ConversationEvent>, StoreError>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some(event) = self.backlog.pop_front() {
+                self.last = self.last.max(event.seq);
+                return Some(Ok(event));
+            }
+            if !self.follow {
+                return None;
+            }
+            match self.live.recv().await {
+                Ok(event) if event.seq <= self.last => {}
+                Ok(event) => {
+                    self.last = event.seq;
+                    if self.wanted(&event) {
+                        return Some(Ok(event));
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if let Err(error) = self.catch_up() {
+                        self.failed = true;
+                        return Some(Err(error));
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
     }
 }
 

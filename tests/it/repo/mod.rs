@@ -5,6 +5,7 @@
 //! built binary to compare what a document shows with what it prints; it
 //! checks a file of the repository, not a behaviour (that is `e2e`).
 
+mod code_size;
 mod docs;
 mod example_home;
 mod layers;

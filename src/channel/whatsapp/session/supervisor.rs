@@ -90,47 +90,52 @@ impl Session {
             if interrupted {
                 continue;
             }
-            // The run loop ended on its own: its last state says what next.
-            let state = self.state.borrow().clone();
-            match state {
-                LinkState::NotLinked | LinkState::Pairing | LinkState::LoggedOut { .. } | LinkState::Replaced => {
-                    if state == LinkState::Pairing {
-                        self.set(LinkState::NotLinked);
-                    }
-                    tracing::warn!(?state, "the WhatsApp session stopped; waiting for `relay init`");
-                    self.woken().await;
+            self.after_run(&mut backoff).await;
+        }
+        *self.client.lock().expect("client lock") = None;
+    }
+
+    /// The run loop ended on its own: its last state says what next (wait
+    /// for `relay init`, for a ban's end, or to reconnect).
+    async fn after_run(&self, backoff: &mut Backoff) {
+        let state = self.state.borrow().clone();
+        match state {
+            LinkState::NotLinked | LinkState::Pairing | LinkState::LoggedOut { .. } | LinkState::Replaced => {
+                if state == LinkState::Pairing {
+                    self.set(LinkState::NotLinked);
                 }
-                LinkState::TemporarilyBanned { until, .. } => {
-                    tracing::warn!(%until, "WhatsApp banned this number for a while; waiting until the ban ends");
-                    self.pause((until - crate::clock::now()).to_std().unwrap_or_default()).await;
-                    if crate::clock::now() >= until {
-                        self.set(LinkState::Connecting);
-                    }
+                tracing::warn!(?state, "the WhatsApp session stopped; waiting for `relay init`");
+                self.woken().await;
+            }
+            LinkState::TemporarilyBanned { until, .. } => {
+                tracing::warn!(%until, "WhatsApp banned this number for a while; waiting until the ban ends");
+                self.pause((until - crate::clock::now()).to_std().unwrap_or_default()).await;
+                if crate::clock::now() >= until {
+                    self.set(LinkState::Connecting);
                 }
-                LinkState::Outdated { .. }
-                | LinkState::Connecting
-                | LinkState::Connected
-                | LinkState::Reconnecting { .. } => {
-                    if !matches!(state, LinkState::Outdated { .. }) {
-                        let last_error = match state {
-                            LinkState::Reconnecting { last_error } => last_error,
-                            _ => Some("the connection ended".into()),
-                        };
-                        self.set(LinkState::Reconnecting { last_error });
-                        self.pause(backoff.next_wait()).await;
-                    }
-                    // Refused since the last connection (the event may
-                    // come after the run loop ended: whatsapp-rust hands
-                    // events over on a task of their own).
-                    let refused = self.version.lock().expect("version lock").rejected.is_some();
-                    if refused && !self.stop.is_cancelled() {
-                        let wait = self.after_refusal(&mut backoff).await;
-                        self.pause(wait).await;
-                    }
+            }
+            LinkState::Outdated { .. }
+            | LinkState::Connecting
+            | LinkState::Connected
+            | LinkState::Reconnecting { .. } => {
+                if !matches!(state, LinkState::Outdated { .. }) {
+                    let last_error = match state {
+                        LinkState::Reconnecting { last_error } => last_error,
+                        _ => Some("the connection ended".into()),
+                    };
+                    self.set(LinkState::Reconnecting { last_error });
+                    self.pause(backoff.next_wait()).await;
+                }
+                // Refused since the last connection (the event may
+                // come after the run loop ended: whatsapp-rust hands
+                // events over on a task of their own).
+                let refused = self.version.lock().expect("version lock").rejected.is_some();
+                if refused && !self.stop.is_cancelled() {
+                    let wait = self.after_refusal(backoff).await;
+                    self.pause(wait).await;
                 }
             }
         }
-        *self.client.lock().expect("client lock") = None;
     }
 
     /// Returns when there is something to do: stop, a pair order, or a

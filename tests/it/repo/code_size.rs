@@ -1,7 +1,8 @@
 //! Functions and files stay short enough to read whole: no function in
 //! `src/` over [`MAX_FN_LINES`] lines (its `fn` signature to its closing
-//! brace) and no file over [`MAX_FILE_LINES`], test code left out (inline
-//! `#[cfg(test)]` items and the files only such a module compiles). The
+//! brace; test code left out: inline `#[cfg(test)]` items and the files
+//! only such a module compiles) and no file over [`MAX_FILE_LINES`], its
+//! tests included. The
 //! allowlist names each exception exactly and fails once one fits, so it
 //! can only shrink.
 
@@ -183,14 +184,13 @@ fn measure_src() -> Vec<Long> {
     }
     let mut long = Vec::new();
     for (file, lines, measure) in measured {
+        let name = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        if lines > MAX_FILE_LINES {
+            long.push(Long { file: name.clone(), item: String::new(), lines });
+        }
         // A test module's file, or one of its own modules (`tests/x.rs`).
         if test_only.iter().any(|test| file.starts_with(test) || file.starts_with(test.with_extension(""))) {
             continue;
-        }
-        let name = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-        let lines = lines - measure.test_lines;
-        if lines > MAX_FILE_LINES {
-            long.push(Long { file: name.clone(), item: String::new(), lines });
         }
         for (item, lines) in measure.functions {
             if lines > MAX_FN_LINES {

@@ -54,6 +54,23 @@ use state::LinkState;
 
 const CHANNEL: &str = "whatsapp";
 
+/// What the WhatsApp link could not do, for the channel to say in its
+/// own words (a send's reason for failing).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    #[error("not connected")]
+    NotConnected,
+    /// WhatsApp did not answer the question it was asked.
+    #[error("no answer")]
+    NoAnswer,
+    /// The file did not reach WhatsApp's media servers.
+    #[error("cannot upload the file: {0}")]
+    Upload(String),
+    /// WhatsApp, or the client library, refused: in its words.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// What the channel needs from a WhatsApp session: the real one is
 /// [`Session`]; tests use a fake.
 pub trait Link: Send + Sync + 'static {
@@ -69,7 +86,7 @@ pub trait Link: Send + Sync + 'static {
     fn new_message_id(&self) -> Option<String>;
     /// Before the first message to a number: is it on WhatsApp? (Also
     /// learns its LID, so its replies can be matched.) `Err` if unknown.
-    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>>;
+    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, LinkError>>;
     fn typing<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, ()>;
     /// Sends `message` under `id`; returns the id WhatsApp took it under.
     fn send_message<'a>(
@@ -77,11 +94,11 @@ pub trait Link: Send + Sync + 'static {
         to: &'a Jid,
         message: wa::Message,
         id: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<String, LinkError>>;
     /// Uploads a file (encrypted, to WhatsApp's media servers) and makes the
     /// message that carries it: a photo as an image, anything else as a
     /// document with its name. Needs the connection.
-    fn prepare_media<'a>(&'a self, media: &'a OutgoingMedia) -> BoxFuture<'a, Result<wa::Message, String>>;
+    fn prepare_media<'a>(&'a self, media: &'a OutgoingMedia) -> BoxFuture<'a, Result<wa::Message, LinkError>>;
     fn mark_read<'a>(&'a self, chat: &'a Jid, ids: &'a [String]) -> BoxFuture<'a, ()>;
     /// Downloads and decrypts a contact's file, refusing it once it is
     /// over `max_bytes`.
@@ -211,7 +228,7 @@ impl WhatsappChannel {
                     Ok(message) => prepared.insert(message).clone(),
                     Err(error) => {
                         tracing::warn!(attempt, %error, "WhatsApp upload failed");
-                        last_error = error;
+                        last_error = error.to_string();
                         continue;
                     }
                 },
@@ -231,7 +248,7 @@ impl WhatsappChannel {
                 Ok(sent_id) => return Ok(Sent { message_id: Some(sent_id) }),
                 Err(error) => {
                     tracing::warn!(attempt, %error, "WhatsApp send failed");
-                    last_error = error;
+                    last_error = error.to_string();
                 }
             }
         }

@@ -23,7 +23,7 @@ mod sending;
 /// what the channel did, with the (paused) time it did it.
 struct FakeLink {
     state: watch::Sender<LinkState>,
-    outcomes: Mutex<Vec<Result<String, String>>>,
+    outcomes: Mutex<Vec<Result<String, LinkError>>>,
     registered: bool,
     lids: Vec<(String, String)>,
     log: Mutex<Vec<(Duration, String)>>,
@@ -34,7 +34,7 @@ struct FakeLink {
     downloads: Mutex<Vec<Result<Vec<u8>, FetchError>>>,
     download_takes: Duration,
     /// What each upload gives, in turn (then success every time).
-    uploads: Mutex<Vec<Result<(), String>>>,
+    uploads: Mutex<Vec<Result<(), LinkError>>>,
 }
 
 impl FakeLink {
@@ -84,7 +84,7 @@ impl Link for FakeLink {
         *n += 1;
         Some(format!("ID{n}"))
     }
-    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>> {
+    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, LinkError>> {
         self.note(format!("check {to}"));
         Box::pin(async move { Ok(self.registered) })
     }
@@ -97,7 +97,7 @@ impl Link for FakeLink {
         to: &'a Jid,
         message: wa::Message,
         id: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, LinkError>> {
         // What was sent, as a person would see it.
         let shown =
             match (&message.conversation, message.image_message.as_option(), message.document_message.as_option()) {
@@ -122,7 +122,7 @@ impl Link for FakeLink {
         let outcome = if outcomes.is_empty() { Ok(id.to_string()) } else { outcomes.remove(0) };
         Box::pin(async move { outcome })
     }
-    fn prepare_media<'a>(&'a self, media: &'a OutgoingMedia) -> BoxFuture<'a, Result<wa::Message, String>> {
+    fn prepare_media<'a>(&'a self, media: &'a OutgoingMedia) -> BoxFuture<'a, Result<wa::Message, LinkError>> {
         self.note(format!("upload {} {} bytes", media.file_name, media.bytes.len()));
         let mut uploads = self.uploads.lock().unwrap();
         let outcome = if uploads.is_empty() { Ok(()) } else { uploads.remove(0) };

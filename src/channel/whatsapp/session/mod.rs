@@ -30,6 +30,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use whatsapp_rust::prelude::*;
 
+use super::LinkError;
 use super::state::LinkState;
 use crate::api::PairingEvent;
 use crate::courtesy::ReachOutLock;
@@ -256,11 +257,11 @@ impl super::Link for Session {
         self.client().map(|c| c.generate_message_id())
     }
 
-    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, String>> {
+    fn check_number<'a>(&'a self, to: &'a Jid) -> BoxFuture<'a, Result<bool, LinkError>> {
         Box::pin(async move {
-            let client = self.client().ok_or("not connected")?;
-            let found = client.contacts().is_on_whatsapp(std::slice::from_ref(to)).await.map_err(|e| e.to_string())?;
-            let Some(result) = found.into_iter().next() else { return Err("no answer".into()) };
+            let client = self.client().ok_or(LinkError::NotConnected)?;
+            let found = client.contacts().is_on_whatsapp(std::slice::from_ref(to)).await.map_err(refused)?;
+            let Some(result) = found.into_iter().next() else { return Err(LinkError::NoAnswer) };
             // Learn the number's LID now, so its replies (addressed by LID) match.
             if let Some(lid) = &result.lid {
                 let learned = client
@@ -301,32 +302,32 @@ impl super::Link for Session {
         to: &'a Jid,
         message: wa::Message,
         id: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, LinkError>> {
         Box::pin(async move {
-            let client = self.client().ok_or("not connected")?;
+            let client = self.client().ok_or(LinkError::NotConnected)?;
             let options = whatsapp_rust::SendOptions::default().with_message_id(id);
             client
                 .send_message_with_options(to.clone(), message, options)
                 .await
                 .map(|sent| sent.message_id)
-                .map_err(|e| e.to_string())
+                .map_err(refused)
         })
     }
 
     fn prepare_media<'a>(
         &'a self,
         media: &'a crate::channel::OutgoingMedia,
-    ) -> BoxFuture<'a, Result<wa::Message, String>> {
+    ) -> BoxFuture<'a, Result<wa::Message, LinkError>> {
         use whatsapp_rust::download::MediaType;
         use whatsapp_rust::media::{DocumentOptions, ImageOptions, document_message, image_message};
         Box::pin(async move {
-            let client = self.client().ok_or("not connected")?;
+            let client = self.client().ok_or(LinkError::NotConnected)?;
             let photo = media.kind == crate::api::MediaKind::Photo;
             let kind = if photo { MediaType::Image } else { MediaType::Document };
             let upload = client
                 .upload(media.bytes.clone(), kind, Default::default())
                 .await
-                .map_err(|e| format!("cannot upload the file: {e}"))?;
+                .map_err(|e| LinkError::Upload(e.to_string()))?;
             let (caption, mimetype) = (media.caption.clone(), Some(media.mime.clone()));
             Ok(match photo {
                 true => image_message(upload, ImageOptions { caption, mimetype, ..Default::default() }),
@@ -391,6 +392,11 @@ impl super::Link for Session {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(Session::shutdown(self))
     }
+}
+
+/// What the client library refused, in its words.
+fn refused(error: impl std::fmt::Display) -> LinkError {
+    LinkError::Refused(error.to_string())
 }
 
 #[cfg(test)]

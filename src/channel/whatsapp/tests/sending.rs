@@ -93,7 +93,8 @@ async fn a_connection_that_never_comes_back_fails_the_send_after_the_wait() {
 #[tokio::test(start_paused = true)]
 async fn a_failing_send_is_retried_with_backoff_under_the_same_id() {
     let link = FakeLink::new(LinkState::Connected);
-    *link.outcomes.lock().unwrap() = vec![Err("socket closed".into()), Err("timeout".into())];
+    *link.outcomes.lock().unwrap() =
+        vec![Err(LinkError::Refused("socket closed".into())), Err(LinkError::Refused("timeout".into()))];
     let (channel, link, _) = channel(link, WhatsappSettings::default());
     let sent = channel.send(&contact(), "hi").await.unwrap();
     assert_eq!(sent.message_id.as_deref(), Some("ID1"));
@@ -107,7 +108,11 @@ async fn a_failing_send_is_retried_with_backoff_under_the_same_id() {
 #[tokio::test(start_paused = true)]
 async fn a_send_failing_every_attempt_fails_with_the_last_error() {
     let link = FakeLink::new(LinkState::Connected);
-    *link.outcomes.lock().unwrap() = vec![Err("a".into()), Err("b".into()), Err("c: server said no".into())];
+    *link.outcomes.lock().unwrap() = vec![
+        Err(LinkError::Refused("a".into())),
+        Err(LinkError::Refused("b".into())),
+        Err(LinkError::Refused("c: server said no".into())),
+    ];
     let (channel, link, _) = channel(link, WhatsappSettings::default());
     let error = channel.send(&contact(), "hi").await.unwrap_err();
     assert_eq!(
@@ -151,8 +156,8 @@ async fn files_go_as_images_or_documents_uploaded_once_under_one_id() {
     );
 
     let link = FakeLink::new(LinkState::Connected);
-    *link.uploads.lock().unwrap() = vec![Err("cannot upload the file: media conn refused".into())];
-    *link.outcomes.lock().unwrap() = vec![Err("socket closed".into())];
+    *link.uploads.lock().unwrap() = vec![Err(LinkError::Upload("media conn refused".into()))];
+    *link.outcomes.lock().unwrap() = vec![Err(LinkError::Refused("socket closed".into()))];
     let (whatsapp, link, _) = channel(link, WhatsappSettings::default());
     let sent = whatsapp.send_media(&contact(), &photo).await.unwrap();
     assert_eq!(sent.message_id.as_deref(), Some("ID1"));
@@ -170,7 +175,7 @@ async fn files_go_as_images_or_documents_uploaded_once_under_one_id() {
     );
     // An upload that never works fails the send with its reason.
     let link = FakeLink::new(LinkState::Connected);
-    *link.uploads.lock().unwrap() = vec![Err("cannot upload the file: a".into()); 3];
+    *link.uploads.lock().unwrap() = vec![Err(LinkError::Upload("a".into())); 3];
     let (whatsapp, _, _) = channel(link, WhatsappSettings::default());
     let error = whatsapp.send_media(&contact(), &photo).await.unwrap_err();
     assert_eq!(

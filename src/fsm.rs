@@ -317,6 +317,95 @@ impl fmt::Display for Event {
     }
 }
 
+/// What caused an entry of a conversation's history: its creation, or an
+/// event. On the wire it is the event's name, or `create`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Trigger {
+    Create,
+    Event(Event),
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Create => "create",
+            Trigger::Event(event) => event.as_str(),
+        }
+    }
+
+    /// The trigger named `name` as the wire writes it.
+    pub fn parse(name: &str) -> Option<Trigger> {
+        match name {
+            "create" => Some(Trigger::Create),
+            _ => Event::ALL.into_iter().find(|event| event.as_str() == name).map(Trigger::Event),
+        }
+    }
+
+    /// Every name a trigger has on the wire.
+    fn names() -> impl Iterator<Item = &'static str> {
+        std::iter::once("create").chain(Event::ALL.into_iter().map(Event::as_str))
+    }
+}
+
+impl From<Event> for Trigger {
+    fn from(event: Event) -> Trigger {
+        Trigger::Event(event)
+    }
+}
+
+impl PartialEq<Event> for Trigger {
+    fn eq(&self, event: &Event) -> bool {
+        *self == Trigger::Event(*event)
+    }
+}
+
+impl PartialEq<&str> for Trigger {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
+}
+
+impl PartialEq<Trigger> for &str {
+    fn eq(&self, trigger: &Trigger) -> bool {
+        *self == trigger.as_str()
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Trigger {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Trigger {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Trigger, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Trigger::parse(&name).ok_or_else(|| {
+            let names: Vec<&str> = Trigger::names().collect();
+            serde::de::Error::custom(format!("unknown trigger {name:?}: one of {}", names.join(", ")))
+        })
+    }
+}
+
+impl utoipa::PartialSchema for Trigger {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("The event that caused the entry (`pause`, `heartbeat_fires`, ...), or `create`."))
+            .enum_values(Some(Trigger::names()))
+            .into()
+    }
+}
+
+impl ToSchema for Trigger {}
+
 /// Where an allowed event leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {

@@ -385,7 +385,7 @@ pub struct StateTransition {
     pub from_state: Option<State>,
     pub to_state: State,
     /// The event that caused it (`pause`, `heartbeat_fires`, ...), or `create`.
-    pub trigger: String,
+    pub trigger: crate::fsm::Trigger,
     pub timestamp: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -549,7 +549,7 @@ impl ConversationInstance {
             history: vec![StateTransition {
                 from_state: None,
                 to_state: State::Created,
-                trigger: "create".into(),
+                trigger: crate::fsm::Trigger::Create,
                 timestamp: now,
                 reason: None,
             }],

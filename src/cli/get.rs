@@ -102,9 +102,7 @@ fn print_clock(i: &ConversationInstance) {
 /// Why it is paused or waits on someone, and what it asks.
 fn print_attention(i: &ConversationInstance) {
     // Paused by their own message on their phone, not by `relay pause`: say so.
-    if i.state == State::Paused
-        && i.history.last().is_some_and(|t| t.trigger == crate::fsm::Event::OperatorWrites.as_str())
-    {
+    if i.state == State::Paused && i.history.last().is_some_and(|t| t.trigger == crate::fsm::Event::OperatorWrites) {
         say!("paused      you wrote to the contact on your phone; `relay resume` lets the agent go on");
     }
     if i.state == State::NeedsHumanIntervention

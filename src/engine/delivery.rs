@@ -281,7 +281,7 @@ impl Actor {
             note(i, &next);
             // A person was called because nothing arrived; now it has.
             let called_for_it = i.state == State::NeedsHumanIntervention
-                && i.history.last().is_some_and(|t| t.trigger == Event::NotDelivered.as_str());
+                && i.history.last().is_some_and(|t| t.trigger == Event::NotDelivered);
             if first
                 && i.first_delivered_at.is_some()
                 && called_for_it

@@ -61,7 +61,7 @@ fn ending(run: &Run) -> Check {
     let mut problems = Vec::new();
     // Why it went to a person: the agent asked, or the agent failed.
     let why = run.instance.intervention_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
-    let asked = run.instance.history.last().is_some_and(|t| t.trigger == Event::RequestIntervention.as_str());
+    let asked = run.instance.history.last().is_some_and(|t| t.trigger == Event::RequestIntervention);
     // When it ended or went to a person: its last transition.
     let ended_at = run.instance.history.last().map(|t| t.timestamp);
     let contact_wrote_before =
@@ -387,7 +387,7 @@ mod tests {
             instance.history.push(StateTransition {
                 from_state: Some(State::WaitingForReply),
                 to_state: state,
-                trigger: Event::OptedOut.as_str().into(),
+                trigger: Event::OptedOut.into(),
                 timestamp: transcript[0].timestamp,
                 reason: None,
             });

@@ -240,3 +240,21 @@ fn serde_names_match_display_names() {
         assert_eq!(serde_json::to_value(event).unwrap(), event.as_str());
     }
 }
+
+/// A trigger is written as its name and read back as itself; a name no
+/// version of relay wrote is refused, naming those it could be; the
+/// published schema lists exactly the names.
+#[test]
+fn a_trigger_is_its_name_on_the_wire() {
+    let all: Vec<Trigger> = std::iter::once(Trigger::Create).chain(Event::ALL.map(Trigger::Event)).collect();
+    for trigger in &all {
+        let wire = serde_json::to_value(trigger).unwrap();
+        assert_eq!(wire, serde_json::json!(trigger.as_str()));
+        assert_eq!(serde_json::from_value::<Trigger>(wire).unwrap(), *trigger);
+    }
+    let refused = serde_json::from_value::<Trigger>(serde_json::json!("teleport")).unwrap_err().to_string();
+    assert!(refused.contains("unknown trigger \"teleport\"") && refused.contains("heartbeat_fires"), "{refused}");
+    let schema = serde_json::to_value(<Trigger as utoipa::PartialSchema>::schema()).unwrap();
+    let names: Vec<&str> = all.iter().map(|t| t.as_str()).collect();
+    assert_eq!(schema["enum"], serde_json::json!(names));
+}

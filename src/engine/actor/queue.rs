@@ -22,7 +22,7 @@ use crate::api::{
 use crate::channel::{InboundMessage, InboundOutcome};
 use crate::engine::conversation::entry;
 use crate::engine::{EngineError, report};
-use crate::fsm::{self, Event};
+use crate::fsm::{self, Event, Trigger};
 use crate::store::ConversationRecord;
 
 /// What `drive` does next.
@@ -241,10 +241,10 @@ impl Actor {
 
     /// Why an ACTIVE conversation needs a turn, from its last transition.
     fn turn_kind(&self, instance: &ConversationRecord) -> TurnKind {
-        match instance.history.last().map(|t| t.trigger.as_str()) {
-            Some("agent_sends_first_message") => TurnKind::FirstMessage,
-            Some("agent_processes_reply") => TurnKind::Reply,
-            Some("operator_answers") => TurnKind::Answered,
+        match instance.history.last().map(|t| t.trigger) {
+            Some(Trigger::Event(Event::AgentSendsFirstMessage)) => TurnKind::FirstMessage,
+            Some(Trigger::Event(Event::AgentProcessesReply)) => TurnKind::Reply,
+            Some(Trigger::Event(Event::OperatorAnswers)) => TurnKind::Answered,
             _ => TurnKind::Resume,
         }
     }

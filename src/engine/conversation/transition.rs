@@ -78,7 +78,7 @@ pub(in crate::engine) fn entry(
     reason: Option<String>,
     at: DateTime<Utc>,
 ) -> StateTransition {
-    StateTransition { from_state: Some(from), to_state: to, trigger: event.as_str().into(), timestamp: at, reason }
+    StateTransition { from_state: Some(from), to_state: to, trigger: event.into(), timestamp: at, reason }
 }
 
 #[cfg(test)]

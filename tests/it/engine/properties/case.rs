@@ -410,7 +410,7 @@ impl Run {
 
         let mut reached = REACHED.lock().unwrap();
         for e in disk.iter().flat_map(|i| &i.history) {
-            let taken = (e.from_state, e.trigger.clone());
+            let taken = (e.from_state, e.trigger.as_str().to_string());
             if !reached.contains(&taken) {
                 reached.push(taken);
             }

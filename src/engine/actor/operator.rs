@@ -3,10 +3,11 @@
 
 use uuid::Uuid;
 
-use super::transitions::allowed;
+use super::transitions::{allowed, refused};
 use super::{Actor, Op, OperatorReply, SendWaiter};
-use crate::api::{EventData, Role, SendStatus, State, TranscriptMessage};
+use crate::api::{Role, SendStatus, State, TranscriptMessage};
 use crate::channel::{InboundMessage, InboundOutcome};
+use crate::engine::conversation::operator;
 use crate::engine::{EngineError, heartbeat};
 use crate::fsm::Event;
 use crate::store::ConversationRecord;
@@ -17,25 +18,19 @@ impl Actor {
         id: Uuid,
         op: Op,
     ) -> Result<(ConversationRecord, Option<TranscriptMessage>), EngineError> {
-        match op {
-            Op::Pause => {
-                let instance = self.transition(id, Event::Pause, None, |_| {})?;
-                // The turn re-runs from disk on resume.
-                self.abort_turn_of(id);
-                Ok((instance, None))
-            }
-            Op::Resume => Ok((self.transition(id, Event::Resume, None, |_| {})?, None)),
-            Op::Cancel => {
-                let reason = "cancelled".to_string();
-                let instance = self.transition(id, Event::Cancel, Some(reason.clone()), |i| {
-                    i.failure_reason = Some(reason);
-                })?;
-                self.abort_turn_of(id);
-                Ok((instance, None))
-            }
-            Op::Answer { text } => self.answer(id, text).map(|instance| (instance, None)),
+        let (current, now) = (&self.convs[self.index(id)?], crate::clock::now());
+        let step = match op {
+            Op::Pause => operator::pause(current, now),
+            Op::Resume => operator::resume(current, now),
+            Op::Cancel => operator::cancel(current, now),
+            Op::Answer { text } => operator::answer(current, text, now),
             Op::Send { .. } | Op::SendFile { .. } => unreachable!("handled by start_manual_send"),
-        }
+        };
+        let step = step.map_err(|error| match error {
+            EngineError::Transition { id, source } => refused(id, source),
+            other => other,
+        })?;
+        Ok((self.run_step(id, step)?, None))
     }
 
     /// The operator wrote to the contact on their own WhatsApp (the phone,
@@ -67,34 +62,6 @@ impl Actor {
             tracing::info!(instance = %id, %error, "the operator's message is recorded; the state stays");
         }
         InboundOutcome::Delivered(id)
-    }
-
-    /// `relay answer`: the agent's pending question gets the operator's
-    /// answer, and the agent takes a turn with it. Nothing goes to the
-    /// contact. With no question pending there is nothing to answer: the
-    /// operator resumes the agent or writes to the contact instead.
-    fn answer(&mut self, id: Uuid, text: String) -> Result<ConversationRecord, EngineError> {
-        let current = &self.convs[self.index(id)?];
-        if current.state == State::NeedsHumanIntervention && current.pending_question.is_none() {
-            let reason = current.intervention_reason.clone().unwrap_or_else(|| "no reason was recorded".into());
-            return Err(EngineError::NoQuestion { id, reason });
-        }
-        let now = crate::clock::now();
-        let mut answered = None;
-        let instance = self.transition(id, Event::OperatorAnswers, None, |i| {
-            let Some(mut question) = i.pending_question.take() else { return };
-            question.answer = Some(text.clone());
-            question.answered_at = Some(now);
-            answered = Some(question.id.clone());
-            i.earlier_questions.push(question);
-        })?;
-        let question_id = answered.expect("set by the transition");
-        let note = format!("The operator answered the agent ({question_id}): {text}");
-        if let Err(error) = self.record(id, Role::System, note) {
-            tracing::warn!(instance = %id, %error, "cannot note the answer in the transcript");
-        }
-        self.shared.emit(id, EventData::Answer { question_id, answer: text });
-        Ok(instance)
     }
 
     /// `relay send`: checked against the table now, delivered in the

@@ -8,7 +8,8 @@ use uuid::Uuid;
 
 use super::Actor;
 use crate::api::{EventData, Role, State, TranscriptMessage};
-use crate::engine::{EngineError, conversation};
+use crate::engine::EngineError;
+use crate::engine::conversation::{self, Effect, Step};
 use crate::fsm::{self, Event, InvalidTransition, Target};
 use crate::store::ConversationRecord;
 
@@ -25,14 +26,31 @@ impl Actor {
     ) -> Result<ConversationRecord, EngineError> {
         let index = self.index(id)?;
         let now = crate::clock::now();
-        let transitioned = conversation::transition(&self.convs[index], event, reason, now, change)
+        let step = conversation::transition(&self.convs[index], event, reason, now, change)
             .map_err(|source| refused(id, source))?;
-        if let Some(EventData::Transition { from, to, .. }) = &transitioned.published {
-            tracing::info!(instance = %id, from = %from, to = %to, trigger = %event, "transition");
-        }
-        let committed = self.commit(index, transitioned.next)?;
-        if let Some(published) = transitioned.published {
-            self.shared.emit(id, published);
+        self.run_step(id, step)
+    }
+
+    /// Writes `step`'s record (to disk, then the engine's view), then runs
+    /// its effects in their order.
+    pub(in crate::engine) fn run_step(&mut self, id: Uuid, step: Step) -> Result<ConversationRecord, EngineError> {
+        let committed = self.commit(self.index(id)?, step.next)?;
+        for effect in step.effects {
+            match effect {
+                Effect::Publish(data) => {
+                    if let EventData::Transition { from, to, trigger, .. } = &data {
+                        tracing::info!(instance = %id, from = %from, to = %to, trigger = %trigger, "transition");
+                    }
+                    self.shared.emit(id, data);
+                }
+                Effect::Note(role, text) => {
+                    if let Err(error) = self.record(id, role, text) {
+                        tracing::warn!(instance = %id, %error, "cannot write relay's note in the transcript");
+                    }
+                }
+                Effect::StopTurn => self.abort_turn_of(id),
+                Effect::LetTurnFinish => self.detach_turn(),
+            }
         }
         Ok(committed)
     }
@@ -90,7 +108,7 @@ pub(super) fn allowed(id: Uuid, state: State, event: Event, previous: Option<Sta
 }
 
 /// A change the table refuses, logged.
-fn refused(id: Uuid, source: InvalidTransition) -> EngineError {
+pub(super) fn refused(id: Uuid, source: InvalidTransition) -> EngineError {
     tracing::warn!(instance = %id, state = %source.state, event = %source.event, "invalid transition refused");
     EngineError::Transition { id, source }
 }

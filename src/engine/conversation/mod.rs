@@ -5,15 +5,21 @@
 //! rest, in that order. So the rules are testable without tokio, a store or
 //! a channel.
 //!
+//! - [`step`]: what every function here returns: a [`Step`], the record to
+//!   write and the [`Effect`]s to run after;
 //! - [`transition`]: an event checked against the state machine's table,
-//!   and everything a change of state brings (timers, budgets, the report).
+//!   and everything a change of state brings (timers, budgets, the report);
+//! - [`operator`]: pause, resume, cancel and `relay answer`.
 //!
 //! Rules already plain functions of the record live beside it in the
 //! engine: [`super::heartbeat`] (timers), [`super::budget`] (limits),
 //! [`super::report`] (how a conversation ends), [`super::evidence`] (what
 //! an answer rests on); the tools' own rules are in the actor's `tools`.
 
+pub mod operator;
+mod step;
 mod transition;
 
+pub use step::{Effect, Step};
 pub(in crate::engine) use transition::entry;
-pub use transition::{Transitioned, transition};
+pub use transition::transition;

@@ -3,29 +3,23 @@
 
 use chrono::{DateTime, Utc};
 
+use super::{Effect, Step};
 use crate::api::{EventData, State, StateTransition};
 use crate::engine::{budget, heartbeat, report};
 use crate::fsm::{self, Event, InvalidTransition, Target};
 use crate::store::ConversationRecord;
 
-/// What a transition comes to: the record as it must become, and the event
-/// to publish once it is on disk (none when the state stays).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Transitioned {
-    pub next: ConversationRecord,
-    pub published: Option<EventData>,
-}
-
 /// Applies `event` to `current` at `now`, if the table allows it: the new
 /// state and `previous_state`, the heartbeat and budget fields, `change`,
-/// the report of an ending, and a history entry.
+/// the report of an ending, and a history entry. Once it is on disk, the
+/// change is published (unless the state stays).
 pub fn transition(
     current: &ConversationRecord,
     event: Event,
     reason: Option<String>,
     now: DateTime<Utc>,
     change: impl FnOnce(&mut ConversationRecord),
-) -> Result<Transitioned, InvalidTransition> {
+) -> Result<Step, InvalidTransition> {
     let (from, previous) = (current.state, current.previous_state);
     let target = fsm::next(from, event, previous)?;
     let to = fsm::resolve(from, target, previous);
@@ -55,11 +49,12 @@ pub fn transition(
     }
     next.updated_at = now;
     if target == Target::Stay {
-        return Ok(Transitioned { next, published: None });
+        return Ok(Step { next, effects: Vec::new() });
     }
     next.history.push(entry(from, to, event, reason.clone(), now));
     let trigger = event.as_str().to_string();
-    Ok(Transitioned { next, published: Some(EventData::Transition { from, to, trigger, reason }) })
+    let published = Effect::Publish(EventData::Transition { from, to, trigger, reason });
+    Ok(Step { next, effects: vec![published] })
 }
 
 /// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer: the question
@@ -112,13 +107,13 @@ mod tests {
                 prop_assert!(done.is_err());
                 return Ok(());
             };
-            let Transitioned { next, published } = done.unwrap();
+            let Step { next, effects } = done.unwrap();
             let to = fsm::resolve(state, target, previous);
             prop_assert_eq!(next.state, to);
             prop_assert_eq!(next.updated_at, now);
             let recorded = next.history.len() - current.history.len();
             prop_assert_eq!(recorded, usize::from(target != Target::Stay));
-            prop_assert_eq!(published.is_some(), target != Target::Stay);
+            prop_assert_eq!(effects.len(), usize::from(target != Target::Stay));
             if to == State::Paused && target != Target::Stay {
                 prop_assert_eq!(next.previous_state, Some(state));
             }

@@ -1,0 +1,36 @@
+//! What the core returns: the record as it must become, and what must
+//! happen once that is on disk, in order.
+
+use crate::api::{EventData, Role};
+use crate::store::ConversationRecord;
+
+/// One change to a conversation: `next` is written first (durable), then
+/// the `effects` run in their order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub next: ConversationRecord,
+    pub effects: Vec<Effect>,
+}
+
+/// Something that happens once a change is on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Publish an event to the conversation's event log and watchers.
+    Publish(EventData),
+    /// Add a line to the transcript (relay's own notes).
+    Note(Role, String),
+    /// Stop the conversation's running turn now; it re-runs from disk if
+    /// the conversation goes on.
+    StopTurn,
+    /// Let the running turn finish on its own; anything it still tries is
+    /// refused.
+    LetTurnFinish,
+}
+
+impl Step {
+    /// The effects that follow `self`'s, then `more`.
+    pub fn then(mut self, more: impl IntoIterator<Item = Effect>) -> Step {
+        self.effects.extend(more);
+        self
+    }
+}

@@ -83,12 +83,18 @@ impl LlmAgent {
         })
     }
 
-    async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
-        // A model slot before the prompt is built, for the first call: when
-        // thousands of turns come due at once (a storm of follow-ups), each
-        // waits holding its conversation, not a prompt and a request built
-        // from it several times over (10,000 such turns peaked at 729 MiB).
-        let mut slot = Some(self.in_flight.acquire().await.expect("the semaphore is never closed"));
+    /// One turn, started once `slot` (a model slot, for its first call) is
+    /// held: when thousands of turns come due at once (a storm of
+    /// follow-ups), each waits holding its conversation, not a prompt and a
+    /// request built from it several times over (10,000 such turns peaked at
+    /// 729 MiB), nor this function's state (see `run_turn`).
+    async fn turn(
+        &self,
+        turn: Turn,
+        tools: ConversationTools,
+        slot: tokio::sync::SemaphorePermit<'_>,
+    ) -> Result<(), AgentError> {
+        let mut slot = Some(slot);
         let prompt::Context { system, turns } =
             prompt::context(&turn, crate::clock::now(), self.settings.history_budget_chars);
         // What a provider's error must not repeat (see `excerpt`).
@@ -121,8 +127,16 @@ impl LlmAgent {
             let acted = turn.already_spoke || sent || super::may_end_without_sending(turn.kind, scheduled);
             let stuck: Vec<&str> =
                 refused_rounds.iter().filter(|(_, n)| *n >= REFUSED_ROUNDS_TO_DROP).map(|(t, _)| t.as_str()).collect();
+            // The slot first, then the request: a turn waiting for its next
+            // call holds its history, not a request built from it (in the
+            // storm, thousands of turns waited so, each with its request,
+            // the tool definitions and the calls' schema in it).
+            let permit = match slot.take() {
+                Some(permit) => permit,
+                None => self.in_flight.acquire().await.expect("the semaphore is never closed"),
+            };
             let request = self.request(messages.clone(), &system, acted, &stuck);
-            let response = self.call(request, &private, slot.take()).await?;
+            let response = self.call(request, &private, Some(permit)).await?;
             let mut calls: Vec<RigToolCall> = response.tool_calls().cloned().collect();
             let native = !calls.is_empty();
             // No native call: the model may have written its calls as text,
@@ -452,7 +466,12 @@ impl Agent for LlmAgent {
     }
 
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
-        Box::pin(self.turn(turn, tools))
+        // The turn's own state (about 5 KB) is allocated once it has its
+        // slot: a turn that waits holds the turn it was given and no more.
+        Box::pin(async move {
+            let slot = self.in_flight.acquire().await.expect("the semaphore is never closed");
+            Box::pin(self.turn(turn, tools, slot)).await
+        })
     }
 
     fn verify(&self, verification: Verification) -> BoxFuture<'_, Result<(Verdict, TokenUsage), AgentError>> {

@@ -214,6 +214,9 @@ pub(super) struct Actor {
     /// The conversations a panic was caught in (see `Actor::supervised`),
     /// once each: the second goes to a person.
     panics: Vec<Uuid>,
+    /// Token usage of model calls not yet on disk, by conversation: written
+    /// with the conversation's next change (see `Actor::record_usage`).
+    unsaved_usage: Vec<(Uuid, TokenUsage)>,
 }
 
 pub(crate) async fn run(
@@ -236,6 +239,7 @@ pub(crate) async fn run(
         sending: Vec::new(),
         fetching: Vec::new(),
         panics: Vec::new(),
+        unsaved_usage: Vec::new(),
     };
     let stop = actor.shared.stop.clone();
     actor.supervised(None, Actor::drive);
@@ -275,6 +279,7 @@ pub(crate) async fn run(
     }
     actor.abort_turn();
     actor.drain_sends(&mut rx).await;
+    actor.save_usage();
     actor.sending.len()
 }
 
@@ -425,11 +430,7 @@ impl Actor {
                 let _ = done.send(());
             }
             Msg::ChannelChanged => self.mark_missed_span(),
-            Msg::Usage { id, usage } => {
-                if let Err(error) = self.update(id, |i| i.usage += usage) {
-                    tracing::warn!(instance = %id, %error, "cannot record token usage");
-                }
-            }
+            Msg::Usage { id, usage } => self.record_usage(id, usage),
             Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
             Msg::MediaDone { message } => self.media_done(*message),
             Msg::OptOut { reason, reply } => {

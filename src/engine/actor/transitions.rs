@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Actor;
-use crate::api::{ConversationInstance, EventData, Role, State, StateTransition, TranscriptMessage};
+use crate::api::{ConversationInstance, EventData, Role, State, StateTransition, TokenUsage, TranscriptMessage};
 use crate::engine::{EngineError, budget, heartbeat, report};
 use crate::fsm::{self, Event, Target};
 
@@ -30,6 +30,7 @@ impl Actor {
         let to = fsm::resolve(from, target, previous);
         let now = crate::clock::now();
         let mut next = (**current).clone();
+        self.fold_usage(&mut next);
         next.state = to;
         if to == State::Paused {
             next.previous_state = Some(from);
@@ -74,9 +75,53 @@ impl Actor {
     ) -> Result<(), EngineError> {
         let index = self.index(id)?;
         let mut next = (*self.convs[index]).clone();
+        self.fold_usage(&mut next);
         change(&mut next);
         next.updated_at = crate::clock::now();
         self.commit(index, next).map(drop)
+    }
+
+    /// A model call's token usage for conversation `id`. It is written with
+    /// the conversation's next change, not on its own: a turn makes two or
+    /// more calls and always ends with a change (its end, a pause, a
+    /// failure), so an instance file replaced per call (two fsyncs, in the
+    /// middle of the turn) bought nothing but the usage of a turn cut by a
+    /// crash, which runs again anyway. A stop writes what is left.
+    pub(super) fn record_usage(&mut self, id: Uuid, usage: TokenUsage) {
+        if self.index(id).is_err() {
+            tracing::warn!(instance = %id, "token usage for a conversation that is not live; not recorded");
+            return;
+        }
+        match self.unsaved_usage.iter_mut().find(|(of, _)| *of == id) {
+            Some((_, unsaved)) => *unsaved += usage,
+            None => self.unsaved_usage.push((id, usage)),
+        }
+    }
+
+    /// The usage of the conversation at `index`, with what is not yet on disk.
+    pub(super) fn usage_of(&self, index: usize) -> TokenUsage {
+        let conv = &self.convs[index];
+        let mut usage = conv.usage;
+        if let Some((_, unsaved)) = self.unsaved_usage.iter().find(|(of, _)| *of == conv.id) {
+            usage += *unsaved;
+        }
+        usage
+    }
+
+    /// Adds the usage not yet on disk to `next`, which is about to be written.
+    fn fold_usage(&mut self, next: &mut ConversationInstance) {
+        if let Some(at) = self.unsaved_usage.iter().position(|(of, _)| *of == next.id) {
+            next.usage += self.unsaved_usage.swap_remove(at).1;
+        }
+    }
+
+    /// Writes the usage not yet on disk (at a stop).
+    pub(super) fn save_usage(&mut self) {
+        for (id, usage) in std::mem::take(&mut self.unsaved_usage) {
+            if let Err(error) = self.update(id, |i| i.usage += usage) {
+                tracing::warn!(instance = %id, %error, "cannot record token usage");
+            }
+        }
     }
 
     fn commit(&mut self, index: usize, next: ConversationInstance) -> Result<ConversationInstance, EngineError> {

@@ -67,8 +67,9 @@ impl Actor {
                 i.channel_blocked = None;
             })?;
         }
-        let instance = (*self.convs[self.index(id)?]).clone();
-        let text_calls_before = instance.usage.text_tool_calls;
+        let index = self.index(id)?;
+        let instance = (*self.convs[index]).clone();
+        let text_calls_before = self.usage_of(index).text_tool_calls;
         let transcript = self.shared.store.read_transcript(id)?;
         // A first turn cut short after it spoke (stop, pause) goes on, not over.
         let spoke = transcript.iter().any(went_out);
@@ -144,7 +145,7 @@ impl Actor {
         let state = self.convs[index].state;
         // Recorded on the turn's end: the operator sees that the model
         // wrote its calls as text (`model.text_tool_calls`).
-        let read = self.convs[index].usage.text_tool_calls.saturating_sub(finished.text_calls_before);
+        let read = self.usage_of(index).text_tool_calls.saturating_sub(finished.text_calls_before);
         let note = (read > 0)
             .then(|| format!("{read} tool call{} read from the model's text", if read == 1 { "" } else { "s" }));
         let spoke = finished.sent > 0 || finished.already_spoke;

@@ -24,47 +24,48 @@ impl Actor {
         change: impl FnOnce(&mut ConversationInstance),
     ) -> Result<ConversationInstance, EngineError> {
         let index = self.index(id)?;
-        let current = &self.convs[index];
-        let (from, previous) = (current.state, current.previous_state);
-        let target = allowed(id, from, event, previous)?;
-        let to = fsm::resolve(from, target, previous);
+        let mut next = (*self.convs[index]).clone();
         let now = crate::clock::now();
-        let mut next = (**current).clone();
+        let done = apply(&mut next, event, reason, change, now)?;
         self.fold_usage(&mut next);
-        next.state = to;
-        if to == State::Paused {
-            next.previous_state = Some(from);
-        } else if from == State::Paused {
-            next.previous_state = None;
-        }
-        heartbeat::on_transition(&mut next, from, to, now);
-        budget::on_transition(&mut next, from, to, event);
-        if !matches!(to, State::NeedsHumanIntervention | State::Paused) {
-            // Why a person was needed holds only while one is (and while
-            // paused from there); the history keeps it.
-            next.intervention_reason = None;
-        }
-        change(&mut next);
-        if from == State::NeedsHumanIntervention && to != State::Paused {
-            // Not answered (the operator resumed or wrote to the contact).
-            set_question_aside(&mut next);
-        }
-        if to.is_terminal() {
-            report::on_end(&mut next, event, reason.as_deref());
-            // Nothing is awaited of an ended conversation.
-            next.awaiting_delivery = None;
-        }
-        if target != Target::Stay {
-            next.history.push(entry(from, to, event, reason.clone(), now));
-            tracing::info!(instance = %id, from = %from, to = %to, trigger = %event, "transition");
-        }
         next.updated_at = now;
         let committed = self.commit(index, next)?;
-        if target != Target::Stay {
-            let trigger = event.as_str().to_string();
-            self.shared.emit(id, EventData::Transition { from, to, trigger, reason });
-        }
+        self.announce(id, done);
         Ok(committed)
+    }
+
+    /// Applies `first` then `then` (each an event and its change, as
+    /// [`Actor::transition`] does) and writes the result once: for two
+    /// transitions where nothing happens between them, so the first has no
+    /// effect to be durable before. A contact's reply when there is no reply
+    /// window (WAITING_FOR_REPLY, WAITING_FOR_AGENT, ACTIVE): one instance
+    /// replace instead of two, and the turn starts one replace sooner. The
+    /// history and the events are those of the two transitions, in order.
+    /// If the table refuses either, nothing changes.
+    pub(in crate::engine) fn transition_twice(
+        &mut self,
+        id: Uuid,
+        first: (Event, impl FnOnce(&mut ConversationInstance)),
+        then: (Event, impl FnOnce(&mut ConversationInstance)),
+    ) -> Result<ConversationInstance, EngineError> {
+        let index = self.index(id)?;
+        let mut next = (*self.convs[index]).clone();
+        let now = crate::clock::now();
+        let one = apply(&mut next, first.0, None, first.1, now)?;
+        let two = apply(&mut next, then.0, None, then.1, now)?;
+        self.fold_usage(&mut next);
+        next.updated_at = now;
+        let committed = self.commit(index, next)?;
+        self.announce(id, one);
+        self.announce(id, two);
+        Ok(committed)
+    }
+
+    /// The event of a transition written to disk (none if the state stayed).
+    fn announce(&self, id: Uuid, done: Option<EventData>) {
+        if let Some(event) = done {
+            self.shared.emit(id, event);
+        }
     }
 
     /// Changes conversation `id` without a transition (todos, counters).
@@ -155,6 +156,50 @@ impl Actor {
         self.shared.store.append_message(message)?;
         Ok(())
     }
+}
+
+/// Applies `event` to `next` (in memory) if the table allows it: the new
+/// state, `previous_state`, heartbeat fields, `change`, and a history entry.
+/// Returns the event to emit once it is on disk (none if the state stays).
+fn apply(
+    next: &mut ConversationInstance,
+    event: Event,
+    reason: Option<String>,
+    change: impl FnOnce(&mut ConversationInstance),
+    now: DateTime<Utc>,
+) -> Result<Option<EventData>, EngineError> {
+    let (id, from, previous) = (next.id, next.state, next.previous_state);
+    let target = allowed(id, from, event, previous)?;
+    let to = fsm::resolve(from, target, previous);
+    next.state = to;
+    if to == State::Paused {
+        next.previous_state = Some(from);
+    } else if from == State::Paused {
+        next.previous_state = None;
+    }
+    heartbeat::on_transition(next, from, to, now);
+    budget::on_transition(next, from, to, event);
+    if !matches!(to, State::NeedsHumanIntervention | State::Paused) {
+        // Why a person was needed holds only while one is (and while
+        // paused from there); the history keeps it.
+        next.intervention_reason = None;
+    }
+    change(next);
+    if from == State::NeedsHumanIntervention && to != State::Paused {
+        // Not answered (the operator resumed or wrote to the contact).
+        set_question_aside(next);
+    }
+    if to.is_terminal() {
+        report::on_end(next, event, reason.as_deref());
+        // Nothing is awaited of an ended conversation.
+        next.awaiting_delivery = None;
+    }
+    if target == Target::Stay {
+        return Ok(None);
+    }
+    next.history.push(entry(from, to, event, reason.clone(), now));
+    tracing::info!(instance = %id, from = %from, to = %to, trigger = %event, "transition");
+    Ok(Some(EventData::Transition { from, to, trigger: event.as_str().to_string(), reason }))
 }
 
 /// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer (resume, send):

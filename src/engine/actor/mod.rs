@@ -192,7 +192,7 @@ pub(crate) enum Op {
 pub(super) struct Actor {
     pub(super) shared: Arc<Shared>,
     pub(super) contact: Contact,
-    me: mpsc::UnboundedSender<Msg>,
+    me: mpsc::UnboundedSender<Box<Msg>>,
     /// This contact's non-terminal conversations (the live one and those
     /// queued), oldest first, shared with the engine's view (a change
     /// replaces the whole instance in both).
@@ -223,8 +223,8 @@ pub(crate) async fn run(
     shared: Arc<Shared>,
     contact: Contact,
     convs: Vec<Arc<ConversationInstance>>,
-    me: mpsc::UnboundedSender<Msg>,
-    mut rx: mpsc::UnboundedReceiver<Msg>,
+    me: mpsc::UnboundedSender<Box<Msg>>,
+    mut rx: mpsc::UnboundedReceiver<Box<Msg>>,
 ) -> usize {
     let mut actor = Actor {
         shared,
@@ -256,13 +256,13 @@ pub(crate) async fn run(
         tokio::select! {
             msg = rx.recv() => match msg {
                 None => break,
-                Some(msg) => actor.supervised(msg.conversation(), |actor| actor.handle(msg)),
+                Some(msg) => actor.supervised(msg.conversation(), |actor| actor.handle(*msg)),
             },
             _ = stop.cancelled() => {
                 // Asked before the engine stopped: answered (`ask` refuses
                 // what comes later).
                 while let Ok(msg) = rx.try_recv() {
-                    actor.supervised(msg.conversation(), |actor| actor.handle(msg));
+                    actor.supervised(msg.conversation(), |actor| actor.handle(*msg));
                 }
                 break;
             }

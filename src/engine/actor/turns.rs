@@ -110,7 +110,7 @@ impl Actor {
             // would never end and the conversation would wait in silence;
             // caught, the turn fails, and a person is asked, with the reason.
             let result = AssertUnwindSafe(run).catch_unwind().await.unwrap_or(Err(AgentError::Crashed));
-            let _ = me.send(Msg::TurnDone { id, turn, result });
+            let _ = me.send(Box::new(Msg::TurnDone { id, turn, result }));
         });
         let answers = std::mem::take(&mut self.unread);
         self.turn = Some(RunningTurn {

@@ -178,7 +178,7 @@ fn memory_section(n: usize, memory: Vec<String>) -> Section {
         "idle, no conversations".to_string(),
         format!("{n} live conversations, idle"),
         format!("peak while all {n} follow up within a minute"),
-        format!("after those {n} follow-ups"),
+        format!("{} s after those {n} follow-ups", heartbeat::AFTER.as_secs()),
     ];
     for (label, value) in labels.into_iter().zip(memory) {
         rss.row(vec![label, value]);

@@ -195,7 +195,7 @@ impl Shared {
             match actors.get(&contact) {
                 Some(handle) => {
                     let (done, recorded) = tokio::sync::oneshot::channel();
-                    let _ = handle.tx.send(Msg::SentUpdate { instance, message, update, done });
+                    let _ = handle.tx.send(Box::new(Msg::SentUpdate { instance, message, update, done }));
                     Some(recorded)
                 }
                 None => {

@@ -201,7 +201,7 @@ impl Shared {
     /// Every actor looks again at what holds its conversations.
     pub(super) fn wake_all(&self) {
         for handle in self.actors.lock().expect("actors lock").values() {
-            let _ = handle.tx.send(Msg::ChannelChanged);
+            let _ = handle.tx.send(Box::new(Msg::ChannelChanged));
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::contact::Contact;
 use crate::store::ConversationRecord;
 
 pub(super) struct ActorHandle {
-    pub(super) tx: mpsc::UnboundedSender<Msg>,
+    pub(super) tx: mpsc::UnboundedSender<Box<Msg>>,
     /// Ends with the number of sends whose outcome it never learned.
     pub(super) task: JoinHandle<usize>,
 }
@@ -35,6 +35,10 @@ impl Shared {
         contact: Contact,
         live: Vec<Arc<ConversationRecord>>,
     ) {
+        // Messages travel boxed: an unbounded channel keeps its messages in
+        // blocks of 32 slots, the first allocated with the channel and the
+        // ones it has used kept for reuse, so each contact's actor held 32
+        // (then 64) times the largest message, several KB, idle or not.
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(actor::run(self.clone(), contact.clone(), live, tx.clone(), rx));
         actors.insert(contact, ActorHandle { tx, task });
@@ -59,14 +63,14 @@ impl Shared {
                 self.spawn_actor(&mut actors, contact.clone(), live);
             }
             let handle = actors.get(contact).expect("actor just ensured");
-            handle.tx.send(msg(reply)).map_err(|_| EngineError::ShuttingDown)?;
+            handle.tx.send(Box::new(msg(reply))).map_err(|_| EngineError::ShuttingDown)?;
         }
         answer.await.map_err(|_| EngineError::ShuttingDown)
     }
 
     /// An actor with nothing left to do removes itself, unless a message is
     /// already waiting for it. Returns whether it may exit.
-    pub(crate) fn retire(&self, contact: &Contact, rx: &mpsc::UnboundedReceiver<Msg>) -> bool {
+    pub(crate) fn retire(&self, contact: &Contact, rx: &mpsc::UnboundedReceiver<Box<Msg>>) -> bool {
         let mut actors = self.actors.lock().expect("actors lock");
         if !rx.is_empty() {
             return false;

@@ -15,7 +15,7 @@ use crate::util::BoxFuture;
 /// conversation, tagged with the turn, so a call from a turn that is over
 /// is refused there.
 pub(crate) struct ActorTools {
-    pub(crate) actor: mpsc::UnboundedSender<Msg>,
+    pub(crate) actor: mpsc::UnboundedSender<Box<Msg>>,
     pub(crate) instance: Uuid,
     /// The turn's number: a call from an earlier turn is refused.
     pub(crate) turn: u64,
@@ -36,7 +36,7 @@ impl ActorTools {
         let ask = |verified: bool| {
             let (reply, answer) = oneshot::channel();
             let msg = Msg::Mark { id: self.instance, turn: self.turn, call: call.clone(), verified, reply };
-            self.actor.send(msg).map(|_| answer).map_err(|_| Self::gone())
+            self.actor.send(Box::new(msg)).map(|_| answer).map_err(|_| Self::gone())
         };
         let verification = match ask(false)?.await.map_err(|_| Self::gone())?? {
             Marked::Done(said) => return Ok(said),
@@ -77,12 +77,14 @@ impl ToolSink for ActorTools {
                 return self.mark(call).await;
             }
             let (reply, answer) = oneshot::channel();
-            self.actor.send(Msg::Tool { id: self.instance, turn: self.turn, call, reply }).map_err(|_| Self::gone())?;
+            self.actor
+                .send(Box::new(Msg::Tool { id: self.instance, turn: self.turn, call, reply }))
+                .map_err(|_| Self::gone())?;
             answer.await.map_err(|_| Self::gone())?
         })
     }
 
     fn record_usage(&self, usage: TokenUsage) {
-        let _ = self.actor.send(Msg::Usage { id: self.instance, usage });
+        let _ = self.actor.send(Box::new(Msg::Usage { id: self.instance, usage }));
     }
 }

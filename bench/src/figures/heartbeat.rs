@@ -17,6 +17,9 @@ use crate::stats::{Samples, ms};
 
 const WINDOW: Duration = Duration::from_secs(60);
 
+/// How long after the last follow-up the daemon's memory is read again.
+pub const AFTER: Duration = Duration::from_secs(35);
+
 pub fn run(bin: &std::path::Path, model: &Model, n: usize) -> (Section, Vec<String>) {
     println!("heartbeats: {n} conversations due within {WINDOW:?}");
     let relay = Relay::new(bin, model.base_url());
@@ -46,6 +49,9 @@ pub fn run(bin: &std::path::Path, model: &Model, n: usize) -> (Section, Vec<Stri
     }
     let storm = began.elapsed();
     assert_eq!(done, n, "only {done} of {n} follow-ups reached the model");
+    // What the daemon gives back once the follow-ups are out: their turns
+    // end, and the heap is trimmed (every 30 s, `daemon::memory`).
+    std::thread::sleep(AFTER);
     let rss_end = relay.rss_mib();
     relay.stop();
 

@@ -223,7 +223,12 @@ impl Agent for LlmAgent {
     }
 
     fn run_turn(&self, turn: Turn, tools: ConversationTools) -> BoxFuture<'_, Result<(), AgentError>> {
-        Box::pin(self.turn(turn, tools))
+        // The turn's own state is allocated once it has its slot: a turn that
+        // waits holds the turn it was given and no more.
+        Box::pin(async move {
+            let slot = self.in_flight.acquire().await.expect("the semaphore is never closed");
+            Box::pin(self.turn(turn, tools, slot)).await
+        })
     }
 
     fn verify(&self, verification: Verification) -> BoxFuture<'_, Result<(Verdict, TokenUsage), AgentError>> {

@@ -21,11 +21,16 @@ use crate::config::ToolCalls;
 const REFUSED_ROUNDS_TO_DROP: u32 = 2;
 
 impl LlmAgent {
-    pub(super) async fn turn(&self, turn: Turn, tools: ConversationTools) -> Result<(), AgentError> {
-        // A model slot before the prompt is built: when thousands of turns
-        // come due at once, each waits holding its conversation, not a
-        // prompt and the requests built from it.
-        let mut slot = Some(self.in_flight.acquire().await.expect("the semaphore is never closed"));
+    /// One turn, started once `slot` (a model slot, for its first call) is
+    /// held: when thousands of turns come due at once, each waits holding
+    /// its conversation, not a prompt and the requests built from it.
+    pub(super) async fn turn(
+        &self,
+        turn: Turn,
+        tools: ConversationTools,
+        slot: tokio::sync::SemaphorePermit<'_>,
+    ) -> Result<(), AgentError> {
+        let mut slot = Some(slot);
         let prompt::Context { system, turns } =
             prompt::context(&turn, crate::clock::now(), self.settings.history_budget_chars);
         // What a provider's error must not repeat (see `excerpt`).
@@ -35,8 +40,14 @@ impl LlmAgent {
         let mut progress = Progress::default();
         for round in 0..self.settings.max_rounds {
             let acted = progress.acted(&turn);
+            // The slot first, then the request: a turn waiting for its next
+            // call holds its history, not a request built from it.
+            let permit = match slot.take() {
+                Some(permit) => permit,
+                None => self.in_flight.acquire().await.expect("the semaphore is never closed"),
+            };
             let request = self.request(messages.clone(), &system, acted, &progress.stuck());
-            let response = self.call(request, &private, slot.take()).await?;
+            let response = self.call(request, &private, Some(permit)).await?;
             let reply = self.read_calls(&response, round);
             tools.record_usage(usage(&response, reply.from_text));
             if let Some(why) = reply.not_the_schema {

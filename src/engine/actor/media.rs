@@ -28,7 +28,7 @@ impl Actor {
             let content = crate::media::label::label(&done, &media_label_context(&shared.settings));
             let message = TranscriptMessage { content, media: Some(Box::new(done)), ..recorded };
             // An actor that is gone was stopped: the next start settles it.
-            let _ = me.send(Msg::MediaDone { message: Box::new(message) });
+            let _ = me.send(Box::new(Msg::MediaDone { message: Box::new(message) }));
         });
     }
 

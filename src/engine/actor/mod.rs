@@ -190,7 +190,7 @@ pub(crate) enum Op {
 pub(super) struct Actor {
     pub(super) shared: Arc<Shared>,
     pub(super) contact: Contact,
-    me: mpsc::UnboundedSender<Msg>,
+    me: mpsc::UnboundedSender<Box<Msg>>,
     /// This contact's non-terminal conversations (the live one and those
     /// queued), oldest first, shared with the engine's view (a change
     /// replaces the whole instance in both).
@@ -212,14 +212,17 @@ pub(super) struct Actor {
     /// The conversations a panic was caught in (see `Actor::supervised`),
     /// once each: the second goes to a person.
     panics: Vec<Uuid>,
+    /// Token usage of model calls not yet on disk, by conversation: written
+    /// with the conversation's next change (see `Actor::record_usage`).
+    unsaved_usage: Vec<(Uuid, TokenUsage)>,
 }
 
 pub(crate) async fn run(
     shared: Arc<Shared>,
     contact: Contact,
     convs: Vec<Arc<ConversationRecord>>,
-    me: mpsc::UnboundedSender<Msg>,
-    mut rx: mpsc::UnboundedReceiver<Msg>,
+    me: mpsc::UnboundedSender<Box<Msg>>,
+    mut rx: mpsc::UnboundedReceiver<Box<Msg>>,
 ) -> usize {
     let mut actor = Actor {
         shared,
@@ -234,6 +237,7 @@ pub(crate) async fn run(
         sending: Vec::new(),
         fetching: Vec::new(),
         panics: Vec::new(),
+        unsaved_usage: Vec::new(),
     };
     let stop = actor.shared.stop.clone();
     actor.supervised(None, Actor::drive);
@@ -250,13 +254,13 @@ pub(crate) async fn run(
         tokio::select! {
             msg = rx.recv() => match msg {
                 None => break,
-                Some(msg) => actor.supervised(msg.conversation(), |actor| actor.handle(msg)),
+                Some(msg) => actor.supervised(msg.conversation(), |actor| actor.handle(*msg)),
             },
             _ = stop.cancelled() => {
                 // Asked before the engine stopped: answered (`ask` refuses
                 // what comes later).
                 while let Ok(msg) = rx.try_recv() {
-                    actor.supervised(msg.conversation(), |actor| actor.handle(msg));
+                    actor.supervised(msg.conversation(), |actor| actor.handle(*msg));
                 }
                 break;
             }
@@ -273,6 +277,7 @@ pub(crate) async fn run(
     }
     actor.abort_turn();
     actor.drain_sends(&mut rx).await;
+    actor.save_usage();
     actor.sending.len()
 }
 
@@ -423,11 +428,7 @@ impl Actor {
                 let _ = done.send(());
             }
             Msg::ChannelChanged => self.mark_missed_span(),
-            Msg::Usage { id, usage } => {
-                if let Err(error) = self.update(id, |i| i.usage += usage) {
-                    tracing::warn!(instance = %id, %error, "cannot record token usage");
-                }
-            }
+            Msg::Usage { id, usage } => self.record_usage(id, usage),
             Msg::TurnDone { id, turn, result } => self.turn_done(id, turn, result),
             Msg::MediaDone { message } => self.media_done(*message),
             Msg::OptOut { reason, reply } => {

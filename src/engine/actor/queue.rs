@@ -344,6 +344,14 @@ impl Actor {
             i.awaiting_delivery = None;
         };
         let saved = match state {
+            // What `drive` would do next, written with the reply itself.
+            State::WaitingForReply if self.answers_at_once(id, recorded, has_media) => self
+                .transition_twice(
+                    id,
+                    (Event::ContactReplies, count),
+                    (Event::AgentProcessesReply, |i: &mut ConversationRecord| i.unanswered_contact_messages = 0),
+                )
+                .map(drop),
             State::WaitingForReply => self.transition(id, Event::ContactReplies, None, count).map(drop),
             _ => self.update(id, count),
         };
@@ -354,6 +362,27 @@ impl Actor {
         if let Err(error) = saved {
             tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
         }
+    }
+}
+
+impl Actor {
+    /// Whether a contact's reply to conversation `id` (waiting for it) is
+    /// answered at once: no reply window (`Settings::reply_window`), so
+    /// `drive` would move it on to ACTIVE in the same step, with nothing
+    /// between (no file being fetched, no turn, no stop, no opt-out word, no
+    /// budget or deadline that ends it instead). Then the two transitions
+    /// are written as one (see [`Actor::transition_twice`]).
+    fn answers_at_once(&self, id: Uuid, recorded: &TranscriptMessage, has_media: bool) -> bool {
+        let Ok(index) = self.index(id) else { return false };
+        let live = &self.convs[index];
+        self.shared.settings.reply_window.is_zero()
+            && !has_media
+            && !self.fetching_for(id)
+            && self.turn.is_none()
+            && !self.shared.stop.is_cancelled()
+            && !crate::courtesy::is_opt_out(&recorded.content, &self.shared.settings.courtesy.opt_out_words)
+            && crate::engine::budget::spent(live, false).is_none()
+            && crate::engine::budget::expired(live, crate::clock::now()).is_none()
     }
 }
 

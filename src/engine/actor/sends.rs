@@ -94,7 +94,7 @@ impl Actor {
                     }),
                 },
             };
-            let _ = me.send(Msg::Sent { message, result, waiter });
+            let _ = me.send(Box::new(Msg::Sent { message, result, waiter }));
         });
     }
 
@@ -334,10 +334,10 @@ impl Actor {
 
     /// On shutdown: let sends already under way report back (bounded), so
     /// what went out is recorded.
-    pub(super) async fn drain_sends(&mut self, rx: &mut mpsc::UnboundedReceiver<Msg>) {
+    pub(super) async fn drain_sends(&mut self, rx: &mut mpsc::UnboundedReceiver<Box<Msg>>) {
         let deadline = Instant::now() + SEND_DRAIN;
         while !self.sending.is_empty() {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
+            match tokio::time::timeout_at(deadline, rx.recv()).await.map(|msg| msg.map(|msg| *msg)) {
                 Ok(Some(Msg::Sent { message, result, waiter })) => self.sent(message, result, waiter),
                 Ok(Some(Msg::SentUpdate { instance, message, update, done })) => {
                     self.sent_update(instance, message, update);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::Actor;
-use crate::api::{EventData, Role, State, TranscriptMessage};
+use crate::api::{EventData, Role, State, TokenUsage, TranscriptMessage};
 use crate::engine::EngineError;
 use crate::engine::conversation::{self, Effect, Step};
 use crate::fsm::{self, Event, InvalidTransition, Target};
@@ -31,10 +31,35 @@ impl Actor {
         self.run_step(id, step)
     }
 
+    /// Applies `first` then `then` (each an event and its change, as
+    /// [`Actor::transition`] does) and writes the result once: for two
+    /// transitions where nothing happens between them, so the first has no
+    /// effect to be durable before. A contact's reply when there is no reply
+    /// window (WAITING_FOR_REPLY, WAITING_FOR_AGENT, ACTIVE): one instance
+    /// replace instead of two, and the turn starts one replace sooner. The
+    /// history and the events are those of the two transitions, in order.
+    /// If the table refuses either, nothing changes.
+    pub(in crate::engine) fn transition_twice(
+        &mut self,
+        id: Uuid,
+        first: (Event, impl FnOnce(&mut ConversationRecord)),
+        then: (Event, impl FnOnce(&mut ConversationRecord)),
+    ) -> Result<ConversationRecord, EngineError> {
+        let index = self.index(id)?;
+        let now = crate::clock::now();
+        let one = conversation::transition(&self.convs[index], first.0, None, now, first.1)
+            .map_err(|source| refused(id, source))?;
+        let two =
+            conversation::transition(&one.next, then.0, None, now, then.1).map_err(|source| refused(id, source))?;
+        self.run_step(id, Step { next: two.next, effects: one.effects.into_iter().chain(two.effects).collect() })
+    }
+
     /// Writes `step`'s record (to disk, then the engine's view), then runs
     /// its effects in their order.
     pub(in crate::engine) fn run_step(&mut self, id: Uuid, step: Step) -> Result<ConversationRecord, EngineError> {
-        let committed = self.commit(self.index(id)?, step.next)?;
+        let mut next = step.next;
+        self.fold_usage(&mut next);
+        let committed = self.commit(self.index(id)?, next)?;
         for effect in step.effects {
             match effect {
                 Effect::Publish(data) => {
@@ -63,9 +88,53 @@ impl Actor {
     ) -> Result<(), EngineError> {
         let index = self.index(id)?;
         let mut next = (*self.convs[index]).clone();
+        self.fold_usage(&mut next);
         change(&mut next);
         next.updated_at = crate::clock::now();
         self.commit(index, next).map(drop)
+    }
+
+    /// A model call's token usage for conversation `id`. It is written with
+    /// the conversation's next change, not on its own: a turn makes two or
+    /// more calls and always ends with a change (its end, a pause, a
+    /// failure), so an instance file replaced per call (two fsyncs, in the
+    /// middle of the turn) bought nothing but the usage of a turn cut by a
+    /// crash, which runs again anyway. A stop writes what is left.
+    pub(super) fn record_usage(&mut self, id: Uuid, usage: TokenUsage) {
+        if self.index(id).is_err() {
+            tracing::warn!(instance = %id, "token usage for a conversation that is not live; not recorded");
+            return;
+        }
+        match self.unsaved_usage.iter_mut().find(|(of, _)| *of == id) {
+            Some((_, unsaved)) => *unsaved += usage,
+            None => self.unsaved_usage.push((id, usage)),
+        }
+    }
+
+    /// The usage of the conversation at `index`, with what is not yet on disk.
+    pub(super) fn usage_of(&self, index: usize) -> TokenUsage {
+        let conv = &self.convs[index];
+        let mut usage = conv.usage;
+        if let Some((_, unsaved)) = self.unsaved_usage.iter().find(|(of, _)| *of == conv.id) {
+            usage += *unsaved;
+        }
+        usage
+    }
+
+    /// Adds the usage not yet on disk to `next`, which is about to be written.
+    fn fold_usage(&mut self, next: &mut ConversationRecord) {
+        if let Some(at) = self.unsaved_usage.iter().position(|(of, _)| *of == next.id) {
+            next.usage += self.unsaved_usage.swap_remove(at).1;
+        }
+    }
+
+    /// Writes the usage not yet on disk (at a stop).
+    pub(super) fn save_usage(&mut self) {
+        for (id, usage) in std::mem::take(&mut self.unsaved_usage) {
+            if let Err(error) = self.update(id, |i| i.usage += usage) {
+                tracing::warn!(instance = %id, %error, "cannot record token usage");
+            }
+        }
     }
 
     fn commit(&mut self, index: usize, next: ConversationRecord) -> Result<ConversationRecord, EngineError> {

@@ -68,8 +68,9 @@ impl Actor {
                 i.channel_blocked = None;
             })?;
         }
-        let instance = self.convs[self.index(id)?].instance.clone();
-        let text_calls_before = instance.usage.text_tool_calls;
+        let index = self.index(id)?;
+        let instance = self.convs[index].instance.clone();
+        let text_calls_before = self.usage_of(index).text_tool_calls;
         let transcript = self.shared.store.read_transcript(id)?;
         // A first turn cut short after it spoke (stop, pause) goes on, not over.
         let spoke = transcript.iter().any(went_out);
@@ -110,7 +111,7 @@ impl Actor {
             // would never end and the conversation would wait in silence;
             // caught, the turn fails, and a person is asked, with the reason.
             let result = AssertUnwindSafe(run).catch_unwind().await.unwrap_or(Err(AgentError::Crashed));
-            let _ = me.send(Msg::TurnDone { id, turn, result });
+            let _ = me.send(Box::new(Msg::TurnDone { id, turn, result }));
         });
         let answers = std::mem::take(&mut self.unread);
         self.turn = Some(RunningTurn {
@@ -145,7 +146,7 @@ impl Actor {
         let state = self.convs[index].state;
         // Recorded on the turn's end: the operator sees that the model
         // wrote its calls as text (`model.text_tool_calls`).
-        let read = self.convs[index].usage.text_tool_calls.saturating_sub(finished.text_calls_before);
+        let read = self.usage_of(index).text_tool_calls.saturating_sub(finished.text_calls_before);
         let note = (read > 0)
             .then(|| format!("{read} tool call{} read from the model's text", if read == 1 { "" } else { "s" }));
         let spoke = finished.sent > 0 || finished.already_spoke;

@@ -52,8 +52,7 @@ impl Actor {
                 tracing::info!(instance = %id, "the agent's opt-out has no backing in the contact's words; a person decides");
                 let why = "the agent says the contact asked not to be written to again, but their words do not say \
                            so plainly: if they did, add the number with `relay optout add`; if not, answer or resume";
-                self.ask_a_person(id, why.into(), Some(reason)).map_err(refused)?;
-                self.detach_turn();
+                self.hand_to_a_person(id, why.into(), Some(reason)).map_err(refused)?;
                 Ok("the contact's words do not plainly ask to stop, so a person will decide; send nothing more and \
                     stop here."
                     .into())

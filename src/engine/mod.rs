@@ -3,6 +3,9 @@
 //!
 //! - the state machine table is [`crate::fsm`], below the engine: the API
 //!   names its states and events too.
+//! - [`conversation`]: the conversation core: what an input does to a
+//!   conversation, as plain functions of its record that return a `Step`
+//!   (the record to write, then the effects to run).
 //! - [`actor`]: one task per contact with live conversations. Every event of
 //!   those conversations (contact message, heartbeat, operator command, tool
 //!   call, finished turn) is handled there, one at a time, so a reply and a
@@ -17,7 +20,8 @@
 //! - `delivery.rs`: did the person get it? Receipts, and the delivery timeout.
 //! - `first_contact.rs`: the numbers relay knows, WhatsApp's reach-out
 //!   lock and the day's first contacts, shared by every contact's actor.
-//! - [`tools`]: the agent's eight tools, as requests to the actor.
+//! - [`tool_sink`]: the agent's tool calls, as requests to the actor (what
+//!   each tool does is in `actor/tools/`, a file per tool).
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
 //! - [`events`]: every change as a numbered, persisted event.
 //! - [`report`]: how a conversation ended, in words a caller can act on.
@@ -50,7 +54,7 @@ mod recovery;
 mod registry;
 pub mod report;
 mod retention;
-pub mod tools;
+pub mod tool_sink;
 mod validate;
 mod view;
 pub mod wait;

@@ -12,7 +12,7 @@ use crate::agent::{AgentError, ConversationTools, Turn, TurnKind};
 use crate::api::{ConversationInstance, Evidence, Role, SendStatus, State, TodoItem, TranscriptMessage};
 use crate::channel::MessageRef;
 use crate::engine::EngineError;
-use crate::engine::tools::ActorTools;
+use crate::engine::tool_sink::ActorTools;
 use crate::fsm::Event;
 use crate::store::ConversationRecord;
 

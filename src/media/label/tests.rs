@@ -193,6 +193,12 @@ fn the_other_cases() {
     for (info, expected) in rows {
         assert_eq!(label(&info, &SHOWN), expected);
     }
+}
+
+/// A removed file's label says how long files are kept, in hours when
+/// that is not whole days, and nothing when there is no limit.
+#[test]
+fn a_removed_files_label_says_how_long_files_are_kept() {
     let odd = Context { keep: Some(Duration::from_secs(36 * 3600)), ..SHOWN };
     assert_eq!(
         label(&MediaInfo { status: Pruned, ..photo("image/jpeg") }, &odd),

@@ -104,6 +104,24 @@ mod tests {
     use crate::channel::whatsapp::session::{Endpoint, Session};
     use crate::channel::whatsapp::state::LinkState;
 
+    /// Pairing events from now on, as `relay init` listens for them.
+    fn listen_for_pairing(session: &Session) -> mpsc::UnboundedReceiver<PairingEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *session.pairing.lock().unwrap() = Some(tx);
+        rx
+    }
+
+    /// The contact's phone says message `id` arrived.
+    fn delivered(id: &str) -> whatsapp_rust::types::events::Receipt {
+        whatsapp_rust::types::events::Receipt::builder()
+            .source(Default::default())
+            .message_ids(vec![id.into()])
+            .timestamp(crate::clock::now())
+            .r#type(whatsapp_rust::wacore::types::presence::ReceiptType::Delivered)
+            .offline(false)
+            .build()
+    }
+
     /// The session's event handler, fed whatsapp-rust's own events: the
     /// state moves (and nothing deadlocks on the state it reads), pairing
     /// events reach whoever asked, messages go to the channel.
@@ -113,11 +131,7 @@ mod tests {
         let (session, mut events) = Session::start(dir.path().join("auth"), Endpoint::default());
         let bot = Bot::builder().with_backend(InMemoryBackend::new()).build().await.unwrap();
         let client = bot.client();
-        let mut pairing = {
-            let (tx, rx) = mpsc::unbounded_channel();
-            *session.pairing.lock().unwrap() = Some(tx);
-            rx
-        };
+        let mut pairing = listen_for_pairing(&session);
 
         let feed = |event: Event| {
             let (session, client) = (session.clone(), client.clone());
@@ -147,11 +161,7 @@ mod tests {
         assert_eq!(session.phone().as_deref(), Some("+56912345678"));
 
         // Pairing: each code reaches the listener; running out ends the pairing.
-        let mut pairing = {
-            let (tx, rx) = mpsc::unbounded_channel();
-            *session.pairing.lock().unwrap() = Some(tx);
-            rx
-        };
+        let mut pairing = listen_for_pairing(&session);
         session.set(LinkState::Pairing);
         let qr = PairingQrCode::builder().code("2@ref,key,id,adv,1".into()).timeout(Duration::from_secs(60)).build();
         feed(Event::PairingQrCode(qr));
@@ -167,14 +177,7 @@ mod tests {
         );
         feed(batch);
         assert!(matches!(&*events.recv().await.unwrap(), Event::Messages(_)));
-        let receipt = whatsapp_rust::types::events::Receipt::builder()
-            .source(Default::default())
-            .message_ids(vec!["ID1".into()])
-            .timestamp(crate::clock::now())
-            .r#type(whatsapp_rust::wacore::types::presence::ReceiptType::Delivered)
-            .offline(false)
-            .build();
-        feed(Event::Receipt(receipt));
+        feed(Event::Receipt(delivered("ID1")));
         assert!(matches!(&*events.recv().await.unwrap(), Event::Receipt(_)), "receipts reach the channel");
         use whatsapp_rust::types::events::{OfflineSyncCompleted, OfflineSyncPreview};
         let preview = OfflineSyncPreview::builder()

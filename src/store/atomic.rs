@@ -33,6 +33,11 @@ pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
 /// cut short by a crash is dropped first, so the new line never joins it;
 /// a write that fails (a full disk) takes back what part of it got in.
 pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
+    append_line_sized(path, line).map(drop)
+}
+
+/// [`append_line`], returning the file's length after it.
+pub fn append_line_sized(path: &Path, line: &[u8]) -> io::Result<u64> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line);
     buf.push(b'\n');
@@ -47,7 +52,7 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
     if !existed {
         sync_parent(path)?;
     }
-    Ok(())
+    Ok(len + buf.len() as u64)
 }
 
 /// Makes a file's creation, rename or removal durable.

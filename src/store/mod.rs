@@ -1,6 +1,7 @@
 //! Persistence in the relay home, as plain files a person can read:
 //!
-//! - `instances/<id>.json`: one conversation, replaced atomically on every change;
+//! - `instances/<id>.json` and `<id>.jsonl`: one conversation, its last
+//!   checkpoint and each version since, one a line ([`record_file`]);
 //! - `ended.jsonl`: a line for each ended conversation, what lists and
 //!   lookups need of it ([`ended`]);
 //! - `transcripts/<id>.jsonl`: its messages, append-only, one JSON object a line;
@@ -24,6 +25,7 @@ mod first_contact;
 pub mod media;
 mod optout;
 mod record;
+pub mod record_file;
 
 pub use ended::{Conversations, EndedConversation};
 pub use first_contact::FirstContactBook;
@@ -167,8 +169,7 @@ impl Store {
     /// Writes `instance`; one that has ended gets its line in the index of
     /// ended conversations too.
     pub fn save_instance(&self, instance: &ConversationRecord) -> Result<(), StoreError> {
-        let path = self.instance_path(instance.id);
-        atomic::replace(&path, &to_pretty_json(instance)).map_err(|source| write_error(&path, source))?;
+        record_file::save(&self.instance_path(instance.id), instance)?;
         if instance.state.is_terminal()
             && let Err(error) = self.ended.append(&EndedConversation::of(instance))
         {
@@ -182,12 +183,12 @@ impl Store {
     /// The conversations of the home: the live ones whole, the ended ones
     /// by their lines in `ended.jsonl` (see [`ended`]).
     pub fn load_conversations(&self) -> Result<Conversations, StoreError> {
-        self.ended.load(&self.instances, read_json::<ConversationRecord>)
+        self.ended.load(&self.instances, record_file::load)
     }
 
     /// One instance, as on disk.
     pub fn load_instance(&self, id: Uuid) -> Result<ConversationRecord, StoreError> {
-        read_json::<ConversationRecord>(&self.instance_path(id))
+        record_file::load(&self.instance_path(id))
     }
 
     /// Every instance on disk, oldest first. Leftover temp files from a crash
@@ -207,7 +208,7 @@ impl Store {
             if !name.ends_with(".json") {
                 continue;
             }
-            instances.push(read_json::<ConversationRecord>(&path)?);
+            instances.push(record_file::load(&path)?);
         }
         instances.sort_by_key(|a| (a.created_at, a.id));
         Ok(instances)

@@ -249,16 +249,16 @@ fn retry_unanswered_creates(relay: &Relay, acks: &Mutex<Acks>) {
     );
 }
 
-/// The home's record of every conversation; each file must parse (each is
-/// replaced whole, so one read while the daemon runs is whole too).
+/// The home's record of every conversation; each must read (a checkpoint
+/// is replaced whole and its log appended to, so a read while the daemon
+/// runs is whole too).
 fn records(home: &Path) -> Vec<ConversationRecord> {
     let mut records = Vec::new();
     for entry in std::fs::read_dir(home.join("instances")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "json") {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let record = serde_json::from_str::<ConversationRecord>(&text)
-                .unwrap_or_else(|e| panic!("{} does not parse ({e}): {text}", path.display()));
+            let record = relay::store::record_file::load(&path)
+                .unwrap_or_else(|e| panic!("{} does not read: {e}", path.display()));
             records.push(record);
         }
     }

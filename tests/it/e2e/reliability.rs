@@ -84,7 +84,8 @@ fn a_full_disk_fails_writes_clearly_keeps_reads_and_recovers() {
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     let instance_file = relay.path().join("instances").join(format!("{id}.json"));
-    let before = std::fs::read(&instance_file).unwrap();
+    let on_disk = || (std::fs::read(&instance_file).unwrap(), std::fs::read(instance_file.with_extension("jsonl")).ok());
+    let before = on_disk();
     let pid = relay.pid().unwrap();
 
     set_file_size_limit(pid, 0);
@@ -107,7 +108,7 @@ fn a_full_disk_fails_writes_clearly_keeps_reads_and_recovers() {
     assert_eq!(relay.json(&["list"]).as_array().unwrap().len(), 1);
     assert!(relay.transcript(&id).is_empty());
     assert!(relay.json(&["sandbox", "outbox"]).as_array().unwrap().is_empty(), "nothing sent unrecorded");
-    assert_eq!(std::fs::read(&instance_file).unwrap(), before, "nothing on disk was damaged");
+    assert_eq!(on_disk(), before, "nothing on disk was damaged");
     assert!(relay.daemon_alive(pid));
 
     set_file_size_limit(pid, libc::RLIM_INFINITY);

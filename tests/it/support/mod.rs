@@ -168,15 +168,16 @@ impl Relay {
         self.json(&["get", id])
     }
 
-    /// The home's record of conversation `id` (`instances/<id>.json`): the
-    /// instance and relay's bookkeeping, which the API does not show.
+    /// The home's record of conversation `id` (`instances/<id>.json` and
+    /// its log): the instance and relay's bookkeeping, which the API does
+    /// not show.
     pub fn record(&self, id: &str) -> Value {
         let (status, body) = self.http("GET", &format!("/instances/{id}"), &[], None);
         assert_eq!(status, 200, "{body}");
         let instance: Value = serde_json::from_str(&body).unwrap();
         let full = instance["id"].as_str().unwrap();
-        let text = std::fs::read_to_string(self.path().join("instances").join(format!("{full}.json"))).unwrap();
-        serde_json::from_str(&text).unwrap()
+        let record = relay::store::record_file::load(&self.path().join("instances").join(format!("{full}.json")));
+        serde_json::to_value(record.unwrap()).unwrap()
     }
 
     pub fn state(&self, id: &str) -> String {

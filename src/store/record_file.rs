@@ -16,6 +16,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::record::ConversationRecord;
@@ -33,10 +34,20 @@ pub fn log_path(checkpoint: &Path) -> PathBuf {
 pub fn save(checkpoint: &Path, record: &ConversationRecord) -> Result<(), StoreError> {
     let log = log_path(checkpoint);
     let ended = record.state.is_terminal();
-    // A new conversation's first version is its checkpoint, and so is an
-    // ended one's with no log to fold.
-    if !checkpoint.exists() || (ended && !log.exists()) {
-        return atomic::replace(checkpoint, &to_pretty_json(record)).map_err(|source| write_error(checkpoint, source));
+    let replace =
+        || atomic::replace(checkpoint, &to_pretty_json(record)).map_err(|source| write_error(checkpoint, source));
+    if !checkpoint.exists() {
+        // A new conversation's first version is its checkpoint. Its empty log
+        // is made first, so the checkpoint's folder fsync covers both and no
+        // change pays for creating a file.
+        if !ended {
+            let created = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&log);
+            created.map_err(|source| write_error(&log, source))?;
+        }
+        return replace();
+    }
+    if ended && !log.exists() {
+        return replace();
     }
     let line = serde_json::to_vec(record).expect("records serialise");
     let length = atomic::append_line_sized(&log, &line).map_err(|source| write_error(&log, source))?;

@@ -30,6 +30,26 @@ fn a_change_is_a_line_of_the_log_and_the_checkpoint_stays() {
 }
 
 #[test]
+fn a_new_conversation_has_its_empty_log_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("a.json");
+    save(&checkpoint, &record("o")).unwrap();
+    assert_eq!(fs::metadata(log_path(&checkpoint)).unwrap().len(), 0, "made with the checkpoint, not by a change");
+}
+
+#[test]
+fn a_record_written_before_logs_gets_one_at_its_next_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("a.json");
+    let all = versions(&record("o"), 2);
+    fs::write(&checkpoint, to_pretty_json(&all[0])).unwrap();
+    assert_eq!(load(&checkpoint).unwrap(), all[0]);
+    save(&checkpoint, &all[1]).unwrap();
+    assert_eq!(load(&checkpoint).unwrap(), all[1]);
+    assert_eq!(fs::read_to_string(log_path(&checkpoint)).unwrap().lines().count(), 1);
+}
+
+#[test]
 fn a_log_past_its_limit_is_folded_into_the_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let checkpoint = dir.path().join("a.json");

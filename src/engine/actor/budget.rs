@@ -9,22 +9,23 @@ use uuid::Uuid;
 
 use super::Actor;
 use crate::api::BudgetLimit;
-use crate::engine::{EngineError, budget};
-use crate::fsm::Event;
+use crate::engine::{EngineError, budget, conversation};
 use crate::store::ConversationRecord;
 
 impl Actor {
-    /// Ends conversation `id` because `limit` ran out (`reason` names it):
-    /// ABANDONED, `ended_by: budget` or `expired` (see `report::on_end`).
+    /// Ends conversation `id` because `limit` ran out
+    /// ([`conversation::budget_ran_out`]).
     pub(in crate::engine) fn end_for_budget(
         &mut self,
         id: Uuid,
         limit: BudgetLimit,
         reason: String,
     ) -> Result<ConversationRecord, EngineError> {
-        let event = if limit == BudgetLimit::ExpiresAt { Event::Expired } else { Event::BudgetExhausted };
         tracing::info!(instance = %id, limit = limit.as_str(), "the conversation's budget ran out");
-        self.transition(id, event, Some(reason), |i| i.budget.reached = Some(limit))
+        let index = self.index(id)?;
+        let step = conversation::budget_ran_out(&self.convs[index], limit, reason, crate::clock::now())
+            .map_err(|source| super::transitions::refused(id, source))?;
+        self.run_step(id, step)
     }
 
     /// Whether conversation `id` has a turn or a send under way: its

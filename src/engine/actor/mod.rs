@@ -36,6 +36,7 @@ mod media;
 mod operator;
 mod queue;
 mod sends;
+mod timer;
 mod tools;
 mod transitions;
 mod turns;
@@ -46,13 +47,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::heartbeat::Timer;
 use super::{EngineError, Shared};
 use crate::agent::{AgentError, ToolCall, ToolError};
 use crate::api::{ConversationInstance, CreateInstanceResponse, Role, TokenUsage, TranscriptMessage};
 use crate::channel::{ChannelError, InboundMessage, InboundOutcome, MessageRef, Sent, SentUpdate};
 use crate::contact::Contact;
 use crate::store::ConversationRecord;
+use timer::Timer;
 pub(crate) use tools::mark_todo_item::Marked;
 use turns::RunningTurn;
 
@@ -197,7 +198,7 @@ pub(super) struct Actor {
     pub(super) convs: Vec<Arc<ConversationRecord>>,
     turn: Option<RunningTurn>,
     turns_started: u64,
-    pub(super) timer: Option<Timer>,
+    timer: Option<Timer>,
     /// While the contact is still typing: the reply turn waits until this
     /// instant, which each new message pushes back (see `Settings::reply_window`).
     reply_due: Option<Instant>,

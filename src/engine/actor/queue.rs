@@ -20,7 +20,7 @@ use crate::api::{
     BudgetLimit, ContactText, CreateInstanceResponse, EventData, Role, State, TranscriptMessage, WaitReason,
 };
 use crate::channel::{InboundMessage, InboundOutcome};
-use crate::engine::conversation::entry;
+use crate::engine::conversation::{self, ContactMessage, entry};
 use crate::engine::{EngineError, report};
 use crate::fsm::{self, Event, Trigger};
 use crate::store::ConversationRecord;
@@ -326,35 +326,28 @@ impl Actor {
         InboundOutcome::Delivered(id)
     }
 
-    /// A contact's message of conversation `id`, in `state`, counts: it is
-    /// their latest, it waits for an answer, a follow-up count starts again,
-    /// and a reply to relay answers after the reply window.
+    /// A contact's message of conversation `id`, in `state`, counts
+    /// ([`conversation::contact_wrote`]), and a reply to relay is answered
+    /// after the reply window.
     fn count_contact_message(&mut self, id: Uuid, state: State, recorded: &TranscriptMessage, has_media: bool) {
-        let last = ContactText {
-            message_id: recorded.id,
-            at: recorded.written_at.unwrap_or(recorded.timestamp),
-            untrusted_contact_text: recorded.content.clone(),
+        let message = ContactMessage {
+            last: ContactText {
+                message_id: recorded.id,
+                at: recorded.written_at.unwrap_or(recorded.timestamp),
+                untrusted_contact_text: recorded.content.clone(),
+            },
+            has_media,
+            opts_out: crate::courtesy::is_opt_out(&recorded.content, &self.shared.settings.courtesy.opt_out_words),
+            turn_may_start: self.shared.settings.reply_window.is_zero()
+                && !self.fetching_for(id)
+                && self.turn.is_none()
+                && !self.shared.stop.is_cancelled(),
         };
-        let count = |i: &mut ConversationRecord| {
-            i.media_received += u32::from(has_media);
-            i.unanswered_contact_messages += 1;
-            i.follow_up_count = 0;
-            i.last_contact_message = Some(last);
-            // They wrote: their phone is on WhatsApp, whatever its receipts say.
-            i.awaiting_delivery = None;
-        };
-        let saved = match state {
-            // What `drive` would do next, written with the reply itself.
-            State::WaitingForReply if self.answers_at_once(id, recorded, has_media) => self
-                .transition_twice(
-                    id,
-                    (Event::ContactReplies, count),
-                    (Event::AgentProcessesReply, |i: &mut ConversationRecord| i.unanswered_contact_messages = 0),
-                )
-                .map(drop),
-            State::WaitingForReply => self.transition(id, Event::ContactReplies, None, count).map(drop),
-            _ => self.update(id, count),
-        };
+        let saved = self.index(id).and_then(|index| {
+            let step = conversation::contact_wrote(&self.convs[index], message, crate::clock::now())
+                .map_err(|source| super::transitions::refused(id, source))?;
+            self.run_step(id, step)
+        });
         if matches!(state, State::WaitingForReply | State::WaitingForAgent) {
             // Several messages in quick succession get one answer.
             self.reply_due = Some(Instant::now() + self.shared.settings.reply_window);
@@ -362,27 +355,6 @@ impl Actor {
         if let Err(error) = saved {
             tracing::error!(instance = %id, %error, "cannot save a contact message's effect");
         }
-    }
-}
-
-impl Actor {
-    /// Whether a contact's reply to conversation `id` (waiting for it) is
-    /// answered at once: no reply window (`Settings::reply_window`), so
-    /// `drive` would move it on to ACTIVE in the same step, with nothing
-    /// between (no file being fetched, no turn, no stop, no opt-out word, no
-    /// budget or deadline that ends it instead). Then the two transitions
-    /// are written as one (see [`Actor::transition_twice`]).
-    fn answers_at_once(&self, id: Uuid, recorded: &TranscriptMessage, has_media: bool) -> bool {
-        let Ok(index) = self.index(id) else { return false };
-        let live = &self.convs[index];
-        self.shared.settings.reply_window.is_zero()
-            && !has_media
-            && !self.fetching_for(id)
-            && self.turn.is_none()
-            && !self.shared.stop.is_cancelled()
-            && !crate::courtesy::is_opt_out(&recorded.content, &self.shared.settings.courtesy.opt_out_words)
-            && crate::engine::budget::spent(live, false).is_none()
-            && crate::engine::budget::expired(live, crate::clock::now()).is_none()
     }
 }
 

@@ -31,29 +31,6 @@ impl Actor {
         self.run_step(id, step)
     }
 
-    /// Applies `first` then `then` (each an event and its change, as
-    /// [`Actor::transition`] does) and writes the result once: for two
-    /// transitions where nothing happens between them, so the first has no
-    /// effect to be durable before. A contact's reply when there is no reply
-    /// window (WAITING_FOR_REPLY, WAITING_FOR_AGENT, ACTIVE): one instance
-    /// replace instead of two, and the turn starts one replace sooner. The
-    /// history and the events are those of the two transitions, in order.
-    /// If the table refuses either, nothing changes.
-    pub(in crate::engine) fn transition_twice(
-        &mut self,
-        id: Uuid,
-        first: (Event, impl FnOnce(&mut ConversationRecord)),
-        then: (Event, impl FnOnce(&mut ConversationRecord)),
-    ) -> Result<ConversationRecord, EngineError> {
-        let index = self.index(id)?;
-        let now = crate::clock::now();
-        let one = conversation::transition(&self.convs[index], first.0, None, now, first.1)
-            .map_err(|source| refused(id, source))?;
-        let two =
-            conversation::transition(&one.next, then.0, None, now, then.1).map_err(|source| refused(id, source))?;
-        self.run_step(id, Step { next: two.next, effects: one.effects.into_iter().chain(two.effects).collect() })
-    }
-
     /// Writes `step`'s record (to disk, then the engine's view), then runs
     /// its effects in their order.
     pub(in crate::engine) fn run_step(&mut self, id: Uuid, step: Step) -> Result<ConversationRecord, EngineError> {

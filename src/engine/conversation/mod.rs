@@ -9,17 +9,23 @@
 //!   write and the [`Effect`]s to run after;
 //! - [`transition`]: an event checked against the state machine's table,
 //!   and everything a change of state brings (timers, budgets, the report);
-//! - [`operator`]: pause, resume, cancel and `relay answer`.
+//! - [`operator`]: pause, resume, cancel and `relay answer`;
+//! - [`contact_wrote`]: a contact's message that asks something of the agent;
+//! - [`follow_up_due`]: the heartbeat firing; [`budget_ran_out`]: a limit.
 //!
 //! Rules already plain functions of the record live beside it in the
 //! engine: [`super::heartbeat`] (timers), [`super::budget`] (limits),
 //! [`super::report`] (how a conversation ends), [`super::evidence`] (what
 //! an answer rests on); the tools' own rules are in the actor's `tools`.
 
+mod contact;
+mod follow_up;
 pub mod operator;
 mod step;
 mod transition;
 
+pub use contact::{ContactMessage, contact_wrote};
+pub use follow_up::{budget_ran_out, follow_up_due};
 pub use step::{Effect, Step};
 pub(in crate::engine) use transition::entry;
 pub use transition::transition;

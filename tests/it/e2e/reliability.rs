@@ -84,7 +84,8 @@ fn a_full_disk_fails_writes_clearly_keeps_reads_and_recovers() {
     let id = relay.create(&[]);
     relay.wait_for_state(&id, "NEEDS_HUMAN_INTERVENTION");
     let instance_file = relay.path().join("instances").join(format!("{id}.json"));
-    let on_disk = || (std::fs::read(&instance_file).unwrap(), std::fs::read(instance_file.with_extension("jsonl")).ok());
+    let on_disk =
+        || (std::fs::read(&instance_file).unwrap(), std::fs::read(instance_file.with_extension("jsonl")).ok());
     let before = on_disk();
     let pid = relay.pid().unwrap();
 

@@ -12,21 +12,20 @@
 //! - [`note`]: what it does to the conversation (`first_delivered_at`,
 //!   `last_read_at`, `awaiting_delivery`), while it is live: an ended one
 //!   never changes, and its receipts go to its transcript and the events.
-//! - The timeout itself (a conversation whose messages never arrived goes
-//!   to a person; follow-ups wait for delivery) is in [`Actor::delivery_due`].
+//! - What the timeout does (a conversation whose messages never arrived
+//!   goes to a person; follow-ups wait for delivery) is
+//!   [`super::conversation::delivery_overdue`].
 
 use std::collections::{HashMap, VecDeque};
 
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::Shared;
-use super::actor::{Actor, Msg};
-use crate::api::{AwaitingDelivery, EventData, SendStatus, State, TranscriptMessage};
+use super::actor::Msg;
+use crate::api::{EventData, SendStatus, TranscriptMessage};
 use crate::channel::SentUpdate;
 use crate::contact::Contact;
-use crate::fsm::Event;
 use crate::store::ConversationRecord;
 use crate::store::{Journal, Store, StoreError};
 
@@ -255,99 +254,5 @@ impl Shared {
             self.emit(instance, status_event(&next, false));
         }
         Ok(())
-    }
-}
-
-impl Actor {
-    /// News of a message this actor's conversation sent, written down before
-    /// this returns.
-    pub(super) fn sent_update(&mut self, instance: Uuid, message: Uuid, update: SentUpdate) {
-        // Here, not where the update arrives: one that came before its send
-        // was recorded reaches only this.
-        if matches!(update, SentUpdate::ReachOutLocked(_)) {
-            self.first_message_refused(instance);
-        }
-        self.shared.learn_from(&self.contact, &update);
-        let next = match self.shared.apply_sent_update(instance, message, &update) {
-            Ok(Some(next)) => next,
-            Ok(None) => return,
-            Err(error) => {
-                tracing::error!(%instance, %error, "cannot record what became of a sent message");
-                return;
-            }
-        };
-        let noted = |i: &mut ConversationRecord| {
-            let first = i.first_delivered_at.is_none();
-            note(i, &next);
-            // A person was called because nothing arrived; now it has.
-            let called_for_it = i.state == State::NeedsHumanIntervention
-                && i.history.last().is_some_and(|t| t.trigger == Event::NotDelivered);
-            if first
-                && i.first_delivered_at.is_some()
-                && called_for_it
-                && let Some(reason) = i.intervention_reason.as_mut()
-            {
-                reason.push_str(" (it has been delivered since)");
-            }
-        };
-        if self.index(instance).is_ok()
-            && let Err(error) = self.update(instance, noted)
-        {
-            tracing::error!(%instance, %error, "cannot record a delivery");
-        }
-        self.shared.emit(instance, status_event(&next, false));
-    }
-
-    /// The channel took `message`: until a device of the contact has it,
-    /// follow-ups wait, and the timeout runs.
-    pub(super) fn await_delivery(&mut self, message: &TranscriptMessage) {
-        let now = crate::clock::now();
-        // The config caps the timeout at 30 days; a settings value built
-        // another way (tests, the library) must not overflow the clock.
-        let due = chrono::Duration::from_std(self.shared.settings.delivery_timeout)
-            .ok()
-            .and_then(|due| now.checked_add_signed(due))
-            .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
-        let awaiting = AwaitingDelivery { message_id: message.id, sent_at: now, due_at: due, overdue: false };
-        if self.index(message.instance_id).is_ok()
-            && let Err(error) = self.update(message.instance_id, |i| i.awaiting_delivery = Some(awaiting))
-        {
-            tracing::error!(instance = %message.instance_id, %error, "cannot record a message awaiting delivery");
-        }
-    }
-
-    /// `delivery.timeout` passed and relay's latest message has not reached
-    /// the contact's phone. If none of the conversation's messages ever did,
-    /// a person decides (the number may not be on WhatsApp): nothing more is
-    /// sent into the void. Otherwise the message is flagged, and follow-ups
-    /// keep waiting for it.
-    pub(super) fn delivery_due(&mut self, id: Uuid) {
-        let Ok(index) = self.index(id) else { return };
-        let instance = self.convs[index].clone();
-        let Some(awaiting) = instance.awaiting_delivery.clone().filter(|a| !a.overdue) else { return };
-        let minutes = crate::duration::format(self.shared.settings.delivery_timeout);
-        tracing::warn!(instance = %id, "a message was not delivered within delivery.timeout");
-        let flagged = AwaitingDelivery { overdue: true, ..awaiting };
-        let message_id = flagged.message_id;
-        let result = if instance.first_delivered_at.is_none() {
-            let reason = format!(
-                "the first message was not delivered after {minutes}: the number may not be on WhatsApp, or the \
-                 contact's phone is offline"
-            );
-            self.transition(id, Event::NotDelivered, Some(reason.clone()), |i| {
-                i.intervention_reason = Some(reason);
-                i.awaiting_delivery = Some(flagged);
-            })
-            .map(drop)
-        } else {
-            self.update(id, |i| i.awaiting_delivery = Some(flagged))
-        };
-        if let Err(error) = result {
-            tracing::error!(instance = %id, %error, "cannot record an undelivered message");
-        }
-        let transcript = self.shared.store.read_transcript(id).unwrap_or_default();
-        if let Some(message) = transcript.iter().find(|m| m.id == message_id) {
-            self.shared.emit(id, status_event(message, true));
-        }
     }
 }

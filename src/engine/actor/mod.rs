@@ -35,6 +35,7 @@ mod courtesy;
 mod media;
 mod operator;
 mod queue;
+mod receipts;
 mod sends;
 mod timer;
 mod tools;

@@ -64,11 +64,7 @@ impl Actor {
         change: impl FnOnce(&mut ConversationRecord),
     ) -> Result<(), EngineError> {
         let index = self.index(id)?;
-        let mut next = (*self.convs[index]).clone();
-        self.fold_usage(&mut next);
-        change(&mut next);
-        next.updated_at = crate::clock::now();
-        self.commit(index, next).map(drop)
+        self.run_step(id, Step::change(&self.convs[index], crate::clock::now(), change)).map(drop)
     }
 
     /// A model call's token usage for conversation `id`. It is written with

@@ -46,10 +46,7 @@ pub fn contact_wrote(
         record.awaiting_delivery = None;
     };
     if current.state != State::WaitingForReply {
-        let mut next = current.clone();
-        count(&mut next);
-        next.updated_at = now;
-        return Ok(Step { next, effects: Vec::new() });
+        return Ok(Step::change(current, now, count));
     }
     let replied = transition(current, Event::ContactReplies, None, now, count)?;
     if !answer_at_once {

@@ -11,7 +11,9 @@
 //!   and everything a change of state brings (timers, budgets, the report);
 //! - [`operator`]: pause, resume, cancel and `relay answer`;
 //! - [`contact_wrote`]: a contact's message that asks something of the agent;
-//! - [`follow_up_due`]: the heartbeat firing; [`budget_ran_out`]: a limit.
+//! - [`follow_up_due`]: the heartbeat firing; [`budget_ran_out`]: a limit;
+//! - [`awaiting_delivery`], [`message_status`], [`delivery_overdue`]: what
+//!   became of a message relay sent.
 //!
 //! Rules already plain functions of the record live beside it in the
 //! engine: [`super::heartbeat`] (timers), [`super::budget`] (limits),
@@ -19,12 +21,14 @@
 //! an answer rests on); the tools' own rules are in the actor's `tools`.
 
 mod contact;
+mod delivery;
 mod follow_up;
 pub mod operator;
 mod step;
 mod transition;
 
 pub use contact::{ContactMessage, contact_wrote};
+pub use delivery::{awaiting_delivery, delivery_overdue, message_status};
 pub use follow_up::{budget_ran_out, follow_up_due};
 pub use step::{Effect, Step};
 pub(in crate::engine) use transition::entry;

@@ -1,6 +1,8 @@
 //! What the core returns: the record as it must become, and what must
 //! happen once that is on disk, in order.
 
+use chrono::{DateTime, Utc};
+
 use crate::api::{EventData, Role};
 use crate::store::ConversationRecord;
 
@@ -28,6 +30,19 @@ pub enum Effect {
 }
 
 impl Step {
+    /// `current` changed by `change` at `now`, with no change of state and
+    /// nothing to run after.
+    pub fn change(
+        current: &ConversationRecord,
+        now: DateTime<Utc>,
+        change: impl FnOnce(&mut ConversationRecord),
+    ) -> Step {
+        let mut next = current.clone();
+        change(&mut next);
+        next.updated_at = now;
+        Step { next, effects: Vec::new() }
+    }
+
     /// The effects that follow `self`'s, then `more`.
     pub fn then(mut self, more: impl IntoIterator<Item = Effect>) -> Step {
         self.effects.extend(more);

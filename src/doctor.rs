@@ -1,6 +1,7 @@
 //! What a conversation needs, checked (`relay doctor`): one [`Check`] each
 //! (ok, warning, failed or skipped) with the fix: the home and its
-//! permissions, config.json, the daemon, the channel and its receipts, the
+//! permissions, config.json, the daemon, its service (`relay service
+//! install`), the channel and its receipts, the
 //! model (one tiny request, and in json_schema mode a second asking for a
 //! call through the schema; none offline), disk space and the clock. It
 //! changes nothing; printing the report is the command line's.
@@ -9,6 +10,8 @@
 //! `/status` and event log, the agent's own provider construction), so it
 //! cannot pass where relay would fail for the same reason. What it cannot
 //! see it says: the clock is compared with times on this machine only.
+
+mod service;
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -109,6 +112,7 @@ pub async fn examine(home: &Home, port: Option<u16>, offline: bool) -> Report {
     let config = Config::load(home);
     let daemon = async { Client::new(home, port)?.status().await }.await;
     let mut checks = vec![check_home(home), check_config(home, &config), check_daemon(&daemon)];
+    checks.push(service::check_service(home, daemon.as_ref().ok().map(|status| status.pid)));
     match &daemon {
         Ok(status) => {
             checks.push(check_channel(status));

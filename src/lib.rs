@@ -16,6 +16,7 @@
 //! | [`courtesy`] | what relay enforces for the people it writes to: quiet hours in their time zone, opt-out words and entries, the disclosure |
 //! | [`fsm`] | the conversation state machine: states, events and the transition table, as data |
 //! | [`home`] | where files live; the daemon's lock, pid, port and token files ([`home::daemon_files`]) |
+//! | [`service`] | the daemon as a service of the user's manager: the systemd user unit or launchd agent of a home, rendered, and `systemctl --user`/`launchctl` to load, start, stop and ask about it |
 //! | [`api`] | the contract: every type on the wire and its limits, shared by daemon, CLI and OpenAPI |
 //! | [`grounding`] | whether a todo's typed value can be read from the contact's words it rests on (numbers in digits or words, addresses, choices, days and times resolved against the day they wrote), by relay, not the model |
 //! | [`store`] | crash-safe files in the relay home, and the append-only [`store::Journal`] |
@@ -54,6 +55,7 @@ pub mod home;
 pub mod mcp;
 pub mod media;
 pub mod scripted_model;
+pub mod service;
 pub mod store;
 pub mod sys;
 pub mod template;

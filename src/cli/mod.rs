@@ -1,6 +1,6 @@
 //! The `relay` command line: argument definitions here, one file per
 //! subcommand. Every subcommand but `init`, `start`, `stop`, `daemon`,
-//! `doctor` (which works without one), `skill`, `completions` and `version`
+//! `service`, `doctor` (which works without one), `skill`, `completions` and `version`
 //! (which need not even a home) is a thin client of the daemon's API (`mcp`
 //! too: one request per tool call).
 
@@ -24,6 +24,7 @@ mod output;
 pub mod reference;
 mod sandbox;
 mod send;
+mod service;
 mod skill;
 mod start;
 mod status;
@@ -93,6 +94,9 @@ pub enum Command {
     Stop,
     /// Run the daemon in the foreground (for service managers); it logs to stderr too.
     Daemon(daemon::Args),
+    /// Run the daemon as a service of your user (systemd, launchd): install, uninstall, status.
+    #[command(subcommand)]
+    Service(service::Command),
     /// Show the daemon, its channel and its conversations at a glance.
     Status,
     /// Check what a conversation needs (home, config, daemon, channel, model, disk, clock) and say what to fix.
@@ -320,6 +324,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Init(args) => init::run(ctx, args).await,
         Command::Start => start::run(ctx).await,
         Command::Stop => stop::run(ctx).await,
+        Command::Service(command) => service::run(ctx, command).await,
         Command::Daemon(_) => unreachable!("run before dispatch"),
         Command::Skill(_) | Command::Completions(_) | Command::Version => unreachable!("run before the home"),
         Command::Status => status::run(ctx).await,

@@ -2,7 +2,9 @@
 //! terminal), then waits until it answers on its port. Already running: says
 //! so and succeeds. A lock still held by a daemon on its way out is waited
 //! for. A stale pid file is cleaned up; a daemon that dies while starting
-//! (port taken, bad config) has its error shown.
+//! (port taken, bad config) has its error shown. Once this home's service
+//! is installed (`relay service install`), its manager starts the daemon
+//! instead (see `super::service`).
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -27,6 +29,9 @@ struct Started {
     pid: u32,
     port: u16,
     already_running: bool,
+    /// The service whose manager started it (`relay service install`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service: Option<String>,
 }
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
@@ -47,6 +52,13 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         }
     }
 
+    if let Some((service, pid)) = super::service::start_under_manager(ctx, config.daemon_port).await? {
+        if ctx.port.is_some_and(|port| port != config.daemon_port) && !ctx.json {
+            complain!("relay: {service} runs the daemon on config.json's port; --port and RELAY_PORT are not used");
+        }
+        let port = config.daemon_port;
+        return report(ctx, Started { pid, port, already_running: false, service: Some(service) });
+    }
     let port = ctx.port.unwrap_or(config.daemon_port);
     let exe = std::env::current_exe().map_err(|e| CliError::failure(format!("cannot find the relay binary: {e}")))?;
     let stderr_path = home.daemon_stderr_file();
@@ -78,7 +90,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         let said = said.trim().trim_start_matches("relay: ");
         if said.is_empty() { e } else { CliError::failure(format!("the daemon did not start: {said}")) }
     })?;
-    report(ctx, Started { pid: health.pid, port, already_running: false })
+    report(ctx, Started { pid: health.pid, port, already_running: false, service: None })
 }
 
 /// The daemon of this home, if one runs. A held lock is not enough: a
@@ -106,7 +118,7 @@ async fn running_daemon(home: &crate::home::Home) -> Result<Option<Started>, Cli
             && let Some(health) = Client::on_port(port).health().await.ok()
             && health.pid == pid
         {
-            return Ok(Some(Started { pid, port, already_running: true }));
+            return Ok(Some(Started { pid, port, already_running: true, service: None }));
         }
         if started.elapsed() > READY_TIMEOUT {
             return Err(held_without_daemon(home));
@@ -166,6 +178,8 @@ async fn wait_ready(
 fn report(ctx: &Context, started: Started) -> Result<(), CliError> {
     if ctx.json {
         output::json(&started);
+    } else if let Some(service) = &started.service {
+        say!("relay started by its service {service} (pid {}, port {}).", started.pid, started.port);
     } else if started.already_running {
         say!("relay is already running (pid {}, port {}).", started.pid, started.port);
     } else {

@@ -19,10 +19,15 @@ impl Home {
         if let Some(dir) = std::env::var_os("RELAY_HOME").filter(|v| !v.is_empty()) {
             return Ok(Home::at(PathBuf::from(dir)));
         }
+        Ok(Home::at(Home::default_root()?))
+    }
+
+    /// `~/.relay-agent`: the home when `RELAY_HOME` is not set.
+    pub fn default_root() -> io::Result<PathBuf> {
         let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()).ok_or_else(|| {
             io::Error::new(io::ErrorKind::NotFound, "cannot find your home directory: set RELAY_HOME")
         })?;
-        Ok(Home::at(home.join(".relay-agent")))
+        Ok(home.join(".relay-agent"))
     }
 
     pub fn at(root: impl Into<PathBuf>) -> Home {

@@ -16,8 +16,8 @@ pub struct Page {
 pub const PAGES: &[Page] = &[
     Page {
         path: "",
-        details: r#"Every command except demo, eval, init, start, stop, daemon, doctor, skill,
-completions and version is a thin client of the daemon's API, so the daemon
+        details: r#"Every command except demo, eval, init, start, stop, daemon, service, doctor,
+skill, completions and version is a thin client of the daemon's API, so the daemon
 must be running. Wherever a command takes an id, a unique prefix of at least
 4 characters works too (`relay get ebb0d2eb`)."#,
         examples: &[],
@@ -94,21 +94,84 @@ relay does to be a careful sender (docs/courtesy.md)."#,
         details: r#"Already running: says so and succeeds (config.json is not read then). The
 home's lock held by a daemon on its way out (killed a moment ago): waits until
 it is released, then starts; held by something that never answers: after 15 s
-says which process holds it (pid and command)."#,
+says which process holds it (pid and command). Once this home's service is
+installed (`relay service install`), its manager starts the daemon (on
+config.json's port); if the manager cannot be reached, relay says so and
+starts the daemon itself."#,
         examples: &[("Start the daemon", "relay start")],
     },
     Page {
         path: "stop",
         details: r#"Not running: says so and succeeds. On a home it cannot write it still stops the
 daemon; if it cannot even open the lock file, it says it cannot tell (exit 1),
-never "not running"."#,
+never "not running". A daemon run by this home's service is stopped through its
+manager, which then does not start it again (until `relay start`, or the next
+boot or login)."#,
         examples: &[("Stop the daemon", "relay stop")],
     },
     Page {
         path: "daemon",
-        details: r#"For service managers (systemd, launchd). Stops on SIGTERM or SIGINT. It logs to
-`relay.log` and the same lines to stderr, for the service manager's journal."#,
+        details: r#"For service managers (systemd, launchd); `relay service install` sets one up.
+Stops on SIGTERM or SIGINT, exiting 0. It logs to `relay.log` and the same
+lines to stderr, for the service manager's journal. Exit 2: a config.json it
+cannot use; 6: the home is not initialised; a restart fixes neither, so the
+systemd unit does not restart on them. Logged out of WhatsApp, it does not
+exit: it keeps serving and says so (`relay status`, `relay doctor`), and
+`relay init` links it again."#,
         examples: &[("Run the daemon under a service manager", "relay daemon")],
+    },
+    Page {
+        path: "service",
+        details: r#"One service per relay home, so that the daemon starts at boot (or login) and
+comes back after a crash: a systemd user unit on Linux, a launchd agent on
+macOS. No root. Its name is `relay` for the default home (`~/.relay-agent`)
+and `relay-` with 8 hex digits of the home's path for any other; the file
+sets RELAY_HOME and runs this binary by its absolute path. See
+docs/service.md."#,
+        examples: &[],
+    },
+    Page {
+        path: "service install",
+        details: r#"Writes the file ($XDG_CONFIG_HOME/systemd/user/relay.service, by default
+~/.config/systemd/user; ~/Library/LaunchAgents/relay.plist on macOS), then
+`systemctl --user daemon-reload` and `enable --now` (launchd: `launchctl
+bootstrap`), and waits until the daemon answers. A daemon `relay start` had
+started makes way for it. The unit restarts the daemon when it fails (after
+10 s; at most 5 starts in 10 minutes), not after a clean stop, nor on exit 2
+or 6 (a person must fix config.json or run `relay init` first). Says whether
+lingering is on: without it, a user's daemon runs only while they are logged
+in (`loginctl enable-linger $USER`).
+
+Installed again: the same file is left as it is, a different one (another
+relay binary) rewritten. No user manager reachable (a container, `su`
+without a login): the unit is still written and enabled, and it says what
+it could not do and how to start the daemon. Refused on a home that is not
+initialised (exit 6) or whose config.json relay cannot use (exit 2). For
+another home, set RELAY_HOME: `RELAY_HOME=/srv/relay-b relay service install`."#,
+        examples: &[
+            ("Run this home's daemon as a service", "relay service install"),
+            ("The same, reporting what was done as JSON", "relay service install --json"),
+        ],
+    },
+    Page {
+        path: "service uninstall",
+        details: r#"Stops the daemon the service runs, disables the service, removes its file and
+has the manager forget it. Not installed: says so and succeeds. A daemon
+started outside the service keeps running (`relay stop` stops it)."#,
+        examples: &[("Remove this home's service", "relay service uninstall")],
+    },
+    Page {
+        path: "service status",
+        details: r#"The service's name, file and home; whether it is installed (and whether the file
+is what this relay would write), enabled, and what the manager says (active,
+failed, waiting to restart, with the pid and how the last run ended); and for
+systemd, whether lingering is on. `--json`: `{"manager", "name", "path",
+"home", "installed", "current", "enabled", "observed": {"enabled", "state",
+"sub_state"?, "pid"?, "last_failure"?}, "unreachable", "linger", "user"}`."#,
+        examples: &[
+            ("See whether the daemon runs as a service", "relay service status"),
+            ("The same for a script", "relay service status --json"),
+        ],
     },
     Page {
         path: "status",
@@ -135,7 +198,9 @@ to the configured provider, with its latency; with `model.tool_calls:
 json_schema`, a second small request asking for a call through the schema;
 the key and the prompt are never shown), disk space where the home is
 (warning below 500 MB, failed below 50 MB) and the clock (not before this
-binary and the home's last writes; no time server is asked).
+binary and the home's last writes; no time server is asked), and the service
+(`relay service install`: not installed, or installed and running, failed,
+stopped or written by another binary, and lingering).
 
 Changes nothing. Exit 1 if a check failed, 0 otherwise (warnings too).
 `--json`: `{"checks": [{"name", "status", "detail", "fix"?, "latency_ms"?}], "ok"}`."#,

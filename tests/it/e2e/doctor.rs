@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const NAMES: [&str; 9] = ["home", "config", "daemon", "channel", "receipts", "courtesy", "model", "disk", "clock"];
+const NAMES: [&str; 10] =
+    ["home", "config", "daemon", "service", "channel", "receipts", "courtesy", "model", "disk", "clock"];
 const STATUSES: [&str; 4] = ["ok", "warning", "failed", "skipped"];
 
 /// `relay doctor --json ARGS`: its exit code and its one document, whose

@@ -33,6 +33,8 @@ mod paging;
 mod private_context;
 mod providers;
 mod reliability;
+mod service;
+mod service_systemd;
 mod soak;
 mod tool_calls;
 mod typed_answers;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["sys"],
     &["util", "duration", "contact", "clock", "fsm", "home"],
+    &["service"],
     &["courtesy"],
     &["api"],
     &["store", "grounding"],

@@ -34,5 +34,6 @@ mod private_context;
 mod providers;
 mod reliability;
 mod soak;
+mod start_at;
 mod tool_calls;
 mod typed_answers;

@@ -109,9 +109,10 @@ pub struct CreateInstanceRequest {
     /// Start later: the first message waits until this time, then for what
     /// holds any first message (quiet hours, the reach-out lock, the cap).
     /// A time with its offset ("2026-12-01T10:00:00-03:00", "2026-12-01
-    /// 10:00 UTC"), or a time on the contact's clock, read in their zone
-    /// ("2026-12-01 10:00", "tomorrow 10:00", "today 3pm"); not past, at
-    /// most 30 days ahead. The response's `start` says how it was read.
+    /// 10:00 UTC"), a time on the contact's clock, read in their zone
+    /// ("2026-12-01 10:00", "tomorrow 10:00", "today 3pm"), or how long
+    /// from now ("in 2h"); not past, at most 30 days ahead. The response's
+    /// `start` says how it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 100)]
     pub start_at: Option<String>,

@@ -1,13 +1,13 @@
 //! A conversation's start time as callers write it (`relay create
 //! --start-at`, MCP's and the API's `start_at`): a time with its offset
-//! ("2026-12-01T10:00:00-03:00", "2026-12-01 10:00 UTC"), or a time on the
+//! ("2026-12-01T10:00:00-03:00", "2026-12-01 10:00 UTC"), a time on the
 //! contact's clock, read in their zone ("2026-12-01 10:00", "tomorrow
-//! 10:00", "today 3pm"). Read in two steps: [`parse`] says what the words
-//! say, whatever the zone (the CLI checks that much before it asks the
-//! daemon); [`read`] makes them an instant in the contact's zone and
-//! refuses one that cannot start: a local time that does not exist there or
-//! happens twice (a daylight saving change), one already passed, one more
-//! than [`MAX_START_AHEAD`] ahead.
+//! 10:00", "today 3pm"), or how long from now ("in 2h"). Read in two
+//! steps: [`parse`] says what the words say, whatever the zone (the CLI
+//! checks that much before it asks the daemon); [`read`] makes them an
+//! instant in the contact's zone and refuses one that cannot start: a local
+//! time that does not exist there or happens twice (a daylight saving
+//! change), one already passed, one more than [`MAX_START_AHEAD`] ahead.
 
 use std::sync::LazyLock;
 
@@ -37,6 +37,8 @@ use crate::courtesy::ZoneSource;
 pub enum Asked {
     /// An instant: the text gave its offset.
     Exact(DateTime<FixedOffset>),
+    /// This long from now ("in 2h").
+    In(std::time::Duration),
     /// A time on the contact's clock.
     Local { day: Day, time: NaiveTime },
 }
@@ -50,8 +52,8 @@ pub enum Day {
 }
 
 /// The forms a start time takes, for every refusal.
-pub const FORMS: &str = "a time with its offset (2026-12-01T10:00:00-03:00, 2026-12-01 10:00 UTC) or a time on the \
-                         contact's clock (2026-12-01 10:00, tomorrow 10:00, today 3pm)";
+pub const FORMS: &str = "a time with its offset (2026-12-01T10:00:00-03:00, 2026-12-01 10:00 UTC), a time on the \
+                         contact's clock (2026-12-01 10:00, tomorrow 10:00, today 3pm) or how long from now (in 2h)";
 
 /// The whole grammar, on the text trimmed and in lower case.
 static GRAMMAR: LazyLock<Regex> = LazyLock::new(|| {
@@ -72,6 +74,11 @@ static NO_TIME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(?:\d{4}-\d{2}-
 /// What `text` says, or why it says no start time.
 pub fn parse(text: &str) -> Result<Asked, String> {
     let said = text.trim().to_ascii_lowercase();
+    if let Some(how_long) = said.strip_prefix("in ") {
+        return crate::duration::parse(how_long).map(Asked::In).map_err(|_| {
+            format!("'{}' is not a start time: after 'in', how long from now (in 2h, in 90m, in 3d)", shown(text))
+        });
+    }
     let Some(parts) = GRAMMAR.captures(&said) else {
         let given = shown(text.trim());
         return Err(if NO_DAY.is_match(&said) {
@@ -136,6 +143,11 @@ fn offset(text: &str) -> Option<FixedOffset> {
 pub fn resolve(asked: Asked, zone: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     let (day, time) = match asked {
         Asked::Exact(at) => return Ok(at.to_utc()),
+        // Too long for the calendar is past its end, and too far ahead.
+        Asked::In(wait) => {
+            let wait = TimeDelta::from_std(wait).unwrap_or(TimeDelta::MAX);
+            return Ok(now.checked_add_signed(wait).unwrap_or(DateTime::<Utc>::MAX_UTC));
+        }
         Asked::Local { day, time } => (day, time),
     };
     let today = now.with_timezone(&zone).date_naive();
@@ -232,7 +244,8 @@ fn shown(text: &str) -> String {
 
 /// The JSON Schema `pattern` of a start time in its plainest forms: a date
 /// and a 24-hour time with seconds or not, and an offset (`Z`, `-03:00`)
-/// or not (the contact's clock); or `today`/`tomorrow` and a time.
+/// or not (the contact's clock); `today`/`tomorrow` and a time; or `in`
+/// and a duration of at most [`MAX_START_AHEAD`] (`in 2h`).
 /// [`parse`] takes more (other spacing and case, `UTC`, 3pm); every string
 /// the pattern matches it takes (every day of the pattern is a day of any
 /// year: the 29th of February is left out).
@@ -241,7 +254,9 @@ pub fn pattern() -> String {
     let days = "(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)\
                 |02-(?:0[1-9]|1[0-9]|2[0-8]))";
     let time = format!("{hour}:{minute}(?::{minute})?");
-    format!("^(?:[0-9]{{4}}-{days}[T ]{time}(?:Z|[+-]{hour}:{minute})?|(?:today|tomorrow) {time})$")
+    let how_long = crate::duration::pattern(MAX_START_AHEAD);
+    let how_long = how_long.trim_start_matches('^').trim_end_matches('$');
+    format!("^(?:[0-9]{{4}}-{days}[T ]{time}(?:Z|[+-]{hour}:{minute})?|(?:today|tomorrow) {time}|in {how_long})$")
 }
 
 /// When a conversation created with a start time starts, as relay read it

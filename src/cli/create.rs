@@ -69,9 +69,10 @@ pub struct Args {
     pub expires_at: Option<DateTime<Utc>>,
     /// Start later: the first message waits until then (and then for quiet
     /// hours, as any first message). A time with its offset
-    /// (2026-12-01T10:00:00-03:00, "2026-12-01 10:00 UTC") or a time on the
+    /// (2026-12-01T10:00:00-03:00, "2026-12-01 10:00 UTC"), a time on the
     /// contact's clock, read in their zone ("2026-12-01 10:00", "tomorrow
-    /// 10:00", "today 3pm"); at most 30 days ahead.
+    /// 10:00", "today 3pm"), or how long from now ("in 2h"); at most 30 days
+    /// ahead.
     #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
     pub start_at: Option<String>,
     /// Write to a number on the do-not-contact list anyway; the reason is

@@ -72,9 +72,10 @@ pub struct CreateArgs {
     pub expires_at: Option<String>,
     /// Start later: the first message waits until then (and then for quiet
     /// hours and relay's other limits on first messages). A time with its
-    /// offset ("2026-12-01T10:00:00-03:00") or a time on the contact's
-    /// clock, read in their zone ("2026-12-01 10:00", "tomorrow 10:00",
-    /// "today 3pm"); not past, at most 30 days ahead. The answer's `start`
+    /// offset ("2026-12-01T10:00:00-03:00"), a time on the contact's clock,
+    /// read in their zone ("2026-12-01 10:00", "tomorrow 10:00", "today
+    /// 3pm"), or how long from now ("in 2h"); not past, at most 30 days
+    /// ahead. The answer's `start`
     /// says the instant and the zone it was read in.
     #[serde(default)]
     #[schemars(length(min = 1, max = 100))]

@@ -85,6 +85,8 @@ fn the_issues_forms_are_read() {
     assert_eq!(read("2026-12-01T10:00:00+01:00"), Ok(utc("2026-12-01T09:00:00Z")));
     assert_eq!(read("2026-12-01 10:00 UTC"), Ok(utc("2026-12-01T10:00:00Z")));
     assert_eq!(read("2026-12-01t10:00:30.5z"), Ok(utc("2026-12-01T10:00:30.5Z")));
+    assert_eq!(read("in 1h30m"), Ok(utc("2026-11-28T13:30:00Z")));
+    assert_eq!(read("IN 3d"), Ok(utc("2026-12-01T12:00:00Z")));
 }
 
 #[test]
@@ -93,7 +95,8 @@ fn what_is_not_a_start_time_is_refused_saying_what_it_lacks() {
     assert_eq!(
         refused("soon"),
         "'soon' is not a start time: give a time with its offset (2026-12-01T10:00:00-03:00, 2026-12-01 10:00 \
-         UTC) or a time on the contact's clock (2026-12-01 10:00, tomorrow 10:00, today 3pm)"
+         UTC), a time on the contact's clock (2026-12-01 10:00, tomorrow 10:00, today 3pm) or how long from now \
+         (in 2h)"
     );
     assert_eq!(refused("10:00"), "'10:00' has no day: give today 10:00, tomorrow 10:00 or a date (2026-12-01 10:00)");
     assert_eq!(refused("tomorrow"), "'tomorrow' has no time of day: add one, e.g. 'tomorrow 10:00'");
@@ -102,6 +105,10 @@ fn what_is_not_a_start_time_is_refused_saying_what_it_lacks() {
     assert_eq!(refused("today 13pm"), "'today 13pm' is not a time of day: give e.g. 10:00, 18:30 or 3pm");
     assert!(refused("tomorrow 10:00-03:00").contains("an offset goes with a date"));
     assert!(refused("2026-12-01 10:00+24:00").contains("has an offset no clock keeps"));
+    assert_eq!(
+        refused("in a bit"),
+        "'in a bit' is not a start time: after 'in', how long from now (in 2h, in 90m, in 3d)"
+    );
     assert!(refused(&"x".repeat(500)).len() < 300, "a long text is cut in the refusal");
 }
 
@@ -239,6 +246,22 @@ proptest! {
         let at = resolve(Asked::Local { day, time: noon }, zone, now).unwrap();
         let theirs = now.with_timezone(&zone).date_naive() + Days::new(ahead);
         prop_assert_eq!(at.with_timezone(&zone).naive_local(), theirs.and_time(noon));
+    }
+
+    /// "in" and a duration is that long from now; one past the bounds is
+    /// refused, however long, never a panic.
+    #[test]
+    fn in_a_duration_is_that_long_from_now(now in any_minute(), seconds in any::<u64>(), unit in prop::sample::select(vec![("s", 1u64), ("m", 60), ("h", 3600), ("d", 86_400)])) {
+        let now = now.and_utc();
+        let (name, size) = unit;
+        let count = seconds % 5_000_000;
+        let read = read(&format!("in {count}{name}"), zone("Asia/Kolkata"), now);
+        match count * size {
+            total if total <= 30 * 86_400 => prop_assert_eq!(read, Ok(now + chrono::TimeDelta::seconds(total as i64))),
+            _ => prop_assert!(read.unwrap_err().contains("is more than 30 days ahead")),
+        }
+        let far = super::read(&format!("in {seconds}w"), zone("Asia/Kolkata"), now);
+        prop_assert!(seconds <= 4 || far.is_err(), "{:?}", far);
     }
 
     /// A start is taken from a minute before now to 30 days ahead, and

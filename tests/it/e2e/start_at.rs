@@ -142,5 +142,10 @@ fn wrong_start_times_are_refused_with_the_reason_and_an_assumed_zone_is_named() 
         "tomorrow 3pm",
     ]);
     assert_eq!(answer["start"]["zone_source"], "default");
+    let before = Utc::now();
+    let soon =
+        relay.json(&["create", "--objective", "o", "--contact", "+12025550125", "--todo", "t", "--start-at", "in 2h"]);
+    let at = time(&soon["start"]["at"]) - Duration::hours(2);
+    assert!(at >= before - Duration::seconds(1) && at <= Utc::now(), "in 2h is {}", soon["start"]["at"]);
     assert_eq!(answer["start"]["local"].as_str().unwrap()[11..], *"15:00 +00:00");
 }

@@ -53,8 +53,8 @@ fn start_at(text: &str, zone: chrono_tz::Tz, instance: &ConversationRecord) -> R
     let at = crate::api::start_at::read(text, zone, instance.created_at).map_err(EngineError::Invalid)?;
     match instance.budget.expires_at.filter(|end| *end <= at) {
         Some(end) => Err(EngineError::Invalid(format!(
-            "the conversation would end (its deadline, {}) before it starts ({}): give a later deadline or an \
-             earlier start",
+            "the conversation would end (its deadline, {}) before it starts ({}): give a later deadline \
+             (expires_in, expires_at, or config.json's budget.expires_in) or an earlier start",
             crate::clock::time(end),
             crate::clock::time(at)
         ))),

@@ -219,7 +219,7 @@ fn transition_near(zone: Tz, local: NaiveDateTime) -> Option<(DateTime<Utc>, Tim
 /// now (a caller's clock may be behind, and a local time names a minute).
 pub fn read(text: &str, zone: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     let at = resolve(parse(text)?, zone, now)?;
-    let there = |at: DateTime<Utc>| at.with_timezone(&zone).format("%Y-%m-%d %H:%M %:z").to_string();
+    let there = |at: DateTime<Utc>| on_clock(at, zone);
     let given = format!("the start time '{}' ({} in {zone})", shown(text.trim()), there(at));
     if now - at > slack() {
         return Err(format!("{given} has already passed: it is {} there now", there(now)));
@@ -232,6 +232,13 @@ pub fn read(text: &str, zone: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, S
         ));
     }
     Ok(at)
+}
+
+/// `at` on a clock of `zone`, with its offset: "2026-12-01 10:00 -03:00",
+/// and the seconds when there are some ("in 2h" is to the second).
+fn on_clock(at: DateTime<Utc>, zone: Tz) -> String {
+    let format = if at.timestamp() % 60 == 0 { "%Y-%m-%d %H:%M %:z" } else { "%Y-%m-%d %H:%M:%S %:z" };
+    at.with_timezone(&zone).format(format).to_string()
 }
 
 /// At most 60 characters of what was given, for a refusal.
@@ -279,10 +286,7 @@ impl StartTime {
     /// The start time of `instance`, if it was created with one.
     pub fn of(instance: &ConversationInstance) -> Option<StartTime> {
         let (at, time) = (instance.start_at?, instance.contact_time.as_ref()?);
-        let local = match time.time_zone.parse::<Tz>() {
-            Ok(zone) => at.with_timezone(&zone).format("%Y-%m-%d %H:%M %:z").to_string(),
-            Err(_) => at.format("%Y-%m-%d %H:%M UTC").to_string(),
-        };
+        let local = on_clock(at, time.time_zone.parse::<Tz>().unwrap_or(Tz::UTC));
         Some(StartTime { at, local, time_zone: time.time_zone.clone(), zone_source: time.zone_source })
     }
 }

@@ -357,6 +357,8 @@ pub enum WaitReason {
     /// The day's first messages to new contacts
     /// (`courtesy.max_new_contacts_per_day`) have started.
     NewContactCap,
+    /// The conversation was created to start later (`start_at`).
+    StartAt,
 }
 
 impl WaitReason {
@@ -365,6 +367,7 @@ impl WaitReason {
             WaitReason::QuietHours => "quiet_hours",
             WaitReason::ReachOutLock => "reach_out_lock",
             WaitReason::NewContactCap => "new_contact_cap",
+            WaitReason::StartAt => "start_at",
         }
     }
 
@@ -374,6 +377,7 @@ impl WaitReason {
             WaitReason::QuietHours => "quiet hours where the contact is",
             WaitReason::ReachOutLock => "WhatsApp's lock on writing first to new contacts",
             WaitReason::NewContactCap => "the day's cap on first messages to new contacts",
+            WaitReason::StartAt => "the start time it was created with",
         }
     }
 }
@@ -446,6 +450,10 @@ pub struct ConversationInstance {
     /// the report may lack what they wrote then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages_may_be_missing: Option<MissedSpan>,
+    /// When the conversation was asked to start (`start_at`): its first
+    /// message waits until then, then for what holds any first message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<DateTime<Utc>>,
     /// When relay's next message of its own may go out, while it waits
     /// (see `waiting_for`); null when nothing holds it.
     #[serde(default)]
@@ -533,6 +541,7 @@ impl ConversationInstance {
             channel_blocked: None,
             contact_time: None,
             messages_may_be_missing: None,
+            start_at: None,
             next_send_at: None,
             waiting_for: None,
             first_message_refused: false,

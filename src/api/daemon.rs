@@ -83,7 +83,7 @@ pub struct FirstContactStatus {
     /// `courtesy.max_new_contacts_per_day` (0: no cap).
     pub max_per_day: u32,
     /// Conversations whose next message waits, by reason
-    /// (`quiet_hours`, `reach_out_lock`, `new_contact_cap`).
+    /// (`start_at`, `quiet_hours`, `reach_out_lock`, `new_contact_cap`).
     #[serde(default)]
     pub waiting: std::collections::BTreeMap<crate::api::WaitReason, usize>,
 }

@@ -62,6 +62,14 @@ pub fn is_id_prefix(text: &str) -> bool {
 /// or days, and a year bounds it.
 pub const MAX_SANDBOX_LOCK: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// How far ahead a conversation may be set to start (`start_at`): while it
+/// waits it holds its contact, and the contact's later conversations queue
+/// behind it; a plan further off belongs in the caller's own calendar.
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(30 * 24 * 3600);
+/// A start time this little before now is taken as now: the caller's clock
+/// may be behind relay's, and a time on the contact's clock names a minute.
+pub const START_SLACK: Duration = Duration::from_secs(60);
+
 /// How long `GET /instances/{id}/wait` (and `relay wait`, MCP's `wait`)
 /// waits when not told, and at most.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(50);

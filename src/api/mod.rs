@@ -16,6 +16,7 @@ mod optouts;
 pub mod paging;
 mod requests;
 mod sandbox;
+pub mod start_at;
 mod transcript;
 mod webhooks;
 
@@ -28,6 +29,7 @@ pub use media::*;
 pub use optouts::*;
 pub use requests::*;
 pub use sandbox::*;
+pub use start_at::StartTime;
 pub use transcript::*;
 pub use webhooks::*;
 

@@ -106,6 +106,16 @@ pub struct CreateInstanceRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schema(max_items = 10)]
     pub attachments: Vec<super::NewAttachment>,
+    /// Start later: the first message waits until this time, then for what
+    /// holds any first message (quiet hours, the reach-out lock, the cap).
+    /// A time with its offset ("2026-12-01T10:00:00-03:00", "2026-12-01
+    /// 10:00 UTC"), a time on the contact's clock, read in their zone
+    /// ("2026-12-01 10:00", "tomorrow 10:00", "today 3pm"), or how long
+    /// from now ("in 2h"); not past, at most 30 days ahead. The response's
+    /// `start` says how it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 100)]
+    pub start_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -113,6 +123,17 @@ pub struct CreateInstanceResponse {
     pub id: Uuid,
     /// CREATED, or QUEUED when the contact already has a live conversation.
     pub state: State,
+    /// With `start_at`: when the conversation starts, and in which zone the
+    /// time was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<super::StartTime>,
+}
+
+impl CreateInstanceResponse {
+    /// The answer to the request that created `instance`.
+    pub fn of(instance: &ConversationInstance) -> CreateInstanceResponse {
+        CreateInstanceResponse { id: instance.id, state: instance.state, start: super::StartTime::of(instance) }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -2,11 +2,11 @@
 //! (`--template NAME --var key=value`). Plain output is the id alone, so
 //! `ID=$(relay create ...)` works.
 
-use super::output::say;
+use super::output::{complain, say};
 use super::{CliError, Context, output};
 use chrono::{DateTime, Utc};
 
-use crate::api::{AnswerSchema, BudgetRequest, NewTodo, limits};
+use crate::api::{AnswerSchema, BudgetRequest, NewTodo, StartTime, ZoneSource, limits};
 use crate::client::request::{NewConversation, Problem, millis};
 use crate::template::Templates;
 
@@ -67,6 +67,14 @@ pub struct Args {
     /// 2026-03-01T18:00:00-03:00); not with --expires-in.
     #[arg(long, value_name = "TIME", value_parser = parse_expires_at, conflicts_with = "expires_in")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// Start later: the first message waits until then (and then for quiet
+    /// hours, as any first message). A time with its offset
+    /// (2026-12-01T10:00:00-03:00, "2026-12-01 10:00 UTC"), a time on the
+    /// contact's clock, read in their zone ("2026-12-01 10:00", "tomorrow
+    /// 10:00", "today 3pm"), or how long from now ("in 2h"); at most 30 days
+    /// ahead.
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    pub start_at: Option<String>,
     /// Write to a number on the do-not-contact list anyway; the reason is
     /// recorded in the conversation and the list.
     #[arg(long, value_name = "REASON")]
@@ -141,6 +149,12 @@ fn parse_expires_at(s: &str) -> Result<DateTime<Utc>, String> {
     }
 }
 
+/// A start time's words, checked before the daemon reads them in the
+/// contact's zone (which it alone knows for sure).
+fn parse_start_at(s: &str) -> Result<String, String> {
+    crate::api::start_at::parse(s).map(|_| s.to_string())
+}
+
 fn parse_var(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
@@ -166,6 +180,7 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         },
         private_context: args.private_context,
         attach: args.attach,
+        start_at: args.start_at,
     };
     let new = match &args.template {
         None => new,
@@ -181,8 +196,32 @@ pub async fn run(ctx: &Context, args: Args) -> Result<(), CliError> {
         output::json(&created);
     } else {
         say!("{}", created.id);
+        // On stderr: stdout is the id alone, for `ID=$(relay create ...)`.
+        if let Some(start) = &created.start {
+            complain!("relay: {}", starts(start));
+        }
     }
     Ok(())
+}
+
+/// When a conversation starts, on the contact's clock and this machine's,
+/// and where the zone came from: a zone relay had to assume says so.
+fn starts(start: &StartTime) -> String {
+    let zone = match start.zone_source {
+        ZoneSource::Given => "the zone given",
+        ZoneSource::Country => "the zone of the number's country",
+        ZoneSource::Default => {
+            "courtesy.default_tz: relay cannot tell the zone from the number, whose country keeps several times \
+             or is unknown; give --tz if it is wrong"
+        }
+    };
+    format!(
+        "starts {} in {} ({zone}); that is {} here, {}",
+        start.local,
+        start.time_zone,
+        output::time(start.at),
+        output::relative(start.at)
+    )
 }
 
 pub(super) fn parse_answer(text: &str) -> Result<AnswerSchema, String> {

@@ -62,6 +62,9 @@ fn print_clock(i: &ConversationInstance) {
         let quiet = time.quiet_hours.map_or("no quiet hours".to_string(), |q| format!("quiet hours {q}"));
         say!("zone        {} ({from}); {quiet}", time.time_zone);
     }
+    if let Some(start) = crate::api::StartTime::of(i) {
+        say!("start at    {} on the contact's clock ({})", start.local, output::time(start.at));
+    }
     if let (Some(reason), Some(at)) = (i.waiting_for.filter(|_| !i.state.is_terminal()), i.next_send_at) {
         let what = if i.state == State::WaitingForReply { "the next follow-up" } else { "the next message" };
         say!("waiting     {what} waits for {}: until {} ({})", reason.words(), output::time(at), output::relative(at));

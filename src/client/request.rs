@@ -65,6 +65,9 @@ pub struct NewConversation {
     pub private_context: Vec<String>,
     /// Files on this machine the agent may send the contact.
     pub attach: Vec<PathBuf>,
+    /// When to start, as the caller wrote it: the daemon reads it in the
+    /// contact's zone (see `api::start_at`).
+    pub start_at: Option<String>,
 }
 
 impl NewConversation {
@@ -108,6 +111,7 @@ impl NewConversation {
             budget: (self.budget != BudgetRequest::default()).then_some(self.budget),
             private_context: self.private_context.clone(),
             attachments: Vec::new(),
+            start_at: self.start_at.clone(),
         }
     }
 

@@ -347,7 +347,7 @@ impl Engine {
         let fingerprint = idempotency::fingerprint(&[&serde_json::to_vec(&asked).expect("requests serialise")]);
         let claim = self.shared.keys.claim(key, "create", fingerprint)?;
         if let Some(done) = self.shared.snapshot(claim.target) {
-            let value = CreateInstanceResponse { id: done.id, state: done.state };
+            let value = CreateInstanceResponse::of(&done);
             return Ok(Idempotent { value, replayed: true });
         }
         instance.id = claim.target;

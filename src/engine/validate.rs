@@ -1,6 +1,8 @@
 //! What a caller may ask for: a create request checked and turned into a
 //! conversation, and the bounds every text the engine takes must keep.
 
+use chrono::{DateTime, Utc};
+
 use super::EngineError;
 use crate::api::limits;
 use crate::api::{
@@ -38,10 +40,26 @@ pub(super) fn new_instance(
     instance.budget =
         super::budget::of_request(request.budget.unwrap_or_default(), &settings.budget, instance.created_at)
             .map_err(EngineError::Invalid)?;
+    instance.start_at = request.start_at.as_deref().map(|text| start_at(text, zone, &instance)).transpose()?;
     instance.contact_time = Some(ContactTime { time_zone: zone.name().to_string(), zone_source, quiet_hours });
     instance.pending_disclosure = courtesy.disclosure_line();
     instance.opt_out_override = override_opt_out;
     Ok(instance)
+}
+
+/// The start time asked for, read in the contact's `zone`: one that would
+/// come after the conversation's deadline is refused too.
+fn start_at(text: &str, zone: chrono_tz::Tz, instance: &ConversationRecord) -> Result<DateTime<Utc>, EngineError> {
+    let at = crate::api::start_at::read(text, zone, instance.created_at).map_err(EngineError::Invalid)?;
+    match instance.budget.expires_at.filter(|end| *end <= at) {
+        Some(end) => Err(EngineError::Invalid(format!(
+            "the conversation would end (its deadline, {}) before it starts ({}): give a later deadline \
+             (expires_in, expires_at, or config.json's budget.expires_in) or an earlier start",
+            crate::clock::time(end),
+            crate::clock::time(at)
+        ))),
+        None => Ok(at),
+    }
 }
 
 /// The todos asked for, numbered from 1, each checked.

@@ -70,6 +70,16 @@ pub struct CreateArgs {
     #[serde(default)]
     #[schemars(extend("format" = "date-time"))]
     pub expires_at: Option<String>,
+    /// Start later: the first message waits until then (and then for quiet
+    /// hours and relay's other limits on first messages). A time with its
+    /// offset ("2026-12-01T10:00:00-03:00"), a time on the contact's clock,
+    /// read in their zone ("2026-12-01 10:00", "tomorrow 10:00", "today
+    /// 3pm"), or how long from now ("in 2h"); not past, at most 30 days
+    /// ahead. The answer's `start`
+    /// says the instant and the zone it was read in.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 100))]
+    pub start_at: Option<String>,
     /// Facts relay's agent may use but must never write to the contact (an
     /// account note, an internal reference): relay refuses any message of
     /// its agent's that repeats one. Put here what the contact must not

@@ -47,6 +47,7 @@ impl RelayTools {
             },
             private_context: args.private_context.unwrap_or_default(),
             attach: args.attach.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+            start_at: args.start_at,
         };
         let ready = new.read_files().map_err(refusal)?;
         ready.create(&self.client()?.with_idempotency_key(args.idempotency_key)?).await

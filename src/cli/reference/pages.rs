@@ -240,6 +240,16 @@ facts (docs/conversation-agent.md#what-never-reaches-the-contact).
 PNG) or a document (anything else). A file that cannot be read exits 2 and
 creates nothing.
 
+`--start-at` makes it start later: it waits `CREATED` (`waiting_for:
+start_at`) until then, through restarts, and holds its contact (their next
+conversation queues behind it); then quiet hours and the first-contact limits
+apply as to any first message. A time without an offset is read on the
+contact's clock, in their zone (`--tz`, else their number's country's, else
+`courtesy.default_tz`); stderr says which zone and when that is here. A time
+past, more than 30 days ahead, or one the contact's clocks skip or show twice
+(a daylight saving change) exits 2 with the reason
+(docs/courtesy.md#starting-later).
+
 With `--idempotency-key`, running it again with the same key (after a
 timeout, a crash, a restart) prints the same id and creates nothing; the same
 key with a different request exits 2. Keys are kept 24 hours."#,
@@ -251,6 +261,10 @@ key with a different request exits 2. Keys are kept 24 hours."#,
             (
                 "A typed answer, a private fact and a deadline",
                 r#"relay create --objective "Book the meter reading" --contact +56912345678 --todo "Delivery day" --answer date --private "Account 88-1042 is in arrears" --expires-in 3d"#,
+            ),
+            (
+                "Start tomorrow at 10:00 on the contact's clock",
+                r#"relay create --objective "Remind them of the visit" --contact +56912345678 --tz America/Santiago --todo "Confirm they will be home" --start-at "tomorrow 10:00""#,
             ),
             ("Start from a template", "relay create --template delivery-check --var order=1042 --contact +56912345678"),
         ],

@@ -85,14 +85,16 @@ fn declare_upload_body(document: &mut Value) {
     body["required"] = json!(true);
 }
 
-/// A create request: quiet hours and a time zone as their parsers read
-/// them, each private fact as text is (trimmed, bounded), and a deadline
-/// given one way (`budget::of_request` refuses both).
+/// A create request: quiet hours, a time zone and a start time in the
+/// plainest forms their parsers read, each private fact as text is
+/// (trimmed, bounded), and a deadline given one way (`budget::of_request`
+/// refuses both).
 fn declare_create_rules(document: &mut Value) {
     let mut zones: Vec<Value> = crate::courtesy::zone::zone_names().map(Value::from).collect();
     zones.push(Value::Null);
     let properties = json!({
         "quiet_hours": {"pattern": crate::courtesy::quiet::pattern()},
+        "start_at": {"pattern": crate::api::start_at::pattern()},
         "time_zone": {"enum": zones},
         "private_context": {"items": {"minLength": 1, "maxLength": limits::MAX_PRIVATE_CHARS}},
     });

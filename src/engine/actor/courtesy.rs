@@ -32,11 +32,18 @@ pub(super) enum FirstMessage {
 }
 
 impl Actor {
-    /// Whether `instance`'s first message may go out now: not in the
-    /// contact's quiet hours (unless they just wrote), and for a new contact (a number relay has
-    /// never reached nor heard from), not while WhatsApp's reach-out lock
-    /// holds, nor past the day's cap on first contacts.
+    /// Whether `instance`'s first message may go out now: not before its
+    /// start time, not in the contact's quiet hours (unless they just
+    /// wrote), and for a new contact (a number relay has never reached nor
+    /// heard from), not while WhatsApp's reach-out lock holds, nor past the
+    /// day's cap on first contacts.
     pub(super) fn first_message(&self, instance: &ConversationRecord) -> FirstMessage {
+        let now = crate::clock::now();
+        // Asked to start later: nothing else is looked at (nor WhatsApp
+        // asked, nor the cap counted) before then.
+        if let Some(at) = instance.start_at.filter(|at| *at > now) {
+            return FirstMessage::Hold(WaitReason::StartAt, at);
+        }
         // Without a model the turn sends nothing: it hands over at once,
         // and the operator's own messages are theirs to send, at any hour,
         // but for WhatsApp's lock on first messages, which would refuse them.
@@ -46,7 +53,6 @@ impl Actor {
                 None => FirstMessage::Go { first_contact: false },
             };
         }
-        let now = crate::clock::now();
         let open = instance.contact_time.as_ref().map_or(now, |t| t.open_at(now));
         // To someone who just wrote, the first message is a reply.
         if open > now && !self.shared.just_wrote(&self.contact) {

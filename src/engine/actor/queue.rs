@@ -92,7 +92,7 @@ impl Actor {
         tracing::info!(instance = %instance.id, state = %instance.state, "conversation created");
         let created = EventData::Created { state: instance.state, target_contact: instance.target_contact.clone() };
         self.shared.emit(instance.id, created);
-        let response = CreateInstanceResponse { id: instance.id, state: instance.state };
+        let response = CreateInstanceResponse::of(&instance);
         self.convs.push(instance);
         Ok(response)
     }

@@ -30,6 +30,7 @@ fn a_record_written_by_0_1_0_reads_whole_and_writes_back_the_same() {
     assert_eq!((record.unanswered_contact_messages, record.media_received), (1, 1));
     assert!(record.pending_disclosure.as_deref().is_some_and(|line| line.contains("automated assistant")));
     assert_eq!(record.objective, "Confirm the delivery day");
+    assert_eq!(record.start_at, None, "a conversation from before start times starts as it did");
     assert_eq!(serde_json::to_value(&record).unwrap(), written, "a record is rewritten exactly as it was read");
 }
 

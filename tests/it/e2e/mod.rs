@@ -36,5 +36,6 @@ mod reliability;
 mod service;
 mod service_systemd;
 mod soak;
+mod start_at;
 mod tool_calls;
 mod typed_answers;

@@ -19,4 +19,5 @@ mod delivery;
 mod first_contact;
 mod media;
 mod properties;
+mod start_at;
 mod whatsapp_session;

@@ -3,7 +3,7 @@
 //! do-not-contact list; typed todos; files attached and sent by path; and
 //! a call with no daemon told to start it.
 
-use crate::support::{CONTACT, Relay};
+use crate::support::{CONTACT, OTHER_CONTACT, Relay};
 use serde_json::{Value, json};
 
 use super::client::*;
@@ -257,6 +257,33 @@ fn an_agent_creates_typed_todos() {
         assert_eq!(refused["isError"], true, "{refused}");
         assert!(text(&refused).contains(says), "{refused}");
     }
+    assert_eq!(mcp.close(), Some(0));
+}
+
+/// An agent sets a conversation to start later: the answer says when, on
+/// the contact's clock and in which zone; a time it cannot be is refused
+/// with the reason, and nothing is created.
+#[test]
+fn an_agent_creates_a_conversation_that_starts_later() {
+    let relay = Relay::started();
+    let (mut mcp, _) = McpClient::connect(&relay);
+    let later = json!({"objective": "Remind them of the visit", "contact": CONTACT, "todos": ["Confirm"],
+        "time_zone": "America/Santiago", "start_at": "tomorrow 10:00"});
+    let created = document(&mcp.call("create_conversation", later));
+    assert_eq!(created["state"], "CREATED", "{created}");
+    assert_eq!(
+        (&created["start"]["time_zone"], &created["start"]["zone_source"]),
+        (&json!("America/Santiago"), &json!("given"))
+    );
+    assert!(created["start"]["local"].as_str().unwrap().contains(" 10:00 -0"), "{created}");
+    let id = created["id"].as_str().unwrap();
+    let held = relay.wait_for(id, "the hold", |i| i["waiting_for"] == "start_at");
+    assert_eq!(held["next_send_at"], held["start_at"]);
+    let past = json!({"objective": "o", "contact": OTHER_CONTACT, "todos": ["t"], "start_at": "2020-01-01 10:00"});
+    let refused = mcp.call("create_conversation", past);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("has already passed"), "{refused}");
+    assert_eq!(relay.instances().len(), 1, "nothing more was created");
     assert_eq!(mcp.close(), Some(0));
 }
 

@@ -118,8 +118,8 @@ fn trimmed_text_has_a_character_that_is_not_a_space() {
     }
 }
 
-/// A create request's quiet hours, zone, budget and answer schemas, as
-/// their parsers and `AnswerSchema::check` take them.
+/// A create request's quiet hours, zone, start time, budget and answer
+/// schemas, as their parsers and `AnswerSchema::check` take them.
 #[test]
 fn a_create_request_takes_what_its_parsers_take() {
     let relay = Relay::started();
@@ -136,6 +136,12 @@ fn a_create_request_takes_what_its_parsers_take() {
         [(json!("Europe/Madrid"), true), (Value::Null, true), (json!("Mars/Olympus"), false), (json!(""), false)]
     {
         cases.push(("/time_zone", zone, admitted));
+    }
+    // "tomorrow 10:00" is ahead, and within 30 days, on any clock.
+    for (start, admitted) in
+        [(json!("tomorrow 10:00"), true), (Value::Null, true), (json!("soon"), false), (json!(""), false)]
+    {
+        cases.push(("/start_at", start, admitted));
     }
     for (budget, admitted) in [
         (json!({"expires_in_ms": 60_000, "expires_at": tomorrow}), false),

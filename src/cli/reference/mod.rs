@@ -5,17 +5,18 @@
 //! the tests below parse every example with clap.
 
 mod pages;
+mod sandbox_pages;
 
 use clap::{Arg, Command, CommandFactory};
 
-use pages::{PAGES, Page};
+use pages::Page;
 
 /// relay's command line: the clap definitions, with each command's details
 /// (its `long_about`, after the one-line `about`) and examples (its
 /// `after_long_help`) from `pages.rs`. `relay COMMAND --help` shows them;
 /// `-h` shows the one-line summaries only.
 pub fn command() -> Command {
-    PAGES.iter().fold(super::Cli::command(), |root, page| {
+    pages::all().fold(super::Cli::command(), |root, page| {
         let path: Vec<&str> = page.path.split_whitespace().collect();
         attach(root, &path, page)
     })

@@ -17,6 +17,7 @@ pub mod paging;
 mod requests;
 mod sandbox;
 mod transcript;
+mod ui;
 mod webhooks;
 
 pub use answer::*;
@@ -29,6 +30,7 @@ pub use optouts::*;
 pub use requests::*;
 pub use sandbox::*;
 pub use transcript::*;
+pub use ui::*;
 pub use webhooks::*;
 
 pub use crate::courtesy::{OptOut, OptOutOverride, OptOutSource, ZoneSource};

@@ -36,3 +36,4 @@ mod reliability;
 mod soak;
 mod tool_calls;
 mod typed_answers;
+mod ui;

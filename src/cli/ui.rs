@@ -10,10 +10,6 @@ use crate::api::LoginCodeRequest;
 use crate::client::InstanceId;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "The address works once, for 5 minutes, in a browser on this machine: it signs the browser in \
-                        (a session cookie) and the page opens without the code. The API token never reaches the \
-                        browser. Run `relay ui` again for another address.\n\n\
-                        Examples:\n  relay ui\n  relay ui 3f2a9c1e\n  relay ui --no-open")]
 pub struct Args {
     /// Open on this conversation (its id, or a unique prefix of at least 4 characters); left out, the list.
     pub id: Option<String>,

@@ -536,13 +536,19 @@
     else await renderList(state.current || null);
   }
 
+  // One stream of every event after the last one seen; when it breaks (the
+  // daemon restarting, a sleep), it is opened again once the daemon
+  // answers, and the page is read again.
   function follow() {
     const source = new EventSource(`/events?follow=true&after=${state.seq}`);
     state.events = source;
     source.onopen = () => setLive('on', 'live');
-    source.onerror = async () => {
+    source.onerror = () => {
+      source.close();
+      if (state.events !== source) return;
+      state.events = null;
       setLive('off', 'reconnecting');
-      try { await api('GET', '/status'); } catch (e) { if (e.status !== 401) setLive('off', 'daemon not answering'); }
+      setTimeout(reconnect, 2000);
     };
     const seen = (e) => {
       let event;
@@ -552,6 +558,20 @@
       if (!r || r.page === 'list' || event.instance_id === (state.chat && state.chat.id)) scheduleRefresh();
     };
     for (const kind of EVENT_KINDS) source.addEventListener(kind, seen);
+  }
+
+  async function reconnect() {
+    try {
+      // The page is read again whole: events missed meanwhile need no replay.
+      state.seq = (await api('GET', '/status')).data.last_event_seq || state.seq;
+    } catch (e) {
+      if (e.status === 401) return; // signed out: the notice says what to do
+      setLive('off', 'daemon not answering');
+      setTimeout(reconnect, 2000);
+      return;
+    }
+    follow();
+    scheduleRefresh();
   }
 
   async function start() {

@@ -86,6 +86,13 @@ fn a_request_from_another_origin_is_refused() {
     browser.goto(&format!("{daemon}/ui/#c/{id}"));
     browser.click("#action-cancel");
     relay.wait_for_state(&id, "FAILED");
+
+    // A daemon that restarts has forgotten the session: the page says what to do.
+    relay.ok(&["stop"]);
+    browser.until("the page, cut off", "return document.getElementById('live').dataset.state === 'off'", vec![]);
+    relay.ok(&["start"]);
+    let notice = browser.until("the notice", "return document.getElementById('notice').textContent", vec![]);
+    assert!(notice.as_str().unwrap().contains("the session has ended"), "{notice}");
 }
 
 /// Serves one page, `<p id="elsewhere">`, on a free port of 127.0.0.1, to

@@ -193,6 +193,7 @@
   async function renderList(cursor) {
     const r = state.route;
     const load = ++state.loads;
+    state.current = cursor; // the page asked for: a live refresh reads this one again
     const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
     if (r.state) query.set('state', r.state);
     if (r.contact) query.set('contact', r.contact);
@@ -208,7 +209,6 @@
       return;
     }
     if (state.route !== r || load !== state.loads) return; // a later load shows instead
-    state.current = cursor;
     state.next = nextCursor(page.headers);
     const remaining = Number(page.headers.get('Relay-Remaining') || '0');
     const rows = page.data.map(row);

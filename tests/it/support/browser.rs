@@ -186,12 +186,17 @@ impl Browser {
         self.on_element(selector, "click", |element| Box::pin(async move { element.click().await.map(|_| ()) }));
     }
 
-    /// Types `text` into the element `selector` finds (a file input takes a path).
+    /// Types `text` into the element `selector` finds (a file input takes
+    /// a path), in place of what it held: typed again whole if the page,
+    /// updating live, replaced the element meanwhile.
     pub fn type_into(&self, selector: &str, text: &str) {
         let text = text.to_string();
         self.on_element(selector, "type into", move |element| {
             let text = text.clone();
-            Box::pin(async move { element.send_keys(&text).await })
+            Box::pin(async move {
+                element.clear().await?;
+                element.send_keys(&text).await
+            })
         });
     }
 

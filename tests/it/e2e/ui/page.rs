@@ -73,7 +73,9 @@ fn the_list_updates_as_contacts_write_and_filters_and_pages() {
     relay.ok(&["pause", &second]);
     until_row(&browser, &second, ".state", "paused");
     browser.goto(&format!("http://127.0.0.1:{}/ui/#?state=PAUSED", relay.port));
-    browser.until("only the paused one", "return document.querySelectorAll('tr.row').length === 1", vec![]);
+    let paused_only = "return document.getElementById('filter-state').value === 'PAUSED' \
+                       && document.querySelectorAll('tr.row').length === 1";
+    browser.until("only the paused one", paused_only, vec![]);
     until_row(&browser, &second, ".state", "paused");
     browser.goto(&format!("http://127.0.0.1:{}/ui/#?contact=%2B1", relay.port));
     let refused = browser.text("#list-error");

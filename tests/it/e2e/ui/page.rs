@@ -227,3 +227,37 @@ fn a_question_is_answered_from_the_page_and_the_operator_acts() {
     relay.wait_for_state(&id, "FAILED");
     assert_eq!(browser.alert(), None);
 }
+
+/// What a conversation waits for, and until when: the contact's quiet
+/// hours, WhatsApp's reach-out lock, the operator.
+#[test]
+fn the_list_says_what_each_conversation_waits_for_and_until_when() {
+    use chrono::Timelike;
+    let (relay, _model) = with_model_and_ears(model::sends_each_turn(|_| "Hello".into()));
+    let hour = chrono::Utc::now().hour();
+    let night = format!("{:02}:00-{:02}:00", (hour + 23) % 24, (hour + 2) % 24);
+    let quiet = relay.ok(&[
+        "create",
+        "--objective",
+        "Ask about the fence",
+        "--contact",
+        CONTACT,
+        "--todo",
+        "Ask",
+        "--tz",
+        "Etc/UTC",
+        "--quiet-hours",
+        &night,
+    ]);
+    let quiet = quiet.trim();
+    relay.wait_for(quiet, "quiet hours", |i| i["waiting_for"] == "quiet_hours");
+    relay.ok(&["sandbox", "lock", "--until", "2h"]);
+    let locked = create(&relay, OTHER_CONTACT, "Ask about the gate", &["Ask"]);
+    relay.wait_for(&locked, "the lock", |i| i["waiting_for"] == "reach_out_lock");
+
+    let browser = Browser::signed_in(&relay, None);
+    until_row(&browser, quiet, ".waits", "quiet hours where the contact is until");
+    until_row(&browser, &locked, ".waits", "WhatsApp's reach-out lock until");
+    let until = row_text(&browser, &locked, ".waits");
+    assert!(until.as_str().unwrap().contains("your time"), "{until}");
+}

@@ -152,6 +152,7 @@ fn the_page_is_served_with_a_strict_policy_and_media_inert() {
     assert_eq!(status, 200);
     assert_eq!(header(&headers, "content-type"), Some("text/plain"), "sniffed, not the name's .html");
     assert_eq!(header(&headers, "x-content-type-options"), Some("nosniff"));
+    assert_eq!(header(&headers, "content-security-policy"), Some("default-src 'none'; sandbox"));
     let disposition = header(&headers, "content-disposition").unwrap();
     assert!(disposition.starts_with("attachment; filename=\"") && !disposition.contains('<'), "{disposition}");
 }

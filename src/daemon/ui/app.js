@@ -291,48 +291,43 @@
     state.chat = c;
     document.getElementById('where').textContent = c.target_contact;
     document.title = `relay: ${c.target_contact}`;
-    const drafts = saveDrafts();
-    const scroller = document.getElementById('messages');
-    if (!scroller || scroller.dataset.id !== c.id) state.stick = true;
-    const scrolled = scroller ? scroller.scrollTop : 0;
-    view().replaceChildren(el('div', { class: 'chat-page', 'data-id': c.id },
-      chatHeader(c), question(c),
-      el('div', { class: 'columns' },
-        el('section', { class: 'chat' }, messageList(c, messages), composer(c)),
-        el('aside', { class: 'side' }, todos(c), history(c), budget(c)))));
-    restoreDrafts(drafts);
-    const list = document.getElementById('messages');
-    list.dataset.id = c.id;
-    list.scrollTop = scrolled;
+    const page = chatPage(c);
+    page.querySelector('#chat-head').replaceChildren(chatHeader(c));
+    // The question's form stays while it is the same question: what is typed in it stays too.
+    const slot = page.querySelector('#question-slot');
+    const asked = c.pending_question ? c.pending_question.id : '';
+    if (slot.dataset.question !== asked) {
+      slot.replaceChildren(...[question(c)].filter(Boolean));
+      slot.dataset.question = asked;
+    }
+    page.querySelector('#side').replaceChildren(todos(c), history(c), budget(c));
+    updateMessages(c, messages);
+    stickToBottom();
+  }
+
+  // The page of conversation `c`: made once, then its parts updated live
+  // (the composer is never remade: what is typed in it stays).
+  function chatPage(c) {
+    const shown = document.querySelector('.chat-page');
+    if (shown && shown.dataset.id === c.id) return shown;
+    const list = el('ol', { class: 'messages', id: 'messages' });
     list.addEventListener('scroll', () => {
       state.stick = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
     });
-    stickToBottom();
+    state.stick = true;
+    const page = el('div', { class: 'chat-page', 'data-id': c.id },
+      el('div', { id: 'chat-head' }), el('div', { id: 'question-slot' }),
+      el('div', { class: 'columns' },
+        el('section', { class: 'chat' }, list, composer(c)),
+        el('aside', { class: 'side', id: 'side' })));
+    view().replaceChildren(page);
+    return page;
   }
 
   // Keeps the newest message in view, as long as the operator has not scrolled up.
   function stickToBottom() {
     const list = document.getElementById('messages');
     if (list && state.stick) list.scrollTop = list.scrollHeight;
-  }
-
-  // Typed text survives a live refresh of the page.
-  function saveDrafts() {
-    const kept = {};
-    for (const id of ['answer-text', 'send-text']) {
-      const input = document.getElementById(id);
-      if (input) kept[id] = { value: input.value, focused: document.activeElement === input };
-    }
-    return kept;
-  }
-
-  function restoreDrafts(kept) {
-    for (const [id, draft] of Object.entries(kept)) {
-      const input = document.getElementById(id);
-      if (!input) continue;
-      input.value = draft.value;
-      if (draft.focused) input.focus();
-    }
   }
 
   function chatHeader(c) {
@@ -410,7 +405,10 @@
   const MARKS = { pending: '🕓 sending', sent: '✓ sent', delivered: '✓✓ delivered', read: '✓✓ read',
     played: '✓✓ played', unconfirmed: '? unconfirmed', failed: '✗ not sent' };
 
-  function messageList(c, messages) {
+  // The bubbles, each remade only when its message changed: a voice note
+  // that plays keeps playing while the page updates around it.
+  function updateMessages(c, messages) {
+    const list = document.getElementById('messages');
     const zone = c.contact_time ? c.contact_time.time_zone : null;
     const evidence = new Map();
     for (const todo of c.todos) {
@@ -419,9 +417,19 @@
         evidence.get(e.message_id).push(todo);
       }
     }
-    const bubbles = messages.map((m) => bubble(c, m, zone, evidence.get(m.id) || []));
-    return el('ol', { class: 'messages', id: 'messages' },
-      bubbles.length ? bubbles : el('li', { class: 'muted', text: 'No messages yet.' }));
+    const kept = new Map([...list.children].map((li) => [li.id, li]));
+    const bubbles = messages.map((m) => {
+      const proves = evidence.get(m.id) || [];
+      const signature = JSON.stringify([m, proves.map((t) => [t.id, t.text]), zone]);
+      const old = kept.get(`m-${m.id}`);
+      if (old && old.dataset.signature === signature) return old;
+      const made = bubble(c, m, zone, proves);
+      made.dataset.signature = signature;
+      return made;
+    });
+    const scrolled = list.scrollTop;
+    list.replaceChildren(...(bubbles.length ? bubbles : [el('li', { class: 'muted', text: 'No messages yet.' })]));
+    list.scrollTop = scrolled;
   }
 
   function bubble(c, m, zone, proves) {

@@ -158,6 +158,12 @@ fn a_conversation_shows_as_a_chat_with_its_photo_and_voice_note() {
     assert!(todos.contains("2/2") && todos.contains("Thursday at ten"), "{todos}");
     let proves = browser.text("#messages .from-contact.proves .evidence");
     assert!(proves.starts_with("evidence for todo"), "shown where it is in the chat: {proves}");
+    // A live update remakes only what changed: the voice note's player stays (it would stop playing).
+    browser.eval("document.querySelector('.media-voice_note audio').kept = true", vec![]);
+    relay.ok(&["send", &id, "See you on Thursday at ten."]);
+    browser.until("the operator's message", "return !!document.querySelector('.from-manual')", vec![]);
+    let kept = browser.eval("return document.querySelector('.media-voice_note audio').kept === true", vec![]);
+    assert_eq!(kept, true, "the player was remade");
     browser.until(
         "the newest message in view",
         "const m = document.getElementById('messages'); \

@@ -55,6 +55,8 @@ fn the_list_updates_as_contacts_write_and_filters_and_pages() {
     let first = create(&relay, CONTACT, "Confirm the delivery date", &["Ask which day suits", "Confirm the address"]);
     relay.wait_for_state(&first, "NEEDS_HUMAN_INTERVENTION");
     let browser = Browser::signed_in(&relay, None);
+    assert_eq!(browser.url(), format!("http://127.0.0.1:{}/ui/", relay.port), "the code is gone from the address");
+    assert_eq!(browser.eval("return document.cookie", vec![]), "", "the session is HttpOnly: no script sees it");
     until_row(&browser, &first, ".todos", "0/2");
     assert!(row_text(&browser, &first, ".waits").as_str().unwrap().starts_with("you: "), "waits for the operator");
 

@@ -33,6 +33,7 @@ use crate::home::{Home, daemon_files};
 
 mod ids;
 pub mod request;
+mod ui;
 
 pub use ids::InstanceId;
 use ids::{number, webhook_id};

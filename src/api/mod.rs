@@ -18,6 +18,7 @@ mod requests;
 mod sandbox;
 pub mod start_at;
 mod transcript;
+mod ui;
 mod webhooks;
 
 pub use answer::*;
@@ -31,6 +32,7 @@ pub use requests::*;
 pub use sandbox::*;
 pub use start_at::StartTime;
 pub use transcript::*;
+pub use ui::*;
 pub use webhooks::*;
 
 pub use crate::courtesy::{OptOut, OptOutOverride, OptOutSource, ZoneSource};

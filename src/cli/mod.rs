@@ -31,6 +31,7 @@ mod status;
 mod stop;
 mod template;
 mod transcript;
+mod ui;
 mod version;
 mod wait;
 mod webhook;
@@ -123,6 +124,8 @@ pub enum Command {
     Wait(wait::Args),
     /// Answer the conversation agent's question (the agent gets it, not the contact).
     Answer(answer::Args),
+    /// Open the live view in a browser: prints a one-time sign-in address of the daemon's own page.
+    Ui(ui::Args),
     /// Print the event log (every change, numbered); --follow for new ones as they happen.
     Events(events::Args),
     /// URLs relay POSTs every event to, signed: add, list, remove.
@@ -341,6 +344,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<(), CliError> {
         Command::Wait(args) => wait::run(ctx, args).await,
         Command::Answer(args) => answer::run(ctx, args).await,
         Command::Events(args) => events::run(ctx, args).await,
+        Command::Ui(args) => ui::run(ctx, args).await,
         Command::Sandbox(command) => sandbox::run(ctx, command).await,
         Command::Template(command) => template::run(ctx, command),
         Command::Webhook(command) => webhook::run(ctx, command).await,

@@ -4,9 +4,18 @@
 //!   header, with a port that is one if any, and no absolute-form target
 //!   naming another authority (a proxy-style request) — else 400; over
 //!   HTTP/2 the target's `:authority` is the Host;
-//! - no `Origin` header (a web page must never drive relay);
-//! - `Authorization: Bearer <token>` on everything but `/health`;
+//! - an `Origin` header only when it is exactly the daemon's own origin,
+//!   `http://127.0.0.1:<port>` (the live view's page): no other web page
+//!   may drive relay;
+//! - `Authorization: Bearer <token>` on everything but `/health` and the
+//!   live view's page (`/ui/...`: static files and the sign-in, no data);
+//!   or, instead of the token, the live view's session cookie
+//!   (`sessions`), on a request the browser says is the page's own
+//!   (`Sec-Fetch-Site`, when sent), and, for a change (any method but GET
+//!   and HEAD), carrying the daemon's own `Origin`;
 //! - bodies must be `application/json` and at most 64 KiB.
+//!
+//! Every answer says `X-Content-Type-Options: nosniff`.
 
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, Version, header};
@@ -21,10 +30,83 @@ use super::routes::App;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 pub async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
-    match check(&app, &request) {
+    let mut response = match check(&app, &request) {
         Ok(()) => next.run(request).await,
         Err(refusal) => refusal.into_response(),
+    };
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
+    response
+}
+
+/// The daemon's own origin: where `relay ui` sends the browser.
+pub fn own_origin(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
+}
+
+/// Paths served without the token: liveness, and the live view's page
+/// (static files and the sign-in exchange; all data comes from the API).
+fn is_public(path: &str) -> bool {
+    path == "/health" || path == "/ui" || path.starts_with("/ui/")
+}
+
+fn forbidden(message: String) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
+}
+
+/// An `Origin` header is let in only when it is the daemon's own.
+fn check_origin(app: &App, headers: &header::HeaderMap) -> Result<(), ApiError> {
+    let Some(origin) = headers.get(header::ORIGIN) else { return Ok(()) };
+    let own = own_origin(app.port);
+    if origin.as_bytes() == own.as_bytes() {
+        return Ok(());
     }
+    let shown = String::from_utf8_lossy(origin.as_bytes()).chars().take(100).collect::<String>();
+    Err(forbidden(format!(
+        "requests from other web pages are refused: only the daemon's own page ({own}) may send an Origin \
+         header, and this one is '{shown}'"
+    )))
+}
+
+/// The token, or the live view's session cookie on a request of its own page.
+fn authenticate(app: &App, request: &Request) -> Result<(), ApiError> {
+    let headers = request.headers();
+    let presented = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(bearer_token);
+    if constant_time_eq(presented.unwrap_or("").as_bytes(), app.token.as_bytes()) {
+        return Ok(());
+    }
+    let name = super::sessions::cookie_name(app.port);
+    let session = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .find_map(|h| super::sessions::cookie(h, &name));
+    if presented.is_none() && session.is_some_and(|s| app.sessions.is_valid(s)) {
+        let site = headers.get("sec-fetch-site").map(|v| v.as_bytes());
+        if matches!(site, Some(b"cross-site" | b"same-site")) {
+            return Err(forbidden(
+                "requests from other web pages are refused (the browser says this one comes from another site)".into(),
+            ));
+        }
+        let reads = matches!(*request.method(), Method::GET | Method::HEAD);
+        if !reads && !headers.contains_key(header::ORIGIN) {
+            return Err(forbidden(format!(
+                "a change made with the live view's session must carry the page's Origin ({})",
+                own_origin(app.port)
+            )));
+        }
+        return Ok(());
+    }
+    let why = if session.is_some() {
+        "the live view's session has ended (the daemon restarted, or it is over 12 hours old): run `relay ui` for a \
+         new sign-in address; or send"
+    } else {
+        "missing or wrong API token: send"
+    };
+    Err(ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::Unauthorized,
+        format!("{why} 'Authorization: Bearer <token>' with the token from <RELAY_HOME>/api-token"),
+    ))
 }
 
 fn check(app: &App, request: &Request) -> Result<(), ApiError> {
@@ -50,29 +132,13 @@ fn check(app: &App, request: &Request) -> Result<(), ApiError> {
         )));
     }
     if !is_loopback_host(host) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::Forbidden,
-            format!("requests must be addressed to 127.0.0.1, [::1] or localhost (Host was '{host}')"),
-        ));
+        return Err(forbidden(format!(
+            "requests must be addressed to 127.0.0.1, [::1] or localhost (Host was '{host}')"
+        )));
     }
-    if headers.contains_key(header::ORIGIN) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::Forbidden,
-            "requests from web pages (with an Origin header) are refused".to_string(),
-        ));
-    }
-    if request.uri().path() != "/health" {
-        let presented =
-            headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(bearer_token).unwrap_or("");
-        if !constant_time_eq(presented.as_bytes(), app.token.as_bytes()) {
-            return Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                ErrorCode::Unauthorized,
-                "missing or wrong API token: send 'Authorization: Bearer <token>' with the token from <RELAY_HOME>/api-token".to_string(),
-            ));
-        }
+    check_origin(app, headers)?;
+    if !is_public(request.uri().path()) {
+        authenticate(app, request)?;
     }
     let length = headers.get(header::CONTENT_LENGTH).and_then(|h| h.to_str().ok()).and_then(|h| h.parse::<u64>().ok());
     // A file (`POST /media`) is the one body that is not JSON, and may be as

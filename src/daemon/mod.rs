@@ -15,6 +15,8 @@ pub mod guard;
 pub mod memory;
 pub mod routes;
 mod server;
+pub mod sessions;
+mod ui;
 
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -126,6 +128,7 @@ async fn serve(
         home: home.root().display().to_string().into(),
         stop: api_stop.clone(),
         webhooks: webhooks.clone(),
+        sessions: Default::default(),
     };
     daemon_files::write_port(home, port)?;
     daemon_files::write_pid(home)?;

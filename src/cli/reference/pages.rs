@@ -408,6 +408,19 @@ agent failed, or asked for help without a question), it is refused with exit
         examples: &[("Tell the agent what it asked", r#"relay answer ebb0d2eb "Yes, a discount of 10% is fine""#)],
     },
     Page {
+        path: "ui",
+        details: r#"The address works once, for 5 minutes, in a browser on this machine: it
+signs the browser in (a session cookie) and the page opens without the code
+in it. The API token never reaches the browser. Run `relay ui` again for
+another address. In a terminal of a desktop session it also opens the
+address in your browser; `--no-open` only prints it. See docs/ui.md."#,
+        examples: &[
+            ("The list of conversations, live", "relay ui"),
+            ("One conversation, as a chat", "relay ui ebb0d2eb"),
+            ("The address only, for a program", "relay ui --json"),
+        ],
+    },
+    Page {
         path: "events",
         details: r#"Every creation, transition, message in and out, todo change, question and
 answer, numbered. Prints what is stored and exits; `--follow` keeps printing

@@ -60,7 +60,7 @@ fn operations_mut(
 
 /// The refusals no handler writes: the server's (503 past
 /// `http.max_connections`), the guard's (403 for a foreign Host or
-/// any Origin, 401 without the token, 413 for a body over 64 KiB, 415 for a
+/// an Origin not the daemon's own, 401 without the token, 413 for a body over 64 KiB, 415 for a
 /// POST body that is not JSON), the extractors' (400 for a malformed
 /// body, query or path; 404 for an id nothing has) and the router's (405,
 /// with `Allow`, for a method the path does not serve). They are declared here
@@ -76,11 +76,18 @@ fn declare_common_responses(openapi: &mut utoipa::openapi::OpenApi) {
             "InvalidRequest",
             "The request is malformed (its Host header included) or breaks a rule (code `invalid_request` or `ambiguous_id`)",
         ),
-        ("401", "Unauthorized", "No token, or a wrong one: send 'Authorization: Bearer <token>' (code `unauthorized`)"),
+        (
+            "401",
+            "Unauthorized",
+            "No token, or a wrong one (or the live view's session has ended): send 'Authorization: Bearer <token>' \
+             (code `unauthorized`)",
+        ),
         (
             "403",
             "Forbidden",
-            "The Host is not a loopback name, or the request carries an Origin header (code `forbidden`)",
+            "The Host is not a loopback name, or the request carries an Origin header that is not the daemon's own; or, \
+             made with the live view's session cookie, it comes from another site, or is a change without the \
+             daemon's own Origin (code `forbidden`)",
         ),
         ("404", "NotFound", "Nothing has this id, or what the body names is not there (code `not_found`)"),
         (

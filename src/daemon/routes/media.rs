@@ -52,9 +52,12 @@ pub(super) async fn get_media(
     let mime = media.mime.unwrap_or_else(|| "application/octet-stream".into());
     // relay's own name for it: the contact's never reaches a header.
     let name = media.path.as_deref().and_then(|p| p.rsplit('/').next()).unwrap_or("file").to_string();
+    // Never a page of the daemon's origin, whatever a browser makes of it:
+    // downloaded, and sandboxed should it be opened.
     let headers = [
         (axum::http::header::CONTENT_TYPE, mime),
         (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")),
+        (axum::http::header::CONTENT_SECURITY_POLICY, "default-src 'none'; sandbox".to_string()),
     ];
     Ok((headers, bytes))
 }

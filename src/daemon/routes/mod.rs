@@ -15,6 +15,7 @@ mod media;
 mod optouts;
 mod request_schemas;
 mod status;
+mod ui;
 mod webhooks;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use instances::*;
 use media::*;
 use optouts::*;
 use status::*;
+use ui::*;
 use webhooks::*;
 
 use super::error::ApiError;
@@ -57,6 +59,8 @@ pub struct App {
     /// server takes no more requests, and waits and streams end.
     pub stop: CancellationToken,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
+    /// The live view's sign-in codes and sessions.
+    pub sessions: Arc<super::sessions::Sessions>,
 }
 
 #[derive(OpenApi)]
@@ -65,7 +69,9 @@ pub struct App {
         title = "relay",
         description = "The local API of the relay daemon. Every route but /health needs \
                        'Authorization: Bearer <token>' (the token is in <RELAY_HOME>/api-token). \
-                       Requests must be addressed to a loopback host and carry no Origin header.",
+                       Requests must be addressed to a loopback host and carry no Origin header but the \
+                       daemon's own (http://127.0.0.1:<port>). The browser live view (`relay ui`) uses a \
+                       session cookie instead of the token, from its own page only.",
     ),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
@@ -78,6 +84,7 @@ pub struct App {
         (name = "daemon", description = "The daemon itself"),
         (name = "sandbox", description = "The sandbox channel: simulated contacts, for trying relay and for tests"),
         (name = "whatsapp", description = "The WhatsApp channel: linking a device"),
+        (name = "ui", description = "The browser live view's sign-in (the page itself, under /ui/, is a client of this API, not part of it)"),
     )
 )]
 struct ApiDoc;
@@ -96,6 +103,8 @@ pub fn router(app: App) -> Router {
     let openapi = Arc::new(openapi);
     router
         .route(OPENAPI_PATH, axum::routing::get(move || async move { Json(openapi.as_ref().clone()) }))
+        // The live view's page: outside the document on purpose (docs/ui.md).
+        .merge(super::ui::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(guard::MAX_BODY_BYTES))
@@ -142,6 +151,7 @@ fn api() -> (Router<App>, serde_json::Value) {
         .routes(routes!(sandbox_phone))
         .routes(routes!(sandbox_lock, sandbox_unlock))
         .routes(routes!(whatsapp_pair))
+        .routes(routes!(create_login_code))
         .split_for_parts();
     (router, document::finish(openapi))
 }

@@ -26,7 +26,8 @@ pub(super) fn declare_what_the_handlers_take(document: &mut Value) {
 }
 
 /// Conversation ids (the `{id}` of `/instances/{id}/...`, the `instance`
-/// of `/events`) are read by the engine's resolver: a full id, or a prefix
+/// of `/events`, the `conversation` of `POST /login-codes`) are read by the
+/// engine's resolver: a full id, or a prefix
 /// of hex digits and dashes (`limits::is_id_prefix`); a webhook's `{id}`
 /// by the webhooks' (`webhooks::id_pattern`); a `{message_id}` by
 /// `message_ref::find`.
@@ -44,6 +45,7 @@ fn declare_id_patterns(document: &mut Value) {
         };
         merge(&mut parameter["schema"], rule.clone());
     }
+    merge(&mut document["components"]["schemas"]["LoginCodeRequest"]["properties"]["conversation"], conversation);
 }
 
 /// An `Idempotency-Key` is what `limits::idempotency_key_problem` takes.

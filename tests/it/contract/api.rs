@@ -55,9 +55,11 @@ fn the_guard_refuses_what_a_web_page_or_stranger_would_send() {
     let absolute = format!("http://{host}/instances");
     assert_eq!(raw_http(relay.port, "GET", &absolute, &[("Host", &host), auth], b"").0, 200, "ours, absolute");
 
-    // Any Origin: 403.
+    // Any Origin but the daemon's own: 403.
     let (status, body) = relay.http("GET", "/instances", &[("Origin", "http://127.0.0.1:3000")], None);
     assert_eq!((status, code(&body).as_str()), (403, "forbidden"));
+    let own = format!("http://127.0.0.1:{}", relay.port);
+    assert_eq!(relay.http("GET", "/instances", &[("Origin", &own)], None).0, 200, "the daemon's own page");
 
     // Bodies must be JSON: 415.
     let create = r#"{"objective":"o","target_contact":"+56912345678","todos":[{"text":"t"}]}"#;

@@ -39,3 +39,4 @@ mod soak;
 mod start_at;
 mod tool_calls;
 mod typed_answers;
+mod ui;

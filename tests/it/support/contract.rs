@@ -60,6 +60,11 @@ pub fn conformance(
     let origin_form = target.split_once("://").map_or(target, |(_, rest)| rest.find('/').map_or("/", |at| &rest[at..]));
     let path = origin_form.split(['?', '#']).next().unwrap_or(origin_form);
     let method = method.to_ascii_lowercase();
+    // The live view's page, its files and its sign-in (`/ui/...`) answer a
+    // browser, not the API: outside the document on purpose (docs/ui.md).
+    if path == "/ui" || path.starts_with("/ui/") {
+        return Ok(());
+    }
     let Some((template, operation)) = operation(&contract.doc, &method, path) else {
         return answer_to_no_operation(contract, &method, status, headers, body);
     };

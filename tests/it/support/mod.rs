@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod browser;
 pub mod channel;
 pub mod contract;
 pub mod engine;
@@ -295,6 +296,18 @@ impl Drop for Relay {
 pub fn raw_http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to daemon");
     exchange(stream, method, path, headers, body)
+}
+
+/// As [`raw_http`], with the answer's headers (names in lower case).
+pub fn raw_http_with_headers(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<(String, String)>, String) {
+    let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to daemon");
+    exchange_with_headers(stream, method, path, headers, body)
 }
 
 /// As [`raw_http`], but a daemon that is not there (or dies mid-request)

@@ -143,6 +143,7 @@ impl Daemon {
             // stopping anything (and no fuzzed route waits or streams).
             stop: tokio_util::sync::CancellationToken::new(),
             webhooks,
+            sessions: Default::default(),
         };
         Daemon {
             rt,

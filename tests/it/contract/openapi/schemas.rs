@@ -33,6 +33,7 @@ fn valid_bodies() -> Vec<(&'static str, &'static str, Value, &'static [u16])> {
         ("POST", "/sandbox/link", json!({"online": true, "cut_short": false}), &[200]),
         ("PUT", "/sandbox/lock", json!({"lasts": "1m", "unreported": false}), &[200]),
         ("POST", "/whatsapp/pair", json!({"force": false}), &[409]),
+        ("POST", "/login-codes", json!({"conversation": "0000dead"}), &[404]),
     ]
 }
 

@@ -128,7 +128,9 @@ impl Relay {
 
     /// Writes `n` copies of a conversation into the (stopped) daemon's home,
     /// each with its own id and contact (`contact(k)`), adjusted by `each`.
-    /// Plain writes: this is setup, and 10,000 fsyncs would only slow it.
+    /// Each copy waits for its contact, so relay's first message reached
+    /// them: their numbers are known (`first-contact.json`), as they would
+    /// be. Plain writes: this is setup, and 10,000 fsyncs would only slow it.
     pub fn seed(
         &self,
         n: usize,
@@ -138,6 +140,13 @@ impl Relay {
         let home = Home::at(self.path());
         let (instance, transcript) = template;
         assert_eq!(instance.state, State::WaitingForReply);
+        let book = home.first_contact_file();
+        let mut known: Value =
+            std::fs::read(&book).map_or(json!({"started": []}), |b| serde_json::from_slice(&b).unwrap());
+        let mut numbers: Vec<Value> = known["known"].as_array().cloned().unwrap_or_default();
+        numbers.extend((0..n).map(|k| Value::String(contact(k))));
+        known["known"] = Value::Array(numbers);
+        std::fs::write(&book, to_pretty_json(&known)).unwrap();
         (0..n)
             .map(|k| {
                 let mut copy = instance.clone();

@@ -29,6 +29,28 @@ pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
     written
 }
 
+/// [`replace`] without the fsyncs, for state a power cut may lose (a
+/// simulation's): a reader, or a daemon killed at any instant, still sees
+/// the old file or the new one; after a power cut it may be the old one, or
+/// empty, so its reader must take a damaged file as none.
+pub fn replace_unsynced(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = path.parent().ok_or_else(|| io::Error::other("file has no parent folder"))?;
+    let name = path.file_name().ok_or_else(|| io::Error::other("path has no file name"))?;
+    let temp = dir.join(format!("{}{TEMP_SUFFIX}", name.to_string_lossy()));
+    let written = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temp)
+        .and_then(|mut file| file.write_all(contents))
+        .and_then(|()| fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written
+}
+
 /// Appends one line with a single write and makes it durable. A last line
 /// cut short by a crash is dropped first, so the new line never joins it;
 /// a write that fails (a full disk) takes back what part of it got in.

@@ -169,10 +169,15 @@ impl SandboxChannel {
         let outbox_file = home.sandbox_outbox_file();
         let outbox: Vec<OutboxEntry> = store::read_jsonl(&outbox_file)?;
         let phones_file = home.sandbox_phones_file();
-        let mut phones: Phones = match std::fs::read(&phones_file) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|source| StoreError::Corrupt { path: phones_file.display().to_string(), source })?,
-            Err(_) => Phones::default(),
+        let read = std::fs::read(&phones_file).ok().map(|bytes| serde_json::from_slice::<Phones>(&bytes));
+        let mut phones = match read {
+            Some(Ok(phones)) => phones,
+            Some(Err(error)) => {
+                // Written without fsync (see `save`): a power cut may leave it empty.
+                tracing::warn!(%error, "the simulated phones' state did not read; they start afresh");
+                Phones::default()
+            }
+            None => Phones::default(),
         };
         phones.unread_from(&outbox);
         Ok(SandboxChannel {
@@ -270,8 +275,11 @@ impl SandboxChannel {
         Ok(response)
     }
 
+    /// The simulated phones' state is the simulation's, not relay's: kept
+    /// across restarts, not across a power cut, so a contact's message costs
+    /// relay's path no fsync for it.
     fn save(&self, phones: &Phones) -> Result<(), StoreError> {
-        atomic::replace(&self.phones_file, &store::to_pretty_json(phones))
+        atomic::replace_unsynced(&self.phones_file, &store::to_pretty_json(phones))
             .map_err(|source| StoreError::Write { path: self.phones_file.display().to_string(), source })
     }
 

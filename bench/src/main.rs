@@ -179,6 +179,7 @@ fn memory_section(n: usize, memory: Vec<String>) -> Section {
         format!("{n} live conversations, idle"),
         format!("peak while all {n} follow up within a minute"),
         format!("{} s after those {n} follow-ups", heartbeat::AFTER.as_secs()),
+        format!("the same {n} conversations, on a fresh start (reference: their live data)"),
     ];
     for (label, value) in labels.into_iter().zip(memory) {
         rss.row(vec![label, value]);

@@ -153,7 +153,10 @@ impl Relay {
                 copy.id = Uuid::new_v4();
                 copy.target_contact = contact(k);
                 each(k, &mut copy);
-                std::fs::write(home.instances_dir().join(format!("{}.json", copy.id)), to_pretty_json(&copy)).unwrap();
+                let checkpoint = home.instances_dir().join(format!("{}.json", copy.id));
+                std::fs::write(&checkpoint, to_pretty_json(&copy)).unwrap();
+                // Its empty log, as relay makes one with every conversation.
+                std::fs::write(relay::store::record_file::log_path(&checkpoint), b"").unwrap();
                 let lines: String = transcript
                     .iter()
                     .map(|m| {

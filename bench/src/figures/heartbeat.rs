@@ -54,6 +54,11 @@ pub fn run(bin: &std::path::Path, model: &Model, n: usize) -> (Section, Vec<Stri
     std::thread::sleep(AFTER);
     let rss_end = relay.rss_mib();
     relay.stop();
+    // The reference for what is left: the same conversations (a follow-up
+    // longer each) read by a fresh daemon, so only their live data.
+    relay.start();
+    let rss_restarted = relay.rss_mib();
+    relay.stop();
 
     let instances = relay.store().load_instances().unwrap();
     let lateness: Vec<f64> = instances
@@ -82,6 +87,7 @@ pub fn run(bin: &std::path::Path, model: &Model, n: usize) -> (Section, Vec<Stri
         format!("{:.1} MiB", rss_idle),
         format!("{:.1} MiB", rss_peak),
         format!("{:.1} MiB", rss_end),
+        format!("{:.1} MiB", rss_restarted),
     ];
     (section, memory)
 }

@@ -20,8 +20,6 @@
 //! - `delivery.rs`: did the person get it? Receipts, and the delivery timeout.
 //! - `first_contact.rs`: the numbers relay knows, WhatsApp's reach-out
 //!   lock and the day's first contacts, shared by every contact's actor.
-//! - [`tool_sink`]: the agent's tool calls, as requests to the actor (what
-//!   each tool does is in `actor/tools/`, a file per tool).
 //! - [`idempotency`]: retried creates and sends that do nothing twice.
 //! - [`events`]: every change as a numbered, persisted event.
 //! - [`report`]: how a conversation ended, in words a caller can act on.
@@ -54,7 +52,6 @@ mod recovery;
 mod registry;
 pub mod report;
 mod retention;
-pub mod tool_sink;
 mod validate;
 mod view;
 pub mod wait;

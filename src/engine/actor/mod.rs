@@ -18,6 +18,7 @@
 //! - [`operator`]: pause, resume, cancel, answer, `relay send`;
 //! - [`sends`]: messages to the contact, recorded then sent in the background;
 //! - [`turns`]: the agent's turns, started, ended and stopped;
+//! - [`tool_sink`]: a turn's tool calls, as messages to this actor;
 //! - [`tools`]: what the agent's tools do, one file per tool
 //!   (`mark_todo_item`: an answer recorded only on what someone said, and
 //!   its value read from their words or confirmed by a model);
@@ -26,8 +27,15 @@
 //! - [`media`]: contacts' files, fetched beside the conversation;
 //! - [`courtesy`]: quiet hours that hold a first message, opt-outs, the
 //!   do-not-contact list checked before every send;
-//! - the heartbeat timer is in [`super::heartbeat`], receipts and the
-//!   delivery timeout in [`super::delivery`].
+//! - [`timer`]: the contact's one timer (a follow-up, a delivery timeout,
+//!   a hold ending; the rules are in [`super::heartbeat`]);
+//! - [`receipts`]: what became of a message sent, and the delivery
+//!   timeout (the rules are in [`super::conversation`]).
+//!
+//! What an input does to a conversation is worked out by the conversation
+//! core ([`super::conversation`]) where it has moved there; the actor
+//! writes the [`super::conversation::Step`] and runs its effects
+//! ([`transitions`]).
 
 mod acts;
 mod budget;
@@ -38,6 +46,7 @@ mod queue;
 mod receipts;
 mod sends;
 mod timer;
+mod tool_sink;
 mod tools;
 mod transitions;
 mod turns;

@@ -7,12 +7,12 @@ use futures_util::FutureExt;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use super::tool_sink::ActorTools;
 use super::{Actor, Msg};
 use crate::agent::{AgentError, ConversationTools, Turn, TurnKind};
 use crate::api::{ConversationInstance, Evidence, Role, SendStatus, State, TodoItem, TranscriptMessage};
 use crate::channel::MessageRef;
 use crate::engine::EngineError;
-use crate::engine::tool_sink::ActorTools;
 use crate::fsm::Event;
 use crate::store::ConversationRecord;
 

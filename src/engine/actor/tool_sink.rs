@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::actor::{Marked, Msg};
+use super::{Marked, Msg};
 use crate::agent::{Agent, ToolCall, ToolError, ToolSink, Verdict};
 use crate::api::TokenUsage;
 use crate::util::BoxFuture;

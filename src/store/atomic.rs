@@ -12,21 +12,7 @@ use std::path::Path;
 pub const TEMP_SUFFIX: &str = ".tmp";
 
 pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let dir = path.parent().ok_or_else(|| io::Error::other("file has no parent folder"))?;
-    let name = path.file_name().ok_or_else(|| io::Error::other("path has no file name"))?;
-    let temp = dir.join(format!("{}{TEMP_SUFFIX}", name.to_string_lossy()));
-    let written = (|| {
-        let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)?;
-        sync_parent(path)
-    })();
-    if written.is_err() {
-        // A full disk must not leave half a temp file lying around.
-        let _ = fs::remove_file(&temp);
-    }
-    written
+    swap_in(path, contents, true)
 }
 
 /// [`replace`] without the fsyncs, for state a power cut may lose (a
@@ -34,18 +20,26 @@ pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
 /// the old file or the new one; after a power cut it may be the old one, or
 /// empty, so its reader must take a damaged file as none.
 pub fn replace_unsynced(path: &Path, contents: &[u8]) -> io::Result<()> {
+    swap_in(path, contents, false)
+}
+
+/// Writes `contents` to a temp file beside `path` and renames it over
+/// `path`; with `durable`, the file and then the folder are fsynced.
+fn swap_in(path: &Path, contents: &[u8], durable: bool) -> io::Result<()> {
     let dir = path.parent().ok_or_else(|| io::Error::other("file has no parent folder"))?;
     let name = path.file_name().ok_or_else(|| io::Error::other("path has no file name"))?;
     let temp = dir.join(format!("{}{TEMP_SUFFIX}", name.to_string_lossy()));
-    let written = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)
-        .and_then(|mut file| file.write_all(contents))
-        .and_then(|()| fs::rename(&temp, path));
+    let written = (|| {
+        let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
+        file.write_all(contents)?;
+        if durable {
+            file.sync_all()?;
+        }
+        fs::rename(&temp, path)?;
+        if durable { sync_parent(path) } else { Ok(()) }
+    })();
     if written.is_err() {
+        // A full disk must not leave half a temp file lying around.
         let _ = fs::remove_file(&temp);
     }
     written

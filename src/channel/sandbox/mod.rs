@@ -1,7 +1,9 @@
 //! The sandbox channel: simulated contacts inside the daemon, for trying
 //! relay and for tests. `relay sandbox say` plays a contact writing in;
 //! `relay sandbox outbox` shows what relay sent. Nothing leaves the machine.
-//! The outbox is kept in `sandbox-outbox.jsonl` so it survives restarts.
+//! The outbox is kept in `sandbox-outbox.jsonl` so it survives restarts
+//! (without fsync: it is the simulation's, and a line a power cut damaged
+//! is skipped).
 //!
 //! Each contact has a simulated phone that sends receipts as WhatsApp's do:
 //! it gets a message at once (`delivered`) and reads what it has when the
@@ -16,17 +18,14 @@
 //! a message delivered is refused with error 463, and asking about the lock
 //! says it holds (unless `--unreported`). `relay sandbox unlock` lifts it.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-
-use serde::{Deserialize, Serialize};
 
 use super::{
     Channel, ChannelError, InboundMedia, InboundMessage, InboundOutcome, InboundSink, MessageRef, OutgoingMedia, Sent,
     SentUpdate,
 };
-use crate::api::{ChannelStatus, OutboxEntry, OutboxMedia, PhoneAction, PhoneResponse, SandboxLockState, SendStatus};
+use crate::api::{ChannelStatus, OutboxEntry, OutboxMedia, PhoneAction, PhoneResponse, SandboxLockState};
 use crate::contact::Contact;
 use crate::courtesy::{LockSource, ReachOutLock};
 use crate::home::Home;
@@ -43,131 +42,14 @@ pub struct SandboxChannel {
 }
 
 mod link;
+mod phones;
 
-/// The simulated phones, by contact (E.164).
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Phones {
-    offline: BTreeSet<String>,
-    /// Messages sent while the phone was offline, by id.
-    held: BTreeMap<String, Vec<String>>,
-    /// Messages read while the phone was offline: their receipts go out
-    /// when it is back.
-    #[serde(default)]
-    read_held: BTreeMap<String, Vec<String>>,
-    /// The last message each contact read.
-    #[serde(default)]
-    last_read: BTreeMap<String, String>,
-    /// Messages delivered and not read yet: the outbox's after `last_read`,
-    /// less those held.
-    #[serde(skip)]
-    unread: BTreeMap<String, Vec<String>>,
-    /// WhatsApp's reach-out lock, simulated (`relay sandbox lock`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    lock: Option<SimulatedLock>,
-    /// Contacts that wrote, or had a message delivered: not new to this
-    /// number, so the lock does not hold messages to them.
-    #[serde(default)]
-    known: BTreeSet<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-struct SimulatedLock {
-    until: chrono::DateTime<chrono::Utc>,
-    reported: bool,
-}
-
-impl Phones {
-    /// The lock, while it holds.
-    fn lock(&self) -> Option<SimulatedLock> {
-        self.lock.filter(|l| l.until > crate::clock::now())
-    }
-
-    /// Whether WhatsApp would refuse a message to `contact` now (error 463).
-    fn refuses(&self, contact: &str) -> bool {
-        self.lock().is_some() && !self.known.contains(contact)
-    }
-}
-
-/// What the sandbox says of a message refused by its lock, as WhatsApp's
-/// error 463 reads in relay.
-const REFUSED_463: &str = "the contact has not messaged this number and WhatsApp limits first contact (error 463)";
-
-/// Receipts a phone sends: (message id, what it says).
-type Receipts = Vec<(String, SendStatus)>;
-
-impl Phones {
-    /// A message reaches the phone, unless it is offline.
-    fn sent(&mut self, contact: &str, id: &str) -> Receipts {
-        let list = if self.offline.contains(contact) { &mut self.held } else { &mut self.unread };
-        list.entry(contact.to_string()).or_default().push(id.to_string());
-        if self.offline.contains(contact) {
-            Vec::new()
-        } else {
-            self.known.insert(contact.to_string());
-            vec![(id.to_string(), SendStatus::Delivered)]
-        }
-    }
-
-    /// What each phone has not read: what relay sent it after the last
-    /// message its contact read, less what it holds.
-    fn unread_from(&mut self, outbox: &[OutboxEntry]) {
-        for entry in outbox {
-            let Some(id) = &entry.message_id else { continue };
-            let unread = self.unread.entry(entry.contact.clone()).or_default();
-            if self.last_read.get(&entry.contact) == Some(id) {
-                unread.clear();
-            } else if !self.held.get(&entry.contact).is_some_and(|held| held.contains(id)) {
-                unread.push(id.clone());
-            }
-        }
-    }
-
-    fn act(&mut self, contact: &str, action: PhoneAction) -> (Receipts, PhoneResponse) {
-        let mut receipts = Vec::new();
-        match action {
-            PhoneAction::Offline => {
-                self.offline.insert(contact.to_string());
-            }
-            PhoneAction::Online => {
-                self.offline.remove(contact);
-                let held = self.held.remove(contact).unwrap_or_default();
-                if !held.is_empty() {
-                    self.known.insert(contact.to_string());
-                }
-                receipts.extend(held.iter().map(|id| (id.clone(), SendStatus::Delivered)));
-                let read = self.read_held.remove(contact).unwrap_or_default();
-                receipts.extend(read.into_iter().map(|id| (id, SendStatus::Read)));
-                self.unread.entry(contact.to_string()).or_default().extend(held);
-            }
-            PhoneAction::Read => {
-                let unread = self.unread.remove(contact).unwrap_or_default();
-                if let Some(last) = unread.last() {
-                    self.last_read.insert(contact.to_string(), last.clone());
-                }
-                // Read on the phone; an offline phone tells no one yet.
-                if self.offline.contains(contact) {
-                    self.read_held.entry(contact.to_string()).or_default().extend(unread);
-                } else {
-                    receipts.extend(unread.into_iter().map(|id| (id, SendStatus::Read)));
-                }
-            }
-        }
-        let count = |status| receipts.iter().filter(|(_, s)| *s == status).count() as u32;
-        let response = PhoneResponse {
-            contact: contact.to_string(),
-            online: !self.offline.contains(contact),
-            delivered: count(SendStatus::Delivered),
-            read: count(SendStatus::Read),
-            held: self.held.get(contact).map_or(0, |h| h.len() as u32),
-        };
-        (receipts, response)
-    }
-}
+use phones::{Phones, REFUSED_463, Receipts, SimulatedLock, read_outbox};
 
 impl SandboxChannel {
     pub fn open(home: &Home) -> Result<SandboxChannel, StoreError> {
         let outbox_file = home.sandbox_outbox_file();
-        let outbox: Vec<OutboxEntry> = store::read_jsonl(&outbox_file)?;
+        let outbox = read_outbox(&outbox_file)?;
         let phones_file = home.sandbox_phones_file();
         let read = std::fs::read(&phones_file).ok().map(|bytes| serde_json::from_slice::<Phones>(&bytes));
         let mut phones = match read {
@@ -317,7 +199,7 @@ impl SandboxChannel {
         let receipts = {
             // The lock orders file and memory alike.
             let mut outbox = self.outbox.lock().expect("outbox lock");
-            atomic::append_line(&self.outbox_file, &line)
+            atomic::append_line_unsynced(&self.outbox_file, &line)
                 .map_err(|e| ChannelError::Rejected { channel: "sandbox", reason: e.to_string() })?;
             outbox.push(entry);
             let mut phones = self.phones.lock().expect("phones lock");
@@ -468,11 +350,12 @@ pub fn file_from_phone(media: crate::api::SandboxMedia, bytes: Vec<u8>, caption:
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use std::collections::{BTreeMap, HashMap};
 
     use proptest::prelude::*;
 
     use super::*;
+    use crate::api::SendStatus;
 
     #[derive(Debug, Clone)]
     enum Op {

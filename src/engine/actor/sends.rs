@@ -201,12 +201,16 @@ impl Actor {
     }
 
     /// A send finished: its record is settled (sent, or failed with why),
-    /// even if its turn or its conversation has ended meanwhile.
+    /// even if its turn or its conversation has ended meanwhile. The agent
+    /// hears the outcome once it is recorded: the bookkeeping after it (the
+    /// receipt's deadline, the id's index) is done before this actor reads
+    /// its next message, so the agent's next model call need not wait for it.
     pub(super) fn sent(&mut self, message: TranscriptMessage, result: Result<Sent, ChannelError>, waiter: SendWaiter) {
         let id = message.instance_id;
         if let Some(at) = self.sending.iter().position(|s| *s == id) {
             self.sending.remove(at);
         }
+        let went_out = result.is_ok();
         let settled = match &result {
             Ok(sent) => TranscriptMessage {
                 send_status: Some(SendStatus::Sent),
@@ -219,35 +223,50 @@ impl Actor {
                 ..message
             },
         };
-        match self.record_message(&settled) {
-            Ok(()) => {
-                self.shared.emit(id, message_out(&settled));
-                if let Some(channel_id) = &settled.channel_message_id {
-                    if self.shared.channel.reports_delivery() {
-                        self.await_delivery(&settled);
-                    }
-                    for update in self.shared.remember_sent(channel_id, id, settled.id) {
-                        self.sent_update(id, settled.id, update);
-                    }
-                }
-            }
+        let recorded = self.record_message(&settled);
+        match &recorded {
+            Ok(()) => self.shared.emit(id, message_out(&settled)),
             // The contact has it (or not) all the same; on disk it stays
             // pending, and reads as unconfirmed after a restart.
             Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
         }
+        let operator = match waiter {
+            SendWaiter::Tool { turn, reply } => {
+                self.answer_send_waiter(id, settled.clone(), SendWaiter::Tool { turn, reply }, result);
+                None
+            }
+            operator => Some((operator, result)),
+        };
+        if recorded.is_ok() {
+            self.after_recorded(&settled);
+        }
         // A channel without receipts cannot say the person has it; taken
         // is as much as it knows.
-        if result.is_ok() && !self.shared.channel.reports_delivery() {
+        if went_out && !self.shared.channel.reports_delivery() {
             self.shared.reached(&self.contact);
         }
-        if result.is_ok()
+        if went_out
             && settled.role == Role::Agent
             && self.index(id).is_ok_and(|i| self.convs[i].pending_disclosure.is_some())
             && let Err(error) = self.update(id, |i| i.pending_disclosure = None)
         {
             tracing::error!(instance = %id, %error, "cannot record that the disclosure went out");
         }
-        self.answer_send_waiter(id, settled, waiter, result);
+        if let Some((waiter, result)) = operator {
+            self.answer_send_waiter(id, settled, waiter, result);
+        }
+    }
+
+    /// A message that went out and is recorded: its receipt is awaited, and
+    /// its channel id indexed (with any news of it that came first).
+    fn after_recorded(&mut self, settled: &TranscriptMessage) {
+        let Some(channel_id) = &settled.channel_message_id else { return };
+        if self.shared.channel.reports_delivery() {
+            self.await_delivery(settled);
+        }
+        for update in self.shared.remember_sent(channel_id, settled.instance_id, settled.id) {
+            self.sent_update(settled.instance_id, settled.id, update);
+        }
     }
 
     /// Tells whoever waits for a send what became of it: the agent's tool

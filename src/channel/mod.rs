@@ -137,13 +137,45 @@ pub enum ChannelError {
     /// The channel cannot send at all right now (not linked, logged out,
     /// banned): nothing was attempted, and conversations wait for it.
     #[error("the {channel} channel cannot send: {reason}")]
-    Unavailable { channel: &'static str, reason: String },
+    Unavailable { channel: &'static str, reason: Blocked },
     /// This one message was refused; another may go through.
     #[error("the {channel} channel refused the message: {reason}")]
     Rejected { channel: &'static str, reason: String },
     /// Sending was tried and retried, and failed.
     #[error("the {channel} channel could not send the message: {reason}")]
     Failed { channel: &'static str, reason: String },
+}
+
+/// Why a channel sends nothing now, until someone acts, a ban ends or the
+/// lock lifts: conversations hold rather than fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Blocked {
+    #[error("WhatsApp is not linked: run `relay init` and scan the QR code")]
+    NotLinked,
+    #[error("WhatsApp logged this device out ({reason}): run `relay init` to link it again")]
+    LoggedOut { reason: String },
+    #[error(
+        "WhatsApp has temporarily banned this number until {} ({reason}); relay sends nothing until then",
+        .until.format("%Y-%m-%d %H:%M UTC")
+    )]
+    Banned { until: chrono::DateTime<chrono::Utc>, reason: String },
+    #[error(
+        "another WhatsApp Web session of this number took over: run `relay stop` and `relay start` to take it back"
+    )]
+    Replaced,
+    /// The session stopped (relay is shutting down).
+    #[error("the WhatsApp session has stopped")]
+    Stopped,
+    /// The sandbox's simulated link is down (`relay sandbox offline`).
+    #[error("relay is offline from WhatsApp (simulated: `relay sandbox online` brings it back)")]
+    SimulatedOffline,
+    /// WhatsApp refuses first messages to new contacts (error 463) until then.
+    #[error(
+        "WhatsApp does not let this number write first to new contacts until {} (its reach-out lock); replies to \
+         contacts who wrote still go out, and relay asks WhatsApp again then",
+        .until.format("%Y-%m-%d %H:%M UTC")
+    )]
+    ReachOutLock { until: chrono::DateTime<chrono::Utc> },
 }
 
 /// A message the channel has taken.
@@ -193,7 +225,7 @@ pub trait Channel: Send + Sync + 'static {
     /// `Err(why)` while no send would be attempted (not linked, logged out,
     /// banned). Conversations hold rather than fail, and go on when
     /// [`InboundSink::channel_changed`] says so.
-    fn ready(&self) -> Result<(), String> {
+    fn ready(&self) -> Result<(), Blocked> {
         Ok(())
     }
 

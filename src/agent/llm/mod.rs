@@ -36,6 +36,9 @@ pub struct LlmAgent {
     mode: ToolCalls,
     /// In `json_schema` mode, the tools its schema offers (all but the stub).
     schema_tools: Option<Vec<tools::Definition>>,
+    /// In `json_schema` mode, the request's parameters offering all of
+    /// them, before the turn acted and after: built once, not per call.
+    schema_params: Option<[serde_json::Value; 2]>,
     /// Sent with every call (`model.temperature`, `model.max_output_tokens`),
     /// and how long one may take (`model.request_timeout_secs`).
     temperature: Option<f64>,
@@ -56,6 +59,11 @@ impl LlmAgent {
             }
             ToolCalls::Native | ToolCalls::Text => None,
         };
+        let params = |offered: &[tools::Definition], min_calls| {
+            json_calls::request_params(config.provider, json_calls::schema_of(offered, min_calls))
+                .expect("checked above")
+        };
+        let schema_params = schema_tools.as_deref().map(|offered| [params(offered, 1), params(offered, 0)]);
         Ok(LlmAgent {
             model: super::provider::connect(config)?,
             label: config.label(),
@@ -72,6 +80,7 @@ impl LlmAgent {
             in_flight: tokio::sync::Semaphore::new(settings.max_concurrent_model_calls),
             mode,
             schema_tools,
+            schema_params,
             temperature: config.temperature(),
             max_output_tokens: config.max_output_tokens(),
             timeout: Duration::from_secs(config.request_timeout_secs()),
@@ -111,11 +120,14 @@ impl LlmAgent {
         if self.provider != Provider::Ollama {
             request = request.tool_choice(choice);
         }
-        if let Some(offered) = &self.schema_tools {
+        if let (Some(offered), Some(all)) = (&self.schema_tools, &self.schema_params) {
             let open: Vec<tools::Definition> = offered.iter().filter(|t| !stuck.contains(&t.name)).cloned().collect();
-            let open = if open.is_empty() { offered.clone() } else { open };
-            let schema = json_calls::schema_of(&open, if acted { 0 } else { 1 });
-            let params = json_calls::request_params(self.provider, schema).expect("checked when the agent was made");
+            let params = if open.is_empty() || open.len() == offered.len() {
+                all[usize::from(acted)].clone()
+            } else {
+                let schema = json_calls::schema_of(&open, if acted { 0 } else { 1 });
+                json_calls::request_params(self.provider, schema).expect("checked when the agent was made")
+            };
             request = request.additional_params(params);
         }
         request

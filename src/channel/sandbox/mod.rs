@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::{
-    Channel, ChannelError, InboundMedia, InboundMessage, InboundOutcome, InboundSink, MessageRef, OutgoingMedia, Sent,
-    SentUpdate,
+    Blocked, Channel, ChannelError, InboundMedia, InboundMessage, InboundOutcome, InboundSink, MessageRef,
+    OutgoingMedia, Sent, SentUpdate,
 };
 use crate::api::{ChannelStatus, OutboxEntry, OutboxMedia, PhoneAction, PhoneResponse, SandboxLockState};
 use crate::contact::Contact;
@@ -257,9 +257,9 @@ impl Channel for SandboxChannel {
         }
     }
 
-    fn ready(&self) -> Result<(), String> {
+    fn ready(&self) -> Result<(), Blocked> {
         match self.is_offline() {
-            true => Err("relay is offline from WhatsApp (simulated: `relay sandbox online` brings it back)".into()),
+            true => Err(Blocked::SimulatedOffline),
             false => Ok(()),
         }
     }

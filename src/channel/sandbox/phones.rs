@@ -56,7 +56,8 @@ impl Phones {
 
 /// What the sandbox says of a message refused by its lock, as WhatsApp's
 /// error 463 reads in relay.
-pub(super) const REFUSED_463: &str = "the contact has not messaged this number and WhatsApp limits first contact (error 463)";
+pub(super) const REFUSED_463: &str =
+    "the contact has not messaged this number and WhatsApp limits first contact (error 463)";
 
 /// Receipts a phone sends: (message id, what it says).
 pub(super) type Receipts = Vec<(String, SendStatus)>;

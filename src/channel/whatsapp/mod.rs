@@ -308,13 +308,13 @@ async fn connected_by(state: &mut watch::Receiver<LinkState>, deadline: Instant)
     .await;
     match waited {
         Err(_) => Ok(false),
-        Ok(Err(_)) => Err(unavailable("the WhatsApp session has stopped".into())),
+        Ok(Err(_)) => Err(unavailable(crate::channel::Blocked::Stopped)),
         Ok(Ok(Some(reason))) => Err(unavailable(reason)),
         Ok(Ok(None)) => Ok(true),
     }
 }
 
-fn unavailable(reason: String) -> ChannelError {
+fn unavailable(reason: crate::channel::Blocked) -> ChannelError {
     ChannelError::Unavailable { channel: CHANNEL, reason }
 }
 
@@ -365,7 +365,7 @@ impl Channel for WhatsappChannel {
         self.arrivals.catch_up.missed()
     }
 
-    fn ready(&self) -> Result<(), String> {
+    fn ready(&self) -> Result<(), crate::channel::Blocked> {
         match self.link.state().borrow().blocked() {
             Some(reason) => Err(reason),
             None => Ok(()),

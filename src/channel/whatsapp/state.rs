@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use whatsapp_rust::types::events::Event;
 
 use crate::api::ChannelStatus;
+use crate::channel::Blocked;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LinkState {
@@ -40,22 +41,14 @@ pub enum LinkState {
 impl LinkState {
     /// Why nothing may be sent now, when that lasts until someone acts (or
     /// a ban ends); `None` while sends can go out or wait for a reconnection.
-    pub fn blocked(&self) -> Option<String> {
+    pub fn blocked(&self) -> Option<Blocked> {
         match self {
-            LinkState::NotLinked | LinkState::Pairing => {
-                Some("WhatsApp is not linked: run `relay init` and scan the QR code".into())
+            LinkState::NotLinked | LinkState::Pairing => Some(Blocked::NotLinked),
+            LinkState::LoggedOut { reason } => Some(Blocked::LoggedOut { reason: reason.clone() }),
+            LinkState::TemporarilyBanned { until, reason } => {
+                Some(Blocked::Banned { until: *until, reason: reason.clone() })
             }
-            LinkState::LoggedOut { reason } => {
-                Some(format!("WhatsApp logged this device out ({reason}): run `relay init` to link it again"))
-            }
-            LinkState::TemporarilyBanned { until, reason } => Some(format!(
-                "WhatsApp has temporarily banned this number until {} ({reason}); relay sends nothing until then",
-                until.format("%Y-%m-%d %H:%M UTC")
-            )),
-            LinkState::Replaced => Some(
-                "another WhatsApp Web session of this number took over: run `relay stop` and `relay start` to take it back"
-                    .into(),
-            ),
+            LinkState::Replaced => Some(Blocked::Replaced),
             LinkState::Connecting
             | LinkState::Connected
             | LinkState::Reconnecting { .. }
@@ -100,7 +93,7 @@ impl LinkState {
     /// connection; `phone` is the linked number.
     pub fn status(&self, attempts: u64, phone: Option<String>) -> ChannelStatus {
         let (state, detail) = match self {
-            LinkState::NotLinked => ("not linked", self.blocked()),
+            LinkState::NotLinked => ("not linked", self.blocked().map(|b| b.to_string())),
             LinkState::Pairing => ("pairing", Some("`relay init` is showing the code to scan".into())),
             LinkState::Connecting => ("connecting", (attempts > 0).then(|| format!("{attempts} failed attempts"))),
             LinkState::Connected => ("connected", None),
@@ -111,9 +104,9 @@ impl LinkState {
                     None => format!("{attempts} failed attempts"),
                 }),
             ),
-            LinkState::LoggedOut { .. } => ("logged out", self.blocked()),
-            LinkState::TemporarilyBanned { .. } => ("temporarily banned", self.blocked()),
-            LinkState::Replaced => ("replaced", self.blocked()),
+            LinkState::LoggedOut { .. } => ("logged out", self.blocked().map(|b| b.to_string())),
+            LinkState::TemporarilyBanned { .. } => ("temporarily banned", self.blocked().map(|b| b.to_string())),
+            LinkState::Replaced => ("replaced", self.blocked().map(|b| b.to_string())),
             LinkState::Outdated { version, plan } => {
                 ("outdated", Some(format!("WhatsApp refused client version {version}; {plan}")))
             }
@@ -164,7 +157,7 @@ mod tests {
         let event =
             Event::LoggedOut(LoggedOut::builder().on_connect(true).reason(ConnectFailureReason::LoggedOut).build());
         let state = walk(&[event]);
-        assert!(state.blocked().unwrap().contains("relay init"));
+        assert!(state.blocked().unwrap().to_string().contains("relay init"));
         let status = state.status(0, Some("+56912345678".into()));
         assert_eq!((status.state.as_str(), status.connected), ("logged out", false));
         assert_eq!(status.phone.as_deref(), Some("+56912345678"));

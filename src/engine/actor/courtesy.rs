@@ -25,7 +25,7 @@ pub(super) enum FirstMessage {
     /// WhatsApp must be asked first whether its reach-out lock is in force.
     Ask,
     /// The channel cannot even be asked: the conversation waits for it.
-    Block(String),
+    Block(crate::channel::Blocked),
     /// A question to WhatsApp, or its catch-up, is under way; its end
     /// wakes the actor.
     Wait,

@@ -32,7 +32,7 @@ enum Step {
     RunTurn(Uuid, TurnKind),
     Abandon(Uuid),
     /// The channel cannot send: say why on the conversation, and wait.
-    Block(Uuid, String),
+    Block(Uuid, crate::channel::Blocked),
     /// The next message may not go out yet (quiet hours, WhatsApp's
     /// reach-out lock, the day's cap on first contacts): say why and until
     /// when on the conversation, and wait (the timer wakes it).
@@ -50,6 +50,11 @@ enum Step {
     Restart(Uuid),
     /// A budget forbids the turn the conversation needs next: end it.
     Spent(Uuid, BudgetLimit, String),
+}
+
+/// Whether `live` does not say yet that it waits for the channel for `reason`.
+fn blocked_anew(live: &ConversationRecord, reason: &crate::channel::Blocked) -> bool {
+    live.channel_blocked.as_deref() != Some(reason.to_string().as_str())
 }
 
 /// Holds `live` for `reason` until `until`, unless it says so already.
@@ -118,7 +123,7 @@ impl Actor {
                 Step::RunTurn(id, kind) => self.start_turn(id, kind),
                 Step::Block(id, reason) => {
                     tracing::info!(instance = %id, %reason, "waiting for the channel");
-                    self.update(id, |i| i.channel_blocked = Some(reason))
+                    self.update(id, |i| i.channel_blocked = Some(reason.to_string()))
                 }
                 Step::Hold(id, reason, until) => {
                     tracing::info!(instance = %id, reason = reason.as_str(), %until, "the next message waits");
@@ -181,9 +186,7 @@ impl Actor {
                 FirstMessage::Go { first_contact: true } => Some(Step::FirstContact(id)),
                 FirstMessage::Go { first_contact: false } => Some(Step::Transition(id, Event::AgentSendsFirstMessage)),
                 FirstMessage::Ask => Some(Step::AskReachOut),
-                FirstMessage::Block(reason) => {
-                    (live.channel_blocked.as_ref() != Some(&reason)).then_some(Step::Block(id, reason))
-                }
+                FirstMessage::Block(reason) => blocked_anew(live, &reason).then_some(Step::Block(id, reason)),
                 FirstMessage::Wait => None,
             },
             State::WaitingForReply if live.first_message_refused => Some(Step::Restart(id)),
@@ -228,7 +231,7 @@ impl Actor {
     /// the operator at once, and that needs no channel.
     fn turn_or_block(&self, live: &ConversationRecord) -> Option<Step> {
         if let (Err(reason), Ok(())) = (self.shared.channel.ready(), self.shared.agent.ready()) {
-            return (live.channel_blocked.as_ref() != Some(&reason)).then_some(Step::Block(live.id, reason));
+            return blocked_anew(live, &reason).then_some(Step::Block(live.id, reason));
         }
         let kind = match live.state {
             State::HeartbeatScheduled => {

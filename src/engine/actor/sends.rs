@@ -13,7 +13,7 @@ use super::{Actor, Msg, SendWaiter, ToolReply};
 use crate::agent::ToolError;
 use crate::api::limits;
 use crate::api::{EventData, MediaInfo, MediaStatus, Role, SendStatus, TranscriptMessage};
-use crate::channel::{ChannelError, OutgoingMedia, Sent};
+use crate::channel::{Blocked, ChannelError, OutgoingMedia, Sent};
 use crate::engine::{EngineError, bounded_text};
 use crate::fsm::Event;
 
@@ -57,11 +57,7 @@ impl Actor {
         // message to a new contact would be refused (463), and each try
         // makes the lock worse. Not tried, whoever writes it.
         if let Some(until) = self.shared.locked_for(&self.contact) {
-            let reason = format!(
-                "WhatsApp does not let this number write first to new contacts until {} (its reach-out lock); \
-                 replies to contacts who wrote still go out, and relay asks WhatsApp again then",
-                until.format("%Y-%m-%d %H:%M UTC")
-            );
+            let reason = Blocked::ReachOutLock { until };
             tracing::warn!(instance = %message.instance_id, "not sent: the reach-out lock holds first messages");
             match waiter {
                 SendWaiter::Tool { reply, .. } => {
@@ -324,7 +320,7 @@ impl Actor {
             // Nothing is wrong with the conversation: it waits for the channel
             // and its turn runs again from the transcript.
             ChannelError::Unavailable { reason, .. } => {
-                let reason = reason.clone();
+                let reason = reason.to_string();
                 if let Err(e) = self.update(id, |i| i.channel_blocked = Some(reason)) {
                     tracing::error!(instance = %id, error = %e, "cannot record why the conversation waits");
                 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use relay::agent::{ToolCall, TurnKind};
 use relay::api::{CreateInstanceRequest, HeartbeatOverrides, NewTodo, Role, SendStatus, State, TranscriptMessage};
-use relay::channel::{ChannelError, InboundMessage, InboundOutcome, MessageRef, Sent};
+use relay::channel::{Blocked, ChannelError, InboundMessage, InboundOutcome, MessageRef, Sent};
 use relay::contact::Contact;
 use tokio::sync::Semaphore;
 
@@ -81,7 +81,7 @@ fn contact() -> Contact {
 #[tokio::test(start_paused = true)]
 async fn a_conversation_waits_for_a_channel_that_cannot_send_and_goes_on_when_it_is_back() {
     let channel = FakeChannel::default();
-    channel.block("WhatsApp logged this device out: run `relay init`");
+    channel.block(Blocked::LoggedOut { reason: "unlinked from the phone".into() });
     let w = world(channel, says("Hi!"));
     let id = create(&w).await;
 
@@ -100,7 +100,10 @@ async fn a_conversation_waits_for_a_channel_that_cannot_send_and_goes_on_when_it
 #[tokio::test(start_paused = true)]
 async fn a_channel_lost_mid_turn_holds_the_conversation_and_the_turn_runs_again() {
     let channel = FakeChannel::default();
-    channel.then(Err(ChannelError::Unavailable { channel: "fake", reason: "temporarily banned".into() }));
+    channel.then(Err(ChannelError::Unavailable {
+        channel: "fake",
+        reason: Blocked::Banned { until: chrono::Utc::now(), reason: "SentToTooManyPeople".into() },
+    }));
     let w = world(channel, says("Hi!"));
     let id = create(&w).await;
     let held = until(&w.engine, id, |i| i.channel_blocked.is_some()).await;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use relay::api::ChannelStatus;
-use relay::channel::{Channel, ChannelError, InboundSink, MessageRef, Sent};
+use relay::channel::{Blocked, Channel, ChannelError, InboundSink, MessageRef, Sent};
 use relay::contact::Contact;
 use relay::util::BoxFuture;
 use tokio::sync::{Notify, Semaphore};
@@ -21,7 +21,7 @@ pub type Policy = dyn Fn(&Contact, &str) -> BoxFuture<'static, Outcome> + Send +
 
 pub struct FakeChannel {
     /// Why it cannot send, while it cannot.
-    pub ready: Mutex<Option<String>>,
+    pub ready: Mutex<Option<Blocked>>,
     /// Outcomes of the next sends, in order; when none is left, the policy decides.
     outcomes: Mutex<VecDeque<Outcome>>,
     policy: Box<Policy>,
@@ -68,8 +68,8 @@ impl FakeChannel {
     }
 
     /// Not ready, for this reason, until [`FakeChannel::unblock`].
-    pub fn block(&self, reason: &str) {
-        *self.ready.lock().unwrap() = Some(reason.into());
+    pub fn block(&self, reason: Blocked) {
+        *self.ready.lock().unwrap() = Some(reason);
     }
 
     /// Catching up (as WhatsApp after a while away), until [`FakeChannel::caught_up`].
@@ -151,7 +151,7 @@ impl Channel for FakeChannel {
         self.catching_up.load(Ordering::SeqCst)
     }
 
-    fn ready(&self) -> Result<(), String> {
+    fn ready(&self) -> Result<(), Blocked> {
         match self.ready.lock().unwrap().clone() {
             Some(reason) => Err(reason),
             None => Ok(()),

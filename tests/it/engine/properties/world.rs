@@ -1,6 +1,7 @@
 //! The scripted agent, and the policy of the fake channel, a case runs against.
 
 use super::*;
+use relay::channel::Blocked;
 
 /// The agent's and the channel's scripts, walked per contact (each contact's
 /// turns and sends happen in an order the engine fixes, whatever the other
@@ -70,9 +71,10 @@ pub(super) fn channel(script: Arc<Script>) -> FakeChannel {
                 SendOutcome::Failed => {
                     Err(ChannelError::Failed { channel: "fake", reason: reason("not sent after 3 attempts") })
                 }
-                SendOutcome::Unavailable => {
-                    Err(ChannelError::Unavailable { channel: "fake", reason: reason("logged out") })
-                }
+                SendOutcome::Unavailable => Err(ChannelError::Unavailable {
+                    channel: "fake",
+                    reason: Blocked::LoggedOut { reason: reason("401") },
+                }),
             }
         })
     })

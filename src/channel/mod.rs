@@ -178,6 +178,16 @@ pub enum Blocked {
     ReachOutLock { until: chrono::DateTime<chrono::Utc> },
 }
 
+/// Why WhatsApp could not be asked whether its reach-out lock holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    #[error("not connected")]
+    NotConnected,
+    /// The question went out and came back as an error (whatsapp-rust's words).
+    #[error("WhatsApp did not answer: {0}")]
+    Failed(String),
+}
+
 /// A message the channel has taken.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sent {
@@ -250,7 +260,7 @@ pub trait Channel: Send + Sync + 'static {
     /// Whether this number may not write first to new contacts now
     /// (WhatsApp's reach-out lock), asked before a first message to one.
     /// `Ok(None)`: no lock; `Err(why)` when it cannot be told.
-    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, crate::channel::AskError>> {
         Box::pin(async { Ok(None) })
     }
 

@@ -272,7 +272,7 @@ impl Channel for SandboxChannel {
         self.link.catch_up.missed()
     }
 
-    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, crate::channel::AskError>> {
         let lock = self.phones.lock().expect("phones lock").lock().filter(|l| l.reported);
         Box::pin(async move {
             Ok(lock.map(|l| ReachOutLock {

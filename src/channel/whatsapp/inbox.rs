@@ -237,8 +237,8 @@ impl Kept {
 
     /// The message as [`inbound::route`] made it, or why the line cannot
     /// be read back (edited by hand).
-    pub fn incoming(&self) -> Result<Incoming, String> {
-        let jid = |text: &str| text.parse::<Jid>().map_err(|e| format!("{text:?} is not a WhatsApp address: {e}"));
+    pub fn incoming(&self) -> Result<Incoming, Unreadable> {
+        let jid = |text: &str| text.parse::<Jid>().map_err(|e| Unreadable::Address(text.to_string(), e.to_string()));
         let sender = match &self.from {
             Author::Phone(contact) => Sender::Phone(contact.clone()),
             Author::Lid(lid) => Sender::Lid(jid(lid)?),
@@ -260,13 +260,23 @@ impl Kept {
     }
 }
 
+/// Why a kept line does not read back as the message it was (it was
+/// edited by hand).
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    #[error("{0:?} is not a WhatsApp address: {1}")]
+    Address(String, String),
+    #[error("bad base64 in a kept file: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("a kept SHA-256 is not 32 bytes")]
+    Sha256,
+}
+
 impl KeptMedia {
-    fn media(&self) -> Result<Media, String> {
-        let bytes = |text: &Option<String>| {
-            text.as_ref().map(|t| BASE64.decode(t).map_err(|e| format!("bad base64 in a kept file: {e}"))).transpose()
-        };
+    fn media(&self) -> Result<Media, Unreadable> {
+        let bytes = |text: &Option<String>| text.as_ref().map(|t| BASE64.decode(t)).transpose();
         let sha256 = match bytes(&self.sha256)? {
-            Some(sha) => Some(<[u8; 32]>::try_from(sha).map_err(|_| "a kept SHA-256 is not 32 bytes".to_string())?),
+            Some(sha) => Some(<[u8; 32]>::try_from(sha).map_err(|_| Unreadable::Sha256)?),
             None => None,
         };
         let declared = Declared {

@@ -109,7 +109,7 @@ pub trait Link: Send + Sync + 'static {
     fn phone_of_lid<'a>(&'a self, lid: &'a Jid) -> BoxFuture<'a, Option<String>>;
     /// WhatsApp's reach-out lock on this account, if in force (see
     /// [`Channel::reach_out_lock`]).
-    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>>;
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, crate::channel::AskError>>;
     fn pair(&self, phone: Option<String>, force: bool) -> mpsc::UnboundedReceiver<PairingEvent>;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }
@@ -384,7 +384,7 @@ impl Channel for WhatsappChannel {
         Box::pin(self.deliver(to, Outgoing::Media(media)))
     }
 
-    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, crate::channel::AskError>> {
         self.link.reach_out_lock()
     }
 

@@ -170,7 +170,7 @@ impl Link for FakeLink {
         let found = self.lids.iter().find(|(l, _)| *l == lid.user.as_str()).map(|(_, p)| p.clone());
         Box::pin(async move { found })
     }
-    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<crate::courtesy::ReachOutLock>, String>> {
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<crate::courtesy::ReachOutLock>, crate::channel::AskError>> {
         Box::pin(async { Ok(None) })
     }
     fn pair(&self, _phone: Option<String>, _force: bool) -> mpsc::UnboundedReceiver<PairingEvent> {

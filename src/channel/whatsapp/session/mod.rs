@@ -279,10 +279,14 @@ impl super::Link for Session {
         })
     }
 
-    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, String>> {
+    fn reach_out_lock(&self) -> BoxFuture<'_, Result<Option<ReachOutLock>, crate::channel::AskError>> {
         Box::pin(async move {
-            let client = self.client().ok_or("not connected")?;
-            let answer = client.mex().fetch_reachout_timelock().await.map_err(|e| e.to_string())?;
+            let client = self.client().ok_or(crate::channel::AskError::NotConnected)?;
+            let answer = client
+                .mex()
+                .fetch_reachout_timelock()
+                .await
+                .map_err(|e| crate::channel::AskError::Failed(e.to_string()))?;
             Ok(reach_out_lock(answer.is_active, answer.time_enforcement_ends.as_deref(), answer.enforcement_type))
         })
     }

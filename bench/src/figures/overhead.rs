@@ -82,10 +82,6 @@ impl Channel for ProbeChannel {
         }
     }
 
-    fn ready(&self) -> Result<(), String> {
-        Ok(())
-    }
-
     fn send<'a>(&'a self, _to: &'a Contact, _text: &'a str) -> BoxFuture<'a, Result<Sent, ChannelError>> {
         let _ = self.probes.send(Probe::Sending(Instant::now()));
         let mut sent = self.sent.lock().unwrap();

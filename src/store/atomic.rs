@@ -54,8 +54,8 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
 
 /// [`append_line`] without the fsync, for a log a power cut may cut short
 /// (a simulation's): its reader must skip a line that does not parse.
-pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<()> {
-    append(path, line, false).map(drop)
+pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<u64> {
+    append(path, line, false)
 }
 
 /// [`append_line`], returning the file's length after it.

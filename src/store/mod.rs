@@ -169,7 +169,16 @@ impl Store {
     /// Writes `instance`; one that has ended gets its line in the index of
     /// ended conversations too.
     pub fn save_instance(&self, instance: &ConversationRecord) -> Result<(), StoreError> {
-        record_file::save(&self.instance_path(instance.id), instance)?;
+        self.write_instance(instance, record_file::Durability::Now)
+    }
+
+    /// [`Store::save_instance`], as `durability` says.
+    pub fn write_instance(
+        &self,
+        instance: &ConversationRecord,
+        durability: record_file::Durability,
+    ) -> Result<(), StoreError> {
+        record_file::write(&self.instance_path(instance.id), instance, durability)?;
         if instance.state.is_terminal()
             && let Err(error) = self.ended.append(&EndedConversation::of(instance))
         {

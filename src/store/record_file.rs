@@ -30,8 +30,26 @@ pub fn log_path(checkpoint: &Path) -> PathBuf {
     checkpoint.with_extension("jsonl")
 }
 
+/// How a version of a record reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Durable once the write returns.
+    Now,
+    /// Appended without fsync, made durable by the log's next synced write
+    /// (an fsync covers every earlier write to the file) or a checkpoint:
+    /// for a change another file already holds durably, which a power cut
+    /// may take back to the version before.
+    WithNextWrite,
+}
+
 /// Writes `record`, durable once this returns.
 pub fn save(checkpoint: &Path, record: &ConversationRecord) -> Result<(), StoreError> {
+    write(checkpoint, record, Durability::Now)
+}
+
+/// Writes `record` as `durability` says; a new record, a checkpoint and an
+/// end are always durable at once.
+pub fn write(checkpoint: &Path, record: &ConversationRecord, durability: Durability) -> Result<(), StoreError> {
     let log = log_path(checkpoint);
     let ended = record.state.is_terminal();
     let replace =
@@ -50,7 +68,12 @@ pub fn save(checkpoint: &Path, record: &ConversationRecord) -> Result<(), StoreE
         return replace();
     }
     let line = serde_json::to_vec(record).expect("records serialise");
-    let length = atomic::append_line_sized(&log, &line).map_err(|source| write_error(&log, source))?;
+    let appended = match durability {
+        Durability::Now => atomic::append_line_sized(&log, &line),
+        Durability::WithNextWrite if !ended => atomic::append_line_unsynced(&log, &line),
+        Durability::WithNextWrite => atomic::append_line_sized(&log, &line),
+    };
+    let length = appended.map_err(|source| write_error(&log, source))?;
     if ended || length > LOG_LIMIT {
         fold(checkpoint, &log, record, ended)?;
     }

@@ -98,12 +98,14 @@ fn torn_tail() -> impl Strategy<Value = Vec<u8>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// After any number of changes (folds included) and whatever a crash
-    /// left at the log's end, the record is the last version written, and
-    /// the next change goes on from it.
+    /// After any number of changes (folds included, some written to wait
+    /// for the next fsync) and whatever a crash left at the log's end, the
+    /// record is the last version written, and the next change goes on
+    /// from it.
     #[test]
     fn the_record_is_the_last_version_written_whatever_a_crash_left(
         changes in 1usize..40,
+        lazily in proptest::collection::vec(any::<bool>(), 40),
         size in 0usize..6_000,
         tail in proptest::option::of(torn_tail()),
         cut in prop::sample::Index::arbitrary(),
@@ -111,8 +113,9 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let checkpoint = dir.path().join("a.json");
         let all = versions(&record(&"y".repeat(size)), changes + 1);
-        for version in &all[..changes] {
-            save(&checkpoint, version).unwrap();
+        for (version, lazily) in all[..changes].iter().zip(&lazily) {
+            let durability = if *lazily { Durability::WithNextWrite } else { Durability::Now };
+            write(&checkpoint, version, durability).unwrap();
         }
         let log = log_path(&checkpoint);
         if let Some(tail) = &tail {

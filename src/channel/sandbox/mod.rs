@@ -200,6 +200,7 @@ impl SandboxChannel {
             // The lock orders file and memory alike.
             let mut outbox = self.outbox.lock().expect("outbox lock");
             atomic::append_line_unsynced(&self.outbox_file, &line)
+                .map(drop)
                 .map_err(|e| ChannelError::Rejected { channel: "sandbox", reason: e.to_string() })?;
             outbox.push(entry);
             let mut phones = self.phones.lock().expect("phones lock");

@@ -198,9 +198,10 @@ impl Actor {
 
     /// A send finished: its record is settled (sent, or failed with why),
     /// even if its turn or its conversation has ended meanwhile. The agent
-    /// hears the outcome once it is recorded: the bookkeeping after it (the
-    /// receipt's deadline, the id's index) is done before this actor reads
-    /// its next message, so the agent's next model call need not wait for it.
+    /// hears that it went out first: what is written after (the settled message,
+    /// the receipt's deadline, the id's index) is on disk before this actor
+    /// reads its next message, so before any call the agent makes next takes
+    /// effect, and its next model call need not wait for those writes.
     pub(super) fn sent(&mut self, message: TranscriptMessage, result: Result<Sent, ChannelError>, waiter: SendWaiter) {
         let id = message.instance_id;
         if let Some(at) = self.sending.iter().position(|s| *s == id) {
@@ -219,6 +220,14 @@ impl Actor {
                 ..message
             },
         };
+        // A failure changes the conversation: it is told once the message is.
+        let waiting = match waiter {
+            SendWaiter::Tool { turn, reply } if went_out => {
+                self.answer_send_waiter(id, settled.clone(), SendWaiter::Tool { turn, reply }, result);
+                None
+            }
+            waiter => Some((waiter, result)),
+        };
         let recorded = self.record_message(&settled);
         match &recorded {
             Ok(()) => self.shared.emit(id, message_out(&settled)),
@@ -226,13 +235,6 @@ impl Actor {
             // pending, and reads as unconfirmed after a restart.
             Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
         }
-        let operator = match waiter {
-            SendWaiter::Tool { turn, reply } => {
-                self.answer_send_waiter(id, settled.clone(), SendWaiter::Tool { turn, reply }, result);
-                None
-            }
-            operator => Some((operator, result)),
-        };
         if recorded.is_ok() {
             self.after_recorded(&settled);
         }
@@ -248,7 +250,7 @@ impl Actor {
         {
             tracing::error!(instance = %id, %error, "cannot record that the disclosure went out");
         }
-        if let Some((waiter, result)) = operator {
+        if let Some((waiter, result)) = waiting {
             self.answer_send_waiter(id, settled, waiter, result);
         }
     }

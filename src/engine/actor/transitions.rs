@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::Actor;
 use crate::api::{EventData, Role, State, TokenUsage, TranscriptMessage};
 use crate::engine::EngineError;
-use crate::engine::conversation::{self, Effect, Step};
+use crate::engine::conversation::{self, Durability, Effect, Step};
 use crate::fsm::{self, Event, InvalidTransition, Target};
 use crate::store::ConversationRecord;
 
@@ -36,7 +36,7 @@ impl Actor {
     pub(in crate::engine) fn run_step(&mut self, id: Uuid, step: Step) -> Result<ConversationRecord, EngineError> {
         let mut next = step.next;
         self.fold_usage(&mut next);
-        let committed = self.commit(self.index(id)?, next)?;
+        let committed = self.commit(self.index(id)?, next, step.durability)?;
         for effect in step.effects {
             match effect {
                 Effect::Publish(data) => {
@@ -110,8 +110,13 @@ impl Actor {
         }
     }
 
-    fn commit(&mut self, index: usize, next: ConversationRecord) -> Result<ConversationRecord, EngineError> {
-        self.shared.store.save_instance(&next)?;
+    fn commit(
+        &mut self,
+        index: usize,
+        next: ConversationRecord,
+        durability: Durability,
+    ) -> Result<ConversationRecord, EngineError> {
+        self.shared.store.write_instance(&next, durability)?;
         let next = Arc::new(next);
         self.shared.publish(&next);
         if next.state.is_terminal() {

@@ -55,7 +55,7 @@ pub fn contact_wrote(
     let taken = transition(&replied.next, Event::AgentProcessesReply, None, now, |record| {
         record.unanswered_contact_messages = 0
     })?;
-    Ok(Step { next: taken.next, effects: replied.effects.into_iter().chain(taken.effects).collect() })
+    Ok(Step::new(taken.next, replied.effects.into_iter().chain(taken.effects).collect()))
 }
 
 #[cfg(test)]

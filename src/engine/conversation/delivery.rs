@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Step, transition};
+use super::{Durability, Step, transition};
 use crate::api::{AwaitingDelivery, State, TranscriptMessage};
 use crate::engine::delivery::note;
 use crate::fsm::{Event, InvalidTransition};
@@ -32,9 +32,11 @@ pub fn awaiting_delivery(
 
 /// `message` (one of the conversation's) has a new status: when it was
 /// delivered or read. A person called because nothing arrived learns that
-/// it has since.
+/// it has since. A change of `last_read_at` alone waits for the record's
+/// next write to be durable: the transcript holds the read durably, and a
+/// contact who read a message usually writes next.
 pub fn message_status(current: &ConversationRecord, message: &TranscriptMessage, now: DateTime<Utc>) -> Step {
-    Step::change(current, now, |record| {
+    let mut step = Step::change(current, now, |record| {
         let first = record.first_delivered_at.is_none();
         note(record, message);
         let called_for_it = record.state == State::NeedsHumanIntervention
@@ -46,7 +48,14 @@ pub fn message_status(current: &ConversationRecord, message: &TranscriptMessage,
         {
             reason.push_str(" (it has been delivered since)");
         }
-    })
+    });
+    let mut read_put_back = step.next.clone();
+    read_put_back.last_read_at = current.last_read_at;
+    read_put_back.updated_at = current.updated_at;
+    if read_put_back == *current {
+        step.durability = Durability::WithNextWrite;
+    }
+    step
 }
 
 /// `delivery.timeout` (`timeout_words`) passed and relay's latest message

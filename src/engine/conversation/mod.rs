@@ -30,6 +30,6 @@ mod transition;
 pub use contact::{ContactMessage, contact_wrote};
 pub use delivery::{awaiting_delivery, delivery_overdue, message_status};
 pub use follow_up::{budget_ran_out, follow_up_due};
-pub use step::{Effect, Step};
+pub use step::{Durability, Effect, Step};
 pub(in crate::engine) use transition::entry;
 pub use transition::transition;

@@ -81,7 +81,7 @@ mod tests {
     fn an_answer_to_a_question_is_recorded_noted_and_published_in_that_order() {
         let current = waiting_on_a_person(true);
         let now = current.created_at + chrono::Duration::minutes(5);
-        let Step { next, effects } = answer(&current, "Yes, refund them".into(), now).unwrap();
+        let Step { next, effects, .. } = answer(&current, "Yes, refund them".into(), now).unwrap();
         assert_eq!(next.state, State::Active);
         assert!(next.pending_question.is_none());
         let asked = &next.earlier_questions[0];

@@ -4,14 +4,17 @@
 use chrono::{DateTime, Utc};
 
 use crate::api::{EventData, Role};
+pub use crate::store::record_file::Durability;
 use crate::store::ConversationRecord;
 
-/// One change to a conversation: `next` is written first (durable), then
-/// the `effects` run in their order.
+/// One change to a conversation: `next` is written first (durable, unless
+/// `durability` says it may wait for the next write), then the `effects`
+/// run in their order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub next: ConversationRecord,
     pub effects: Vec<Effect>,
+    pub durability: Durability,
 }
 
 /// Something that happens once a change is on disk.
@@ -40,7 +43,12 @@ impl Step {
         let mut next = current.clone();
         change(&mut next);
         next.updated_at = now;
-        Step { next, effects: Vec::new() }
+        Step::new(next, Vec::new())
+    }
+
+    /// `next`, durable before `effects` run.
+    pub fn new(next: ConversationRecord, effects: Vec<Effect>) -> Step {
+        Step { next, effects, durability: Durability::Now }
     }
 
     /// The effects that follow `self`'s, then `more`.

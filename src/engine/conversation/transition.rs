@@ -49,12 +49,12 @@ pub fn transition(
     }
     next.updated_at = now;
     if target == Target::Stay {
-        return Ok(Step { next, effects: Vec::new() });
+        return Ok(Step::new(next, Vec::new()));
     }
     next.history.push(entry(from, to, event, reason.clone(), now));
     let trigger = event.as_str().to_string();
     let published = Effect::Publish(EventData::Transition { from, to, trigger, reason });
-    Ok(Step { next, effects: vec![published] })
+    Ok(Step::new(next, vec![published]))
 }
 
 /// Leaving NEEDS_HUMAN_INTERVENTION other than by an answer: the question
@@ -107,7 +107,7 @@ mod tests {
                 prop_assert!(done.is_err());
                 return Ok(());
             };
-            let Step { next, effects } = done.unwrap();
+            let Step { next, effects, .. } = done.unwrap();
             let to = fsm::resolve(state, target, previous);
             prop_assert_eq!(next.state, to);
             prop_assert_eq!(next.updated_at, now);

@@ -93,7 +93,7 @@ mod tests {
         );
         current.state = crate::api::State::Active;
         let now = current.created_at;
-        let Step { next, effects } = end(&current, " done ".into(), None, None, now).unwrap();
+        let Step { next, effects, .. } = end(&current, " done ".into(), None, None, now).unwrap();
         assert_eq!(next.state, crate::api::State::Completed);
         assert_eq!((next.summary.as_deref(), next.ended_by), (Some("done"), Some(EndedBy::Agent)));
         assert_eq!(effects.last(), Some(&Effect::LetTurnFinish));

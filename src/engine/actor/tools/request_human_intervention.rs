@@ -80,7 +80,7 @@ mod tests {
             ConversationRecord::new("o".into(), "+56912345678".into(), Vec::new(), HeartbeatConfig::default());
         current.state = State::Active;
         let now = current.created_at;
-        let Step { next, effects } = ask_a_person(&current, "refund".into(), Some("May I?".into()), now).unwrap();
+        let Step { next, effects, .. } = ask_a_person(&current, "refund".into(), Some("May I?".into()), now).unwrap();
         assert_eq!(next.state, State::NeedsHumanIntervention);
         let question = next.pending_question.clone().unwrap();
         assert_eq!((question.id.as_str(), question.question.as_deref()), ("q1", Some("May I?")));

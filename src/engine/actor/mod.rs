@@ -226,6 +226,10 @@ pub(super) struct Actor {
     /// Token usage of model calls not yet on disk, by conversation: written
     /// with the conversation's next change (see `Actor::record_usage`).
     unsaved_usage: Vec<(Uuid, TokenUsage)>,
+    /// Agent sends that went out, whose outcome the agent has heard but
+    /// which are not settled on disk yet: settled before the actor reads
+    /// its next message (see `Actor::sent`).
+    settling: Vec<TranscriptMessage>,
 }
 
 pub(crate) async fn run(
@@ -249,6 +253,7 @@ pub(crate) async fn run(
         fetching: Vec::new(),
         panics: Vec::new(),
         unsaved_usage: Vec::new(),
+        settling: Vec::new(),
     };
     let stop = actor.shared.stop.clone();
     actor.supervised(None, Actor::drive);
@@ -265,13 +270,21 @@ pub(crate) async fn run(
         tokio::select! {
             msg = rx.recv() => match msg {
                 None => break,
-                Some(msg) => actor.supervised(msg.conversation(), |actor| actor.handle(*msg)),
+                Some(msg) => {
+                    actor.supervised(msg.conversation(), |actor| actor.handle(*msg));
+                    if !actor.settling.is_empty() {
+                        // The agent, woken on this thread, runs first.
+                        tokio::task::yield_now().await;
+                        actor.supervised(None, Actor::settle_sent);
+                    }
+                }
             },
             _ = stop.cancelled() => {
                 // Asked before the engine stopped: answered (`ask` refuses
                 // what comes later).
                 while let Ok(msg) = rx.try_recv() {
                     actor.supervised(msg.conversation(), |actor| actor.handle(*msg));
+                    actor.supervised(None, Actor::settle_sent);
                 }
                 break;
             }
@@ -286,6 +299,7 @@ pub(crate) async fn run(
         }
         actor.supervised(None, Actor::drive);
     }
+    actor.settle_sent();
     actor.abort_turn();
     actor.drain_sends(&mut rx).await;
     actor.save_usage();

@@ -197,11 +197,10 @@ impl Actor {
     }
 
     /// A send finished: its record is settled (sent, or failed with why),
-    /// even if its turn or its conversation has ended meanwhile. The agent
-    /// hears that it went out first: what is written after (the settled message,
-    /// the receipt's deadline, the id's index) is on disk before this actor
-    /// reads its next message, so before any call the agent makes next takes
-    /// effect, and its next model call need not wait for those writes.
+    /// even if its turn or its conversation has ended meanwhile. An agent's
+    /// send that went out is answered first and settled once the agent
+    /// has run (see [`Actor::settle_sent`]), so its next model call does
+    /// not wait for the writes; anything it asks next is read after them.
     pub(super) fn sent(&mut self, message: TranscriptMessage, result: Result<Sent, ChannelError>, waiter: SendWaiter) {
         let id = message.instance_id;
         if let Some(at) = self.sending.iter().position(|s| *s == id) {
@@ -220,23 +219,33 @@ impl Actor {
                 ..message
             },
         };
-        // A failure changes the conversation: it is told once the message is.
-        let waiting = match waiter {
-            SendWaiter::Tool { turn, reply } if went_out => {
-                self.answer_send_waiter(id, settled.clone(), SendWaiter::Tool { turn, reply }, result);
-                None
+        if went_out && matches!(waiter, SendWaiter::Tool { .. }) {
+            self.answer_send_waiter(id, settled.clone(), waiter, result);
+            self.settling.push(settled);
+            return;
+        }
+        self.settle(&settled, went_out);
+        self.answer_send_waiter(id, settled, waiter, result);
+    }
+
+    /// Settles the agent's sends answered already ([`Actor::sent`]).
+    pub(super) fn settle_sent(&mut self) {
+        for settled in std::mem::take(&mut self.settling) {
+            self.settle(&settled, true);
+        }
+    }
+
+    /// The settled line of a send (`went_out` or not), and what follows it.
+    fn settle(&mut self, settled: &TranscriptMessage, went_out: bool) {
+        let id = settled.instance_id;
+        match self.record_message(settled) {
+            Ok(()) => {
+                self.shared.emit(id, message_out(settled));
+                self.after_recorded(settled);
             }
-            waiter => Some((waiter, result)),
-        };
-        let recorded = self.record_message(&settled);
-        match &recorded {
-            Ok(()) => self.shared.emit(id, message_out(&settled)),
             // The contact has it (or not) all the same; on disk it stays
             // pending, and reads as unconfirmed after a restart.
             Err(error) => tracing::error!(instance = %id, %error, "cannot record what became of a message"),
-        }
-        if recorded.is_ok() {
-            self.after_recorded(&settled);
         }
         // A channel without receipts cannot say the person has it; taken
         // is as much as it knows.
@@ -249,9 +258,6 @@ impl Actor {
             && let Err(error) = self.update(id, |i| i.pending_disclosure = None)
         {
             tracing::error!(instance = %id, %error, "cannot record that the disclosure went out");
-        }
-        if let Some((waiter, result)) = waiting {
-            self.answer_send_waiter(id, settled, waiter, result);
         }
     }
 
@@ -355,7 +361,10 @@ impl Actor {
         let deadline = Instant::now() + SEND_DRAIN;
         while !self.sending.is_empty() {
             match tokio::time::timeout_at(deadline, rx.recv()).await.map(|msg| msg.map(|msg| *msg)) {
-                Ok(Some(Msg::Sent { message, result, waiter })) => self.sent(message, result, waiter),
+                Ok(Some(Msg::Sent { message, result, waiter })) => {
+                    self.sent(message, result, waiter);
+                    self.settle_sent();
+                }
                 Ok(Some(Msg::SentUpdate { instance, message, update, done })) => {
                     self.sent_update(instance, message, update);
                     let _ = done.send(());

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 
 use crate::api::{EventData, Role};
-pub use crate::store::record_file::Durability;
 use crate::store::ConversationRecord;
+pub use crate::store::record_file::Durability;
 
 /// One change to a conversation: `next` is written first (durable, unless
 /// `durability` says it may wait for the next write), then the `effects`

@@ -47,3 +47,44 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
     }
     out
 }
+
+/// The agent hears that its message went out before relay has written the
+/// settled line; whatever it does next takes effect after that line: the
+/// event log says the message went out before the conversation moved on.
+#[tokio::test(start_paused = true)]
+async fn what_the_agent_does_after_a_send_comes_after_the_send_is_settled() {
+    use futures_util::StreamExt;
+    use relay::agent::ToolCall;
+    use relay::api::{CreateInstanceRequest, EventData, NewTodo, SendStatus, State};
+
+    use crate::support::channel::FakeChannel;
+    use crate::support::engine::{World, until};
+    use crate::support::test_agent::TestAgent;
+
+    let agent = Arc::new(TestAgent::new(|_, tools| {
+        Box::pin(async move {
+            assert_eq!(tools.call(ToolCall::SendMessage { text: "Hi!".into() }).await.unwrap(), "sent");
+            let ask = ToolCall::RequestHumanIntervention { reason: "a person decides".into(), question: None };
+            tools.call(ask).await.unwrap();
+            Ok(())
+        })
+    }));
+    let w = World::start(|_| FakeChannel::default(), agent);
+    let request = CreateInstanceRequest {
+        objective: "Confirm the delivery".into(),
+        target_contact: "+56912345678".into(),
+        todos: vec![NewTodo::new("delivery day")],
+        ..Default::default()
+    };
+    let id = w.engine.create(request).await.unwrap().id;
+    until(&w.engine, id, |i| i.state == State::NeedsHumanIntervention).await;
+
+    let events: Vec<EventData> =
+        w.engine.events(0, Some(id), false).unwrap().map(|e| e.unwrap().data.clone()).collect().await;
+    let sent = events.iter().position(|e| matches!(e, EventData::MessageOut { send_status: SendStatus::Sent, .. }));
+    let asked =
+        events.iter().position(|e| matches!(e, EventData::Transition { to: State::NeedsHumanIntervention, .. }));
+    assert!(sent.unwrap() < asked.unwrap(), "{events:?}");
+    let transcript = w.engine.transcript(&id.to_string()).unwrap();
+    assert!(transcript.iter().any(|m| m.content == "Hi!" && m.send_status == Some(SendStatus::Sent)));
+}

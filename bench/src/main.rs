@@ -180,6 +180,10 @@ fn memory_section(n: usize, memory: Vec<String>) -> Section {
         format!("peak while all {n} follow up within a minute"),
         format!("{} s after those {n} follow-ups", heartbeat::AFTER.as_secs()),
         format!("the same {n} conversations, on a fresh start (reference: their live data)"),
+        format!(
+            "that fresh daemon, {} s after one of them had a turn (reference: live data and what a first turn loads once)",
+            heartbeat::AFTER.as_secs()
+        ),
     ];
     for (label, value) in labels.into_iter().zip(memory) {
         rss.row(vec![label, value]);

@@ -58,6 +58,15 @@ pub fn run(bin: &std::path::Path, model: &Model, n: usize) -> (Section, Vec<Stri
     // longer each) read by a fresh daemon, so only their live data.
     relay.start();
     let rss_restarted = relay.rss_mib();
+    // And once one of them has had a turn, read as the storm's figure is
+    // (after a trim): what the first model call loads for good (rig-core's
+    // model catalog, the HTTP client) is not the storm's.
+    let contact = relay.store().load_instances().unwrap()[0].target_contact.clone();
+    let said = serde_json::json!({"contact": contact, "text": "[bench:hb-one] Tuesday works"});
+    relay.http().expect("POST", "/sandbox/messages", Some(&said.to_string()), 200);
+    model.wait("hb-one", Phase::Sent);
+    std::thread::sleep(AFTER);
+    let rss_one_turn = relay.rss_mib();
     relay.stop();
 
     let instances = relay.store().load_instances().unwrap();
@@ -88,6 +97,7 @@ pub fn run(bin: &std::path::Path, model: &Model, n: usize) -> (Section, Vec<Stri
         format!("{:.1} MiB", rss_peak),
         format!("{:.1} MiB", rss_end),
         format!("{:.1} MiB", rss_restarted),
+        format!("{:.1} MiB", rss_one_turn),
     ];
     (section, memory)
 }

@@ -45,6 +45,16 @@ pub fn run(bin: &std::path::Path, model: &Model, storm: usize, runs: usize) -> S
     let stormy = Samples::time(runs, 20, || drop(http.expect("GET", &get, None, 200)));
     let rss_storm = relay.rss_mib();
     // A new client while the daemon is full: refused at once, with a reason.
+    // Full for sure: the storm's first connections may have reached
+    // `http.header_timeout` and been closed, so as many fresh ones take
+    // their file descriptors.
+    let fresh = relay::config::HttpSettings::default().max_connections + 64;
+    held.drain(..fresh.min(held.len()));
+    for _ in 0..fresh {
+        if let Ok(stream) = TcpStream::connect(("127.0.0.1", relay.port)) {
+            held.push(stream);
+        }
+    }
     let asked = Instant::now();
     let answer =
         crate::http::Http::connect(relay.port, &relay.token()).and_then(|mut h| h.request("GET", "/health", None));

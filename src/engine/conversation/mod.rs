@@ -13,7 +13,8 @@
 //! - [`contact_wrote`]: a contact's message that asks something of the agent;
 //! - [`follow_up_due`]: the heartbeat firing; [`budget_ran_out`]: a limit;
 //! - [`awaiting_delivery`], [`message_status`], [`delivery_overdue`]: what
-//!   became of a message relay sent.
+//!   became of a message relay sent;
+//! - [`todo_marked`]: a checked `mark_todo_item` on its todo.
 //!
 //! Rules already plain functions of the record live beside it in the
 //! engine: [`super::heartbeat`] (timers), [`super::budget`] (limits),
@@ -25,11 +26,13 @@ mod delivery;
 mod follow_up;
 pub mod operator;
 mod step;
+mod todo;
 mod transition;
 
 pub use contact::{ContactMessage, contact_wrote};
 pub use delivery::{awaiting_delivery, delivery_overdue, message_status};
 pub use follow_up::{budget_ran_out, follow_up_due};
 pub use step::{Durability, Effect, Step};
+pub use todo::{Mark, todo_marked};
 pub(in crate::engine) use transition::entry;
 pub use transition::transition;

@@ -16,9 +16,9 @@ use crate::agent::{ToolCall, ToolError, Verification};
 use crate::api::limits;
 use crate::api::{
     AnswerFormat, EventData, Evidence, MediaInfo, MediaStatus, Role, TodoItem, TodoStatus, TranscriptMessage,
-    ValueCheck,
 };
 use crate::engine::actor::Actor;
+use crate::engine::conversation::{self, Mark};
 use crate::engine::evidence::{contains_words, copies_instructions, quoted_piece, repeats, rests_on, states};
 use crate::engine::{EngineError, bounded_text};
 
@@ -97,7 +97,7 @@ impl Actor {
             _ => None,
         };
         let answered_ids: Vec<Uuid> = answered.iter().map(|m| m.message_id).collect();
-        let mark = Recorded { todo_id, status, answer, value, check, evidence: grounds.evidence, answered_ids };
+        let mark = Mark { todo_id, status, answer, value, check, evidence: grounds.evidence, answered_ids };
         self.record_mark(id, turn, mark).map(Marked::Done)
     }
 
@@ -215,63 +215,20 @@ impl Actor {
     }
 }
 
-/// A mark that passed every check, to be recorded.
-struct Recorded {
-    todo_id: String,
-    status: TodoStatus,
-    answer: Option<String>,
-    value: Option<Value>,
-    check: Option<ValueCheck>,
-    evidence: Vec<Evidence>,
-    /// The contact's messages the turn answers: what a mark with no
-    /// evidence of its own rests on.
-    answered_ids: Vec<Uuid>,
-}
-
 impl Actor {
-    /// Writes a checked mark to the todo, keeps the todo as it was before
-    /// for [`Actor::take_back_echoed`], and says so in the event log.
-    fn record_mark(&mut self, id: Uuid, turn: u64, mark: Recorded) -> Result<String, ToolError> {
-        let Recorded { todo_id, status, answer, value, check, evidence, answered_ids } = mark;
+    /// Writes a checked mark to the todo ([`conversation::todo_marked`]),
+    /// and keeps the todo as it was before for [`Actor::take_back_echoed`].
+    fn record_mark(&mut self, id: Uuid, turn: u64, mark: Mark) -> Result<String, ToolError> {
         let at = self.index(id).map_err(|e| ToolError(e.to_string()))?;
-        let before = todo_of(&self.convs[at].todos, &todo_id)?.clone();
-        let learned_now = answer.is_some() && status != TodoStatus::Skipped;
-        self.update(id, |i| {
-            let todo = i.todos.iter_mut().find(|t| t.id == todo_id).expect("checked above");
-            // A skipped todo's words are why it was skipped, the model's own:
-            // taken up again, it has no answer.
-            if todo.status == TodoStatus::Skipped && status != TodoStatus::Skipped {
-                todo.answer = None;
-                todo.answer_message_ids.clear();
-                todo.evidence.clear();
-                todo.check = None;
-            }
-            todo.status = status;
-            if answer.is_some() || value.is_some() {
-                todo.answer_message_ids = match evidence.is_empty() {
-                    true => answered_ids,
-                    false => evidence.iter().map(|e| e.message_id).collect(),
-                };
-            }
-            if answer.is_some() {
-                todo.answer = answer;
-            }
-            if value.is_some() {
-                todo.value = value;
-                todo.check = check;
-            }
-            if !evidence.is_empty() {
-                todo.evidence = evidence;
-            }
-        })
-        .map_err(|e| ToolError(e.to_string()))?;
+        let before = todo_of(&self.convs[at].todos, &mark.todo_id)?.clone();
+        let (todo_id, status) = (mark.todo_id.clone(), mark.status);
+        let learned_now = mark.answer.is_some() && status != TodoStatus::Skipped;
+        let step = conversation::todo_marked(&self.convs[at], mark, crate::clock::now());
+        self.run_step(id, step).map_err(|e| ToolError(e.to_string()))?;
         if let Some(running) = self.turn.as_mut().filter(|t| learned_now && t.number == turn)
             && !running.recorded.iter().any(|t| t.id == todo_id)
         {
             running.recorded.push(before);
-        }
-        if let Some(todo) = self.index(id).ok().and_then(|at| self.convs[at].todos.iter().find(|t| t.id == todo_id)) {
-            self.shared.emit(id, EventData::todo(todo));
         }
         Ok(format!("todo {todo_id} is now {}", status.as_str()))
     }

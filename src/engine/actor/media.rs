@@ -37,6 +37,7 @@ impl Actor {
     pub(super) fn media_done(&mut self, message: TranscriptMessage) {
         let (instance, id) = (message.instance_id, message.id);
         self.fetching.retain(|&fetch| fetch != (instance, id));
+        super::release_if_empty(&mut self.fetching);
         if let Err(error) = self.shared.store.append_message(&message) {
             tracing::error!(%instance, %error, "cannot record a contact's file");
             return;

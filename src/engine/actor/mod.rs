@@ -232,6 +232,14 @@ pub(super) struct Actor {
     settling: Vec<TranscriptMessage>,
 }
 
+/// Gives an emptied list's buffer back: an idle actor keeps none of what
+/// its busiest moment needed (10,000 idle actors, a few hundred bytes each).
+fn release_if_empty<T>(list: &mut Vec<T>) {
+    if list.is_empty() {
+        *list = Vec::new();
+    }
+}
+
 pub(crate) async fn run(
     shared: Arc<Shared>,
     contact: Contact,

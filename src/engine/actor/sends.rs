@@ -205,6 +205,7 @@ impl Actor {
         let id = message.instance_id;
         if let Some(at) = self.sending.iter().position(|s| *s == id) {
             self.sending.remove(at);
+            super::release_if_empty(&mut self.sending);
         }
         let went_out = result.is_ok();
         let settled = match &result {

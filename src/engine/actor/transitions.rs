@@ -98,6 +98,7 @@ impl Actor {
     fn fold_usage(&mut self, next: &mut ConversationRecord) {
         if let Some(at) = self.unsaved_usage.iter().position(|(of, _)| *of == next.id) {
             next.usage += self.unsaved_usage.swap_remove(at).1;
+            super::release_if_empty(&mut self.unsaved_usage);
         }
     }
 

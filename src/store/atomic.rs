@@ -52,8 +52,9 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
     append_line_sized(path, line).map(drop)
 }
 
-/// [`append_line`] without the fsync, for a log a power cut may cut short
-/// (a simulation's): its reader must skip a line that does not parse.
+/// [`append_line`] without the fsync, for a line a power cut may take
+/// back (a simulation's log; a record's version the next synced write
+/// covers): its reader must skip a line that does not parse.
 pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<u64> {
     append(path, line, false)
 }

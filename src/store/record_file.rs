@@ -68,10 +68,9 @@ pub fn write(checkpoint: &Path, record: &ConversationRecord, durability: Durabil
         return replace();
     }
     let line = serde_json::to_vec(record).expect("records serialise");
-    let appended = match durability {
-        Durability::Now => atomic::append_line_sized(&log, &line),
-        Durability::WithNextWrite if !ended => atomic::append_line_unsynced(&log, &line),
-        Durability::WithNextWrite => atomic::append_line_sized(&log, &line),
+    let appended = match durability == Durability::WithNextWrite && !ended {
+        true => atomic::append_line_unsynced(&log, &line),
+        false => atomic::append_line_sized(&log, &line),
     };
     let length = appended.map_err(|source| write_error(&log, source))?;
     if ended || length > LOG_LIMIT {

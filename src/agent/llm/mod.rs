@@ -121,12 +121,16 @@ impl LlmAgent {
             request = request.tool_choice(choice);
         }
         if let (Some(offered), Some(all)) = (&self.schema_tools, &self.schema_params) {
-            let open: Vec<tools::Definition> = offered.iter().filter(|t| !stuck.contains(&t.name)).cloned().collect();
-            let params = if open.is_empty() || open.len() == offered.len() {
-                all[usize::from(acted)].clone()
-            } else {
-                let schema = json_calls::schema_of(&open, if acted { 0 } else { 1 });
-                json_calls::request_params(self.provider, schema).expect("checked when the agent was made")
+            let open: Vec<tools::Definition> = match offered.iter().any(|t| stuck.contains(&t.name)) {
+                true => offered.iter().filter(|t| !stuck.contains(&t.name)).cloned().collect(),
+                false => Vec::new(),
+            };
+            let params = match open.is_empty() {
+                true => all[usize::from(acted)].clone(),
+                false => {
+                    let schema = json_calls::schema_of(&open, if acted { 0 } else { 1 });
+                    json_calls::request_params(self.provider, schema).expect("checked when the agent was made")
+                }
             };
             request = request.additional_params(params);
         }

@@ -365,6 +365,24 @@ impl Store {
     }
 }
 
+/// [`read_jsonl`] for a file appended without fsync, which a power cut may
+/// leave with a line cut short or zeroed: such lines are skipped, and
+/// their number returned with what read.
+pub fn read_jsonl_skipping<T: DeserializeOwned>(path: &Path) -> Result<(Vec<T>, usize), StoreError> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(source) => return Err(read_error(path, source)),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let (read, damaged): (Vec<_>, Vec<_>) = text
+        .lines()
+        .filter(|line| !line.trim_matches(['\0', ' ']).is_empty())
+        .map(serde_json::from_str::<T>)
+        .partition(Result::is_ok);
+    Ok((read.into_iter().flatten().collect(), damaged.len()))
+}
+
 /// Reads a JSONL file. A last line without its newline is a write still in
 /// progress (or cut by a crash) and is skipped; any other bad line is an error.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, StoreError> {

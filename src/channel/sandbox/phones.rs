@@ -134,20 +134,11 @@ impl Phones {
 /// The outbox in `path`: a line a power cut cut short, or left as zeros, is
 /// skipped (the outbox is appended without fsync).
 pub(super) fn read_outbox(path: &Path) -> Result<Vec<OutboxEntry>, StoreError> {
-    let text = match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(StoreError::Read { path: path.display().to_string(), source }),
-    };
-    let (read, damaged): (Vec<_>, Vec<_>) = text
-        .lines()
-        .filter(|line| !line.trim_matches(['\0', ' ']).is_empty())
-        .map(serde_json::from_str::<OutboxEntry>)
-        .partition(Result::is_ok);
-    if !damaged.is_empty() {
-        tracing::warn!(lines = damaged.len(), "lines of the sandbox's outbox did not read; they are skipped");
+    let (read, damaged) = crate::store::read_jsonl_skipping(path)?;
+    if damaged > 0 {
+        tracing::warn!(lines = damaged, "lines of the sandbox's outbox did not read; they are skipped");
     }
-    Ok(read.into_iter().flatten().collect())
+    Ok(read)
 }
 
 #[cfg(test)]
